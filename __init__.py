@@ -1,0 +1,113 @@
+"""advisorchain: LLM tool calling as a composable async chain of advisors.
+
+chain = Chain([ToolCallingAdvisor()], model=model, tools=[get_weather])
+response = await chain.call("What's the weather in Paris?")
+"""
+
+from .advisors import ToolCallingAdvisor
+from .core.advisor import Advisor, CallNext, StreamNext, ToolHook, ToolNext, advisor
+from .core.assembly import StreamAssembler
+from .core.chain import Chain, Prompt
+from .core.context import ToolContext
+from .core.errors import (
+    AdvisorChainError,
+    ChainConfigurationError,
+    ScriptExhaustedError,
+    StreamInterruptedError,
+    ToolCallLimitExceeded,
+    ToolDefinitionError,
+    ToolExecutionError,
+)
+from .core.events import (
+    ResponseCompleted,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from .core.invocation import ToolInvocation, ToolOutcome, ToolResult
+from .core.manager import ToolCallingManager, ToolRound, describe_exception
+from .core.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    dump_messages,
+    load_messages,
+)
+from .core.model import ChatModel
+from .core.options import ChatOptions, ToolChoice
+from .core.request import ChatRequest
+from .core.response import ChatResponse, FinishReason, PendingApproval
+from .core.tools import (
+    InvalidToolArguments,
+    ResultConverter,
+    Tool,
+    ToolDefinition,
+    default_result_converter,
+    tool,
+    tools_from,
+)
+from .core.usage import Usage
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Advisor",
+    "AdvisorChainError",
+    "AssistantMessage",
+    "CallNext",
+    "Chain",
+    "ChainConfigurationError",
+    "ChatModel",
+    "ChatOptions",
+    "ChatRequest",
+    "ChatResponse",
+    "FinishReason",
+    "InvalidToolArguments",
+    "Message",
+    "PendingApproval",
+    "Prompt",
+    "ResponseCompleted",
+    "ResultConverter",
+    "ScriptExhaustedError",
+    "StreamAssembler",
+    "StreamEvent",
+    "StreamInterruptedError",
+    "StreamNext",
+    "SystemMessage",
+    "TextDelta",
+    "Tool",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCallFinished",
+    "ToolCallLimitExceeded",
+    "ToolCallStarted",
+    "ToolCallingAdvisor",
+    "ToolCallingManager",
+    "ToolChoice",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolDefinitionError",
+    "ToolExecutionError",
+    "ToolHook",
+    "ToolInvocation",
+    "ToolMessage",
+    "ToolNext",
+    "ToolOutcome",
+    "ToolResult",
+    "ToolRound",
+    "Usage",
+    "UserMessage",
+    "__version__",
+    "advisor",
+    "default_result_converter",
+    "describe_exception",
+    "dump_messages",
+    "load_messages",
+    "tool",
+    "tools_from",
+]

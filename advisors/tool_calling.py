@@ -1,0 +1,167 @@
+"""`ToolCallingAdvisor`: the tool loop, as one link of the chain."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Literal
+
+from ..core.advisor import Advisor, CallNext, StreamNext
+from ..core.errors import StreamInterruptedError, ToolCallLimitExceeded
+from ..core.events import (
+    ResponseCompleted,
+    StreamEvent,
+    ToolCallDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from ..core.invocation import ToolInvocation
+from ..core.manager import ToolCallingManager, ToolRound
+from ..core.messages import AssistantMessage, Message
+from ..core.request import ChatRequest
+from ..core.response import ChatResponse
+from ..core.streams import closing_stream
+from ..core.usage import Usage
+
+
+class ToolCallingAdvisor(Advisor):
+    """Runs the tool loop: call the rest of the chain, execute the tools it asks for, repeat.
+
+    Control flow: calls `next`; while the response asks for tools, executes them (one
+    round, concurrently, results in call order) and calls `next` again with the
+    assistant message and one tool message per call appended. It stops when the model
+    answers without tool calls, when every call of a round is return-direct
+    (`finish_reason="return_direct"`, the results are the answer), or at the call limits
+    (bounded: by default 150 calls per turn). Only the links after it are called again
+    each round; the links before it see the whole turn once.
+
+    The returned response carries the usage of every round and, in `messages`, every
+    message the turn added. Streaming passes text deltas through as they arrive, hides
+    tool-call fragments, and emits `ToolCallStarted` / `ToolCallFinished`.
+
+    Options are those of `ToolCallingManager`, or pass a ready `manager`.
+    """
+
+    def __init__(
+        self,
+        manager: ToolCallingManager | None = None,
+        *,
+        max_calls_per_tool: int = 40,
+        max_calls: int = 150,
+        tool_limits: Mapping[str, int] | None = None,
+        on_limit: Literal["raise", "report"] = "raise",
+        on_tool_error: Literal["report", "raise"]
+        | Callable[[BaseException, ToolInvocation], str] = "report",
+        max_concurrency: int | None = None,
+        tool_timeout: float | None = None,
+    ) -> None:
+        self.manager = manager or ToolCallingManager(
+            max_calls_per_tool=max_calls_per_tool,
+            max_calls=max_calls,
+            tool_limits=tool_limits,
+            on_limit=on_limit,
+            on_tool_error=on_tool_error,
+            max_concurrency=max_concurrency,
+            tool_timeout=tool_timeout,
+        )
+
+    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+        turn = _Turn(request)
+        while True:
+            response = await next(turn.request)
+            done = turn.model_answered(response)
+            if done is not None:
+                return done
+            tool_round = await turn.execute(self.manager, response)
+            done = turn.round_finished(response, tool_round)
+            if done is not None:
+                return done
+
+    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
+        turn = _Turn(request)
+        while True:
+            response: ChatResponse | None = None
+            async with closing_stream(next(turn.request)) as events:
+                async for event in events:
+                    if isinstance(event, ResponseCompleted):
+                        response = event.response
+                    elif not isinstance(event, ToolCallDelta):
+                        yield event
+            if response is None:
+                raise StreamInterruptedError("the model's stream ended without a response")
+            done = turn.model_answered(response)
+            if done is not None:
+                yield ResponseCompleted(done)
+                return
+            for call in response.tool_calls:
+                yield ToolCallStarted(call)
+            tool_round = await turn.execute(self.manager, response)
+            for call, result, message, duration in zip(
+                tool_round.calls,
+                tool_round.results,
+                tool_round.messages,
+                tool_round.durations,
+                strict=True,
+            ):
+                yield ToolCallFinished(call, message, result.outcome, duration)
+            done = turn.round_finished(response, tool_round)
+            if done is not None:
+                yield ResponseCompleted(done)
+                return
+
+
+class _Turn:
+    """The state of one turn of the loop: transcript so far, messages added, usage."""
+
+    __slots__ = ("added", "request", "usage")
+
+    def __init__(self, request: ChatRequest) -> None:
+        self.request = request
+        self.added: list[Message] = []
+        self.usage = Usage()
+
+    def model_answered(self, response: ChatResponse) -> ChatResponse | None:
+        """Account for a model response; the final response if it asks for no tools."""
+        self.usage += response.usage
+        if response.tool_calls and response.finish_reason not in ("approval_pending",):
+            return None
+        self.added.extend(response.messages)
+        return self._final(response)
+
+    async def execute(self, manager: ToolCallingManager, response: ChatResponse) -> ToolRound:
+        try:
+            return await manager.execute(self.request, response.message)
+        except ToolCallLimitExceeded as exc:
+            raise ToolCallLimitExceeded(
+                str(exc),
+                tool_name=exc.tool_name,
+                messages=(*self.added, *response.messages[:-1], *exc.messages),
+            ) from None
+
+    def round_finished(self, response: ChatResponse, tool_round: ToolRound) -> ChatResponse | None:
+        """Append a round's messages; the final response if the round was return-direct."""
+        self.added.extend(response.messages)
+        self.added.extend(tool_round.messages)
+        if tool_round.return_direct:
+            answer = AssistantMessage(content=tool_round.direct_answer)
+            self.added.append(answer)
+            return self._final(
+                ChatResponse(
+                    message=answer,
+                    finish_reason="return_direct",
+                    model=response.model,
+                    id=response.id,
+                )
+            )
+        self.request = self.request.appended(*response.messages, *tool_round.messages)
+        return None
+
+    def _final(self, response: ChatResponse) -> ChatResponse:
+        return ChatResponse(
+            message=response.message,
+            finish_reason=response.finish_reason,
+            usage=self.usage,
+            messages=tuple(self.added),
+            model=response.model,
+            id=response.id,
+            pending_approval=response.pending_approval,
+        )

@@ -1,0 +1,1 @@
+"""advisorchain's core contracts: messages, requests, tools, advisors, the chain."""

@@ -1,0 +1,184 @@
+"""`Chain`: an ordered list of advisors around a chat model."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import replace
+from functools import partial
+from typing import Any, TypeAlias
+
+from .advisor import Advisor, CallNext, StreamNext, ToolHook, overrides
+from .errors import StreamInterruptedError
+from .events import ResponseCompleted, StreamEvent
+from .messages import Message, UserMessage
+from .model import ChatModel
+from .options import ChatOptions
+from .request import ChatRequest
+from .response import ChatResponse
+from .streams import closing_stream
+from .tools import Tool, merge_tools
+
+Prompt: TypeAlias = str | Sequence[Message] | ChatRequest
+"""What `Chain.call` accepts: a user message's text, a transcript, or a whole request."""
+
+
+class Chain:
+    """Advisors around a model. The first advisor is the outermost link.
+
+    The chain is built once, as a fold over the list; advisors that do not override a
+    hook cost nothing on that path. A `Chain` is itself a `ChatModel`, so chains nest.
+
+    Default `tools` and `tool_context` given here are merged with those of each call:
+    per-call tools are added (a name used twice is an error), per-call context values
+    win. Tools that advisors contribute are attached to every request.
+    """
+
+    def __init__(
+        self,
+        advisors: Iterable[Advisor] = (),
+        *,
+        model: ChatModel,
+        tools: Iterable[Tool] = (),
+        tool_context: Mapping[str, Any] | None = None,
+        options: ChatOptions | None = None,
+    ) -> None:
+        self.advisors: tuple[Advisor, ...] = tuple(advisors)
+        self.model = model
+        for position, link in enumerate(self.advisors):
+            if not isinstance(link, Advisor):
+                raise TypeError(f"chain link {position} is not an Advisor: {link!r}")
+            link.check_chain(self.advisors, position)
+        self._advisor_tools = merge_tools(*(a.tools for a in self.advisors))
+        self.tools: tuple[Tool, ...] = merge_tools(tools, self._advisor_tools)
+        self.tool_context: Mapping[str, Any] = dict(tool_context or {})
+        self.options = options or ChatOptions()
+        self._tool_hooks: tuple[ToolHook, ...] = tuple(
+            a.call_tool for a in self.advisors if overrides(a, "call_tool")
+        )
+        call_next: CallNext = model.call
+        stream_next: StreamNext = model.stream
+        for link in reversed(self.advisors):
+            if overrides(link, "call"):
+                call_next = partial(link.call, next=call_next)
+            if overrides(link, "stream"):
+                stream_next = partial(link.stream, next=stream_next)
+        self._call_next = call_next
+        self._stream_next = stream_next
+
+    @property
+    def model_name(self) -> str | None:
+        """The wrapped model's name, if it has one."""
+        return getattr(self.model, "model_name", None)
+
+    @property
+    def provider_name(self) -> str | None:
+        """The wrapped model's provider name, if it has one."""
+        return getattr(self.model, "provider_name", None)
+
+    def __repr__(self) -> str:
+        links = ", ".join(a.name for a in self.advisors)
+        return f"Chain([{links}], model={self.model!r})"
+
+    def request(
+        self,
+        prompt: Prompt,
+        *,
+        tools: Iterable[Tool] = (),
+        tool_context: Mapping[str, Any] | None = None,
+        options: ChatOptions | None = None,
+        conversation_id: str | None = None,
+        **option_values: Any,
+    ) -> ChatRequest:
+        """The `ChatRequest` that `call`/`stream` would send for these arguments."""
+        if isinstance(prompt, ChatRequest):
+            base = prompt
+            messages = prompt.messages
+        else:
+            base = None
+            if isinstance(prompt, str):
+                messages = (UserMessage(content=prompt),)
+            else:
+                messages = tuple(prompt)
+        request_tools = merge_tools(self.tools, base.tools if base else (), tools)
+        values = dict(self.tool_context)
+        if base is not None:
+            values.update(base.tool_context)
+        values.update(tool_context or {})
+        chat_options = self.options.merged(base.options if base else None).merged(
+            options, **option_values
+        )
+        hooks = self._tool_hooks
+        if base is not None:
+            return replace(
+                base,
+                messages=messages,
+                tools=request_tools,
+                tool_context=values,
+                options=chat_options,
+                conversation_id=conversation_id or base.conversation_id,
+                tool_hooks=base.tool_hooks + tuple(h for h in hooks if h not in base.tool_hooks),
+            )
+        return ChatRequest(
+            messages=messages,
+            options=chat_options,
+            tools=request_tools,
+            tool_context=values,
+            conversation_id=conversation_id,
+            tool_hooks=hooks,
+        )
+
+    async def call(
+        self,
+        prompt: Prompt,
+        *,
+        tools: Iterable[Tool] = (),
+        tool_context: Mapping[str, Any] | None = None,
+        options: ChatOptions | None = None,
+        conversation_id: str | None = None,
+        **option_values: Any,
+    ) -> ChatResponse:
+        """Run one turn and return the final response.
+
+        `option_values` are `ChatOptions` fields (`temperature=0`, `max_tokens=200`, ...).
+        """
+        request = self.request(
+            prompt,
+            tools=tools,
+            tool_context=tool_context,
+            options=options,
+            conversation_id=conversation_id,
+            **option_values,
+        )
+        return await self._call_next(request)
+
+    async def stream(
+        self,
+        prompt: Prompt,
+        *,
+        tools: Iterable[Tool] = (),
+        tool_context: Mapping[str, Any] | None = None,
+        options: ChatOptions | None = None,
+        conversation_id: str | None = None,
+        **option_values: Any,
+    ) -> AsyncIterator[StreamEvent]:
+        """Run one turn as a stream of events ending with exactly one `ResponseCompleted`."""
+        request = self.request(
+            prompt,
+            tools=tools,
+            tool_context=tool_context,
+            options=options,
+            conversation_id=conversation_id,
+            **option_values,
+        )
+        completed = False
+        async with closing_stream(self._stream_next(request)) as events:
+            async for event in events:
+                if completed:
+                    raise StreamInterruptedError(
+                        f"a link yielded {type(event).__name__} after ResponseCompleted"
+                    )
+                if isinstance(event, ResponseCompleted):
+                    completed = True
+                yield event
+        if not completed:
+            raise StreamInterruptedError("the stream ended without a ResponseCompleted event")

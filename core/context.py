@@ -1,0 +1,51 @@
+"""Values that travel beside the conversation but are never sent to a model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+
+class ToolContext(Mapping[str, Any]):
+    """Values a tool receives from the application, never from (or shown to) the model.
+
+    A tool declares a parameter annotated `ToolContext` to receive it. Besides the
+    request's values (tenant, user, conversation id, ...) it carries the id of the call
+    being executed, which also serves as a stable idempotency key, and the tool's name.
+    Its repr names the keys only, so values do not leak into logs or tracebacks.
+    """
+
+    __slots__ = ("_values", "call_id", "conversation_id", "tool_name")
+
+    def __init__(
+        self,
+        values: Mapping[str, Any] | None = None,
+        *,
+        call_id: str = "",
+        tool_name: str = "",
+        conversation_id: str | None = None,
+    ) -> None:
+        self._values: Mapping[str, Any] = values if values is not None else {}
+        self.call_id = call_id
+        self.tool_name = tool_name
+        self.conversation_id = conversation_id
+
+    @property
+    def idempotency_key(self) -> str:
+        """A key that identifies this tool call across retries and resumes (the call id)."""
+        return self.call_id
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        keys = ", ".join(sorted(map(str, self._values)))
+        return f"ToolContext(tool_name={self.tool_name!r}, call_id={self.call_id!r}, keys=[{keys}])"
+
+    __str__ = __repr__

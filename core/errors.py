@@ -1,0 +1,52 @@
+"""The exceptions advisorchain raises; every one derives from `AdvisorChainError`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .messages import Message
+
+
+class AdvisorChainError(Exception):
+    """Base class of every error raised by advisorchain."""
+
+
+class ChainConfigurationError(AdvisorChainError, ValueError):
+    """A chain, tool set or advisor was put together in a way that cannot work."""
+
+
+class ToolDefinitionError(AdvisorChainError, TypeError):
+    """A function cannot be turned into a tool (unsupported signature, bad annotation)."""
+
+
+class ToolCallLimitExceeded(AdvisorChainError):
+    """A turn asked for more tool calls than its limits allow.
+
+    `messages` is the transcript the turn had produced when it stopped: the assistant
+    message that asked for the calls and one tool message per call, so the history stays
+    valid if the caller stores it.
+    """
+
+    def __init__(self, message: str, *, tool_name: str | None, messages: Sequence[Message]) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.messages: tuple[Message, ...] = tuple(messages)
+
+
+class ToolExecutionError(AdvisorChainError):
+    """A tool raised, and the tool loop was configured to raise (`on_tool_error="raise"`)."""
+
+    def __init__(self, message: str, *, tool_name: str, call_id: str) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.call_id = call_id
+
+
+class StreamInterruptedError(AdvisorChainError):
+    """A stream ended before its final event, or delivered something that cannot be parsed."""
+
+
+class ScriptExhaustedError(AdvisorChainError):
+    """A `ScriptedChatModel` was called more often than it has scripted replies."""

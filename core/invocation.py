@@ -1,0 +1,75 @@
+"""One tool execution as the `call_tool` hooks see it, and its result."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from .context import ToolContext
+from .messages import ToolCall, ToolMessage
+
+if TYPE_CHECKING:
+    from .request import ChatRequest
+    from .tools import Tool
+
+ToolOutcome: TypeAlias = Literal[
+    "ok", "error", "rejected", "timeout", "invalid", "unknown_tool", "limit", "unknown", "cancelled"
+]
+"""How a tool call ended: executed (`ok`), raised (`error`), refused by a human (`rejected`),
+ran out of time (`timeout`), had bad arguments (`invalid`), named no attached tool
+(`unknown_tool`), was over a call limit (`limit`), or has an outcome nobody knows (`unknown`,
+e.g. a resume after a crash)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolInvocation:
+    """A validated tool call on its way to execution.
+
+    `arguments` are the parsed, schema-valid arguments; a hook may pass on a copy with other
+    arguments (`with_arguments`), which are validated again before the tool runs.
+    `request` is the request of the round that asked for the call (its `context` is the
+    turn's shared map).
+    """
+
+    tool: Tool
+    call: ToolCall
+    arguments: Mapping[str, Any]
+    context: ToolContext
+    request: ChatRequest
+    validated: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.tool.name
+
+    def with_arguments(self, arguments: Mapping[str, Any]) -> ToolInvocation:
+        """A copy with other arguments (they will be validated again)."""
+        return replace(self, arguments=dict(arguments), validated=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """What a tool call produced, as text for the model.
+
+    `value` is the tool's raw return value (before conversion), `error` the exception a
+    failed call raised; neither is ever sent to the model.
+    """
+
+    content: str
+    outcome: ToolOutcome = "ok"
+    return_direct: bool = False
+    value: Any = None
+    error: BaseException | None = None
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the model should read this result as a failure."""
+        return self.outcome != "ok"
+
+    def to_message(self, call: ToolCall) -> ToolMessage:
+        """The tool message that answers `call` with this result."""
+        return ToolMessage(
+            tool_call_id=call.id, name=call.name, content=self.content, is_error=self.is_error
+        )

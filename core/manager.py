@@ -1,0 +1,318 @@
+"""`ToolCallingManager`: executes the tool calls of one model response.
+
+It is the machinery of `ToolCallingAdvisor`, public so that users can drive the loop by
+hand: parse and validate arguments, enforce call limits, run each call through the
+chain's `call_tool` hooks, convert results, and answer every call with exactly one tool
+message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+import anyio
+
+from .advisor import ToolHook, ToolNext
+from .context import ToolContext
+from .errors import ToolCallLimitExceeded, ToolExecutionError
+from .invocation import ToolInvocation, ToolResult
+from .messages import AssistantMessage, ToolCall, ToolMessage
+from .request import ChatRequest
+from .tools import InvalidToolArguments
+
+ToolErrorHandler: TypeAlias = Callable[[BaseException, ToolInvocation], str]
+"""Maps a tool's exception to the text the model reads (or raises to stop the turn)."""
+
+_PATH = re.compile(r"(?:[A-Za-z]:\\|/)(?:[^\s/\\'\"]+[/\\])+[^\s/\\'\"]*")
+_MAX_ERROR_CHARS = 500
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`Type: message`, with file paths redacted and the length capped: what a model may see."""
+    message = _PATH.sub("<path>", str(exc)).strip()
+    if len(message) > _MAX_ERROR_CHARS:
+        message = message[:_MAX_ERROR_CHARS] + "..."
+    name = type(exc).__name__
+    return f"{name}: {message}" if message else name
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRound:
+    """The outcome of executing one response's tool calls, in call order."""
+
+    calls: tuple[ToolCall, ...]
+    results: tuple[ToolResult, ...]
+    messages: tuple[ToolMessage, ...]
+    durations: tuple[float, ...]
+
+    @property
+    def return_direct(self) -> bool:
+        """Whether every call succeeded with a return-direct tool: the results are the answer."""
+        return bool(self.results) and all(r.return_direct and not r.is_error for r in self.results)
+
+    @property
+    def direct_answer(self) -> str:
+        """The results joined as the answer of a return-direct round."""
+        return "\n\n".join(r.content for r in self.results)
+
+
+class ToolCallingManager:
+    """Executes tool calls with validation, limits, hooks, timeouts and result conversion.
+
+    - `max_calls_per_tool` / `max_calls`: limits per turn, counted from the last user
+      message; `tool_limits` overrides the per-tool limit by name. Over a limit,
+      `on_limit="raise"` raises `ToolCallLimitExceeded` (nothing of that round runs);
+      `on_limit="report"` answers the offending calls with an error and runs the rest.
+    - `on_tool_error`: `"report"` turns an exception into an error result the model
+      reads (type and message, paths redacted); `"raise"` raises `ToolExecutionError`;
+      a callable maps the exception to the text the model reads (or raises).
+    - `max_concurrency`: how many calls of one round run at once (default: all).
+    - `tool_timeout`: seconds per call, for tools without their own `timeout`.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_calls_per_tool: int = 40,
+        max_calls: int = 150,
+        tool_limits: Mapping[str, int] | None = None,
+        on_limit: Literal["raise", "report"] = "raise",
+        on_tool_error: Literal["report", "raise"] | ToolErrorHandler = "report",
+        max_concurrency: int | None = None,
+        tool_timeout: float | None = None,
+    ) -> None:
+        if on_limit not in ("raise", "report"):
+            raise ValueError("on_limit must be 'raise' or 'report'")
+        if not callable(on_tool_error) and on_tool_error not in ("report", "raise"):
+            raise ValueError("on_tool_error must be 'report', 'raise' or a callable")
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        self.max_calls_per_tool = max_calls_per_tool
+        self.max_calls = max_calls
+        self.tool_limits = dict(tool_limits or {})
+        self.on_limit = on_limit
+        self.on_tool_error = on_tool_error
+        self.max_concurrency = max_concurrency
+        self.tool_timeout = tool_timeout
+        self._pipelines: dict[tuple[ToolHook, ...], ToolNext] = {}
+
+    async def execute(self, request: ChatRequest, message: AssistantMessage) -> ToolRound:
+        """Execute the tool calls of `message`, which answered `request`.
+
+        Returns one result and one tool message per call, in call order.
+        """
+        calls = message.tool_calls
+        over_limit = self._over_limit(request, calls)
+        if over_limit and self.on_limit == "raise":
+            name, why = next(iter(over_limit.values()))
+            results = [ToolResult(content=f"Not executed: {why}.", outcome="limit") for _ in calls]
+            raise ToolCallLimitExceeded(
+                f"tool call limit exceeded: {why}",
+                tool_name=name,
+                messages=(message, *(r.to_message(c) for r, c in zip(results, calls, strict=True))),
+            )
+        slots: list[ToolResult | None] = [None] * len(calls)
+        durations = [0.0] * len(calls)
+        pending: list[tuple[int, ToolInvocation]] = []
+        for i, call in enumerate(calls):
+            if i in over_limit:
+                slots[i] = ToolResult(
+                    content=f"Error: not executed, {over_limit[i][1]}. Answer with what you have.",
+                    outcome="limit",
+                )
+                continue
+            prepared = self.prepare(request, call)
+            if isinstance(prepared, ToolResult):
+                slots[i] = prepared
+            else:
+                pending.append((i, prepared))
+        if pending:
+            await self._run_all(request, pending, slots, durations)
+        done = tuple(r if r is not None else _cancelled() for r in slots)
+        return ToolRound(
+            calls=calls,
+            results=done,
+            messages=tuple(r.to_message(c) for r, c in zip(done, calls, strict=True)),
+            durations=tuple(durations),
+        )
+
+    def prepare(self, request: ChatRequest, call: ToolCall) -> ToolInvocation | ToolResult:
+        """Resolve and validate one call: an invocation ready to run, or an error result."""
+        tool = request.find_tool(call.name)
+        if tool is None:
+            names = ", ".join(t.name for t in request.tools[:30]) or "none"
+            return ToolResult(
+                content=f"Error: unknown tool {call.name!r}. Available tools: {names}.",
+                outcome="unknown_tool",
+            )
+        raw = call.arguments.strip() or "{}"
+        try:
+            arguments = json.loads(raw)
+        except ValueError as exc:
+            return ToolResult(
+                content=f"Error: the arguments of {call.name!r} are not valid JSON ({exc}). "
+                "Send a JSON object.",
+                outcome="invalid",
+            )
+        if not isinstance(arguments, dict):
+            return ToolResult(
+                content=f"Error: the arguments of {call.name!r} must be a JSON object, "
+                f"not {type(arguments).__name__}.",
+                outcome="invalid",
+            )
+        try:
+            validated = tool.validate_arguments(arguments)
+        except InvalidToolArguments as exc:
+            return ToolResult(
+                content=f"Error: invalid arguments for {call.name!r}: {exc}", outcome="invalid"
+            )
+        context = ToolContext(
+            request.tool_context,
+            call_id=call.id,
+            tool_name=tool.name,
+            conversation_id=request.conversation_id,
+        )
+        return ToolInvocation(
+            tool=tool,
+            call=call,
+            arguments=arguments,
+            context=context,
+            request=request,
+            validated=validated,
+        )
+
+    def _over_limit(
+        self, request: ChatRequest, calls: Sequence[ToolCall]
+    ) -> dict[int, tuple[str, str]]:
+        counts: Counter[str] = Counter()
+        for m in request.messages[request.last_user_index + 1 :]:
+            if isinstance(m, AssistantMessage):
+                counts.update(c.name for c in m.tool_calls)
+        total = sum(counts.values())
+        over: dict[int, tuple[str, str]] = {}
+        for i, call in enumerate(calls):
+            counts[call.name] += 1
+            total += 1
+            limit = self.tool_limits.get(call.name, self.max_calls_per_tool)
+            if counts[call.name] > limit:
+                over[i] = (call.name, f"{call.name!r} may be called at most {limit} times per turn")
+            elif total > self.max_calls:
+                over[i] = (call.name, f"at most {self.max_calls} tool calls per turn")
+        return over
+
+    def pipeline(self, hooks: tuple[ToolHook, ...]) -> ToolNext:
+        """The execution path through `hooks` (outermost first) down to the tool."""
+        cached = self._pipelines.get(hooks)
+        if cached is not None:
+            return cached
+        step: ToolNext = self.invoke
+        for hook in reversed(hooks):
+            step = _wrap(hook, step)
+        if len(self._pipelines) > 64:
+            self._pipelines.clear()
+        self._pipelines[hooks] = step
+        return step
+
+    async def _run_all(
+        self,
+        request: ChatRequest,
+        pending: list[tuple[int, ToolInvocation]],
+        slots: list[ToolResult | None],
+        durations: list[float],
+    ) -> None:
+        run = self.pipeline(request.tool_hooks)
+        if len(pending) == 1:
+            i, invocation = pending[0]
+            start = time.perf_counter()
+            slots[i] = await run(invocation)
+            durations[i] = time.perf_counter() - start
+            return
+        failures: list[tuple[int, BaseException]] = []
+        limiter = anyio.CapacityLimiter(self.max_concurrency) if self.max_concurrency else None
+
+        async def run_one(i: int, invocation: ToolInvocation, scope: anyio.CancelScope) -> None:
+            start = time.perf_counter()
+            try:
+                if limiter is None:
+                    slots[i] = await run(invocation)
+                else:
+                    async with limiter:
+                        slots[i] = await run(invocation)
+            except Exception as exc:
+                failures.append((i, exc))
+                scope.cancel()
+            finally:
+                durations[i] = time.perf_counter() - start
+
+        async with anyio.create_task_group() as group:
+            for i, invocation in pending:
+                group.start_soon(run_one, i, invocation, group.cancel_scope)
+        if failures:
+            raise min(failures, key=lambda f: f[0])[1]
+
+    async def invoke(self, invocation: ToolInvocation) -> ToolResult:
+        """Run one invocation's tool (the innermost step below every `call_tool` hook)."""
+        tool = invocation.tool
+        validated = invocation.validated
+        if validated is None:
+            try:
+                validated = tool.validate_arguments(invocation.arguments)
+            except InvalidToolArguments as exc:
+                return ToolResult(
+                    content=f"Error: invalid arguments for {tool.name!r}: {exc}",
+                    outcome="invalid",
+                    error=exc,
+                )
+        timeout = tool.timeout if tool.timeout is not None else self.tool_timeout
+        try:
+            if timeout is None:
+                value = await tool.run(
+                    invocation.arguments, invocation.context, validated=validated
+                )
+            else:
+                with anyio.fail_after(timeout):
+                    value = await tool.run(
+                        invocation.arguments, invocation.context, validated=validated
+                    )
+            content = tool.convert_result(value)
+        except TimeoutError as exc:
+            if timeout is None:
+                return self._on_error(exc, invocation)
+            return ToolResult(
+                content=f"Error: {tool.name!r} timed out after {timeout:g} s.",
+                outcome="timeout",
+                error=exc,
+            )
+        except Exception as exc:
+            return self._on_error(exc, invocation)
+        return ToolResult(content=content, return_direct=tool.return_direct, value=value)
+
+    def _on_error(self, exc: Exception, invocation: ToolInvocation) -> ToolResult:
+        if self.on_tool_error == "raise":
+            raise ToolExecutionError(
+                f"tool {invocation.name!r} failed: {describe_exception(exc)}",
+                tool_name=invocation.name,
+                call_id=invocation.call.id,
+            ) from exc
+        if callable(self.on_tool_error):
+            content = self.on_tool_error(exc, invocation)
+        else:
+            content = f"Error: {describe_exception(exc)}"
+        return ToolResult(content=content, outcome="error", error=exc)
+
+
+def _wrap(hook: ToolHook, next_step: ToolNext) -> ToolNext:
+    async def step(invocation: ToolInvocation) -> ToolResult:
+        return await hook(invocation, next_step)
+
+    return step
+
+
+def _cancelled() -> ToolResult:
+    return ToolResult(content="Error: not executed, the round was cancelled.", outcome="cancelled")

@@ -1,0 +1,390 @@
+"""Tools: a definition the model reads, plus the code that runs when the model asks.
+
+`@tool` turns a sync or async function or method into a `Tool`; `Tool(...)` builds one
+from a name, description, JSON schema and handler; `tools_from(obj)` collects an
+object's `@tool` methods.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from types import MappingProxyType, ModuleType
+from typing import Any, TypeAlias, TypeVar, overload
+
+import anyio.to_thread
+import pydantic_core
+from pydantic import ValidationError
+
+from .context import ToolContext
+from .docstrings import parse_docstring
+from .errors import AdvisorChainError, ChainConfigurationError, ToolDefinitionError
+from .schema import ArgumentsModel, check_json_schema, clean_schema, signature_model
+
+ResultConverter: TypeAlias = Callable[[Any], str]
+"""Turns a tool's return value into the text the model reads."""
+
+ToolHandler: TypeAlias = Callable[[dict[str, Any], ToolContext], Any]
+"""The callable behind a schema-declared `Tool`: `(arguments, context) -> result`; may be async."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class InvalidToolArguments(AdvisorChainError, ValueError):
+    """Arguments that do not fit a tool's input schema; the message is written for the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """What a model is told about a tool: name, description and JSON schema of its input."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: MappingProxyType({"type": "object", "properties": {}})
+    )
+
+    def fingerprint(self) -> str:
+        """A stable text identifying this definition (for caches keyed by catalog)."""
+        return json.dumps(
+            [self.name, self.description, self.parameters], sort_keys=True, default=str
+        )
+
+
+def default_result_converter(value: Any) -> str:
+    """`str` passes through; anything else becomes JSON (models, dataclasses, dates, ...)."""
+    if isinstance(value, str):
+        return value
+    return pydantic_core.to_json(value, fallback=str).decode()
+
+
+class Tool:
+    """A tool the chain can offer to a model and execute.
+
+    Build one with `@tool`, or directly: `Tool(name, description, parameters, handler)`
+    where `handler(arguments, context)` receives the JSON arguments as a dict (checked
+    against `parameters`) and may be sync or async.
+
+    - `return_direct`: the result goes to the caller instead of back to the model.
+    - `requires_approval`: an `ApprovalAdvisor` asks a human before it runs.
+    - `result_converter`: turns the return value into text (default: str or JSON).
+    - `timeout`: seconds before the call is abandoned and reported as timed out.
+    - `run_inline`: run a sync function on the event loop instead of a worker thread;
+      only for functions that never block (pure computation, dict look-ups).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any] | None = None,
+        handler: ToolHandler | None = None,
+        *,
+        return_direct: bool = False,
+        requires_approval: bool = False,
+        result_converter: ResultConverter | None = None,
+        timeout: float | None = None,
+        run_inline: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not name or not all(c.isalnum() or c in "_-." for c in name):
+            raise ToolDefinitionError(
+                f"invalid tool name {name!r}: use letters, digits, '_', '-' or '.'"
+            )
+        self.definition = ToolDefinition(
+            name, description, parameters or {"type": "object", "properties": {}}
+        )
+        self.return_direct = return_direct
+        self.requires_approval = requires_approval
+        self.result_converter: ResultConverter = result_converter or default_result_converter
+        self.timeout = timeout
+        self.run_inline = run_inline
+        self.metadata: Mapping[str, Any] = metadata or {}
+        self._handler = handler
+        self._function: Callable[..., Any] | None = None
+        self._model: type[ArgumentsModel] | None = None
+        self._context_param: str | None = None
+        self._returns_none = False
+        self._is_async = handler is not None and _is_async_callable(handler)
+        self._unbound_method = False
+
+    @property
+    def name(self) -> str:
+        """The name the model calls the tool by."""
+        return self.definition.name
+
+    @property
+    def description(self) -> str:
+        """What the model is told the tool does."""
+        return self.definition.description
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+    # -- built from functions -------------------------------------------------------------
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        return_direct: bool = False,
+        requires_approval: bool = False,
+        result_converter: ResultConverter | None = None,
+        timeout: float | None = None,
+        run_inline: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Tool:
+        """A tool whose input schema comes from `fn`'s signature and docstring."""
+        if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+            raise ToolDefinitionError(f"tool {fn.__name__!r}: generators cannot be tools")
+        tool_name = name or fn.__name__
+        doc = parse_docstring(inspect.getdoc(fn))
+        params = list(inspect.signature(fn).parameters)
+        is_method = bool(params) and params[0] in ("self", "cls") and not inspect.ismethod(fn)
+        model, context_param, returns_none = signature_model(
+            fn, tool_name, doc, skip_first=is_method
+        )
+        schema = clean_schema(model.model_json_schema())
+        schema.pop("additionalProperties", None)
+        schema.setdefault("properties", {})
+        tool = cls(
+            tool_name,
+            description if description is not None else (doc.description or tool_name),
+            schema,
+            return_direct=return_direct,
+            requires_approval=requires_approval,
+            result_converter=result_converter,
+            timeout=timeout,
+            run_inline=run_inline,
+            metadata=metadata,
+        )
+        tool._function = fn
+        tool._model = model
+        tool._context_param = context_param
+        tool._returns_none = returns_none
+        tool._is_async = _is_async_callable(fn)
+        tool._unbound_method = is_method
+        return tool
+
+    def __get__(self, instance: object, owner: type | None = None) -> Tool:
+        if instance is None or not self._unbound_method:
+            return self
+        cache = instance.__dict__ if hasattr(instance, "__dict__") else None
+        key = f"__advisorchain_tool_{self.name}"
+        if cache is not None and key in cache:
+            bound: Tool = cache[key]
+            return bound
+        bound = self._bind(instance)
+        if cache is not None:
+            cache[key] = bound
+        return bound
+
+    def _bind(self, instance: object) -> Tool:
+        bound = Tool.__new__(Tool)
+        bound.__dict__.update(self.__dict__)
+        assert self._function is not None
+        bound._function = partial(self._function, instance)
+        bound._unbound_method = False
+        return bound
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly (as if it were not a tool)."""
+        if self._function is None:
+            raise TypeError(f"tool {self.name!r} has no function to call directly")
+        return self._function(*args, **kwargs)
+
+    # -- execution --------------------------------------------------------------------------
+
+    def validate_arguments(self, arguments: Mapping[str, Any]) -> Any:
+        """Check `arguments` against the input schema.
+
+        Returns the validated form that `run` accepts; raises `InvalidToolArguments` with a
+        message meant for the model.
+        """
+        if self._model is not None:
+            try:
+                return self._model.model_validate(arguments)
+            except ValidationError as exc:
+                raise InvalidToolArguments(_describe_validation_error(exc)) from None
+        errors = check_json_schema(dict(arguments), self.definition.parameters)
+        if errors:
+            raise InvalidToolArguments("; ".join(errors))
+        return dict(arguments)
+
+    async def run(
+        self, arguments: Mapping[str, Any], context: ToolContext, *, validated: Any = None
+    ) -> Any:
+        """Validate (unless `validated` is given) and execute; returns the raw result."""
+        if self._unbound_method:
+            raise ToolDefinitionError(
+                f"tool {self.name!r} is a method: attach it through its instance "
+                "(tools_from(obj) or obj.method)"
+            )
+        if validated is None:
+            validated = self.validate_arguments(arguments)
+        if self._model is not None:
+            assert self._function is not None
+            kwargs = dict(validated.__dict__)
+            if self._context_param is not None:
+                kwargs[self._context_param] = context
+            call: Callable[[], Any] = partial(self._function, **kwargs)
+        else:
+            if self._handler is None:
+                raise ToolDefinitionError(f"tool {self.name!r} has no handler to run")
+            call = partial(self._handler, validated, context)
+        if self._is_async:
+            return await call()
+        if self.run_inline:
+            result = call()
+        else:
+            result = await anyio.to_thread.run_sync(call)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+    def convert_result(self, value: Any) -> str:
+        """The text the model reads for a return value."""
+        if value is None and self._returns_none:
+            return "Done"
+        return self.result_converter(value)
+
+
+def _is_async_callable(fn: Callable[..., Any]) -> bool:
+    while isinstance(fn, partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
+
+
+def _describe_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(p) for p in error["loc"]) or "arguments"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unexpected argument"
+        elif error["type"] == "missing":
+            message = "missing required argument"
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)
+
+
+@overload
+def tool(fn: F, /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    return_direct: bool = False,
+    requires_approval: bool = False,
+    result_converter: ResultConverter | None = None,
+    timeout: float | None = None,
+    run_inline: bool = False,
+    metadata: Mapping[str, Any] | None = None,
+) -> Callable[[F], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    return_direct: bool = False,
+    requires_approval: bool = False,
+    result_converter: ResultConverter | None = None,
+    timeout: float | None = None,
+    run_inline: bool = False,
+    metadata: Mapping[str, Any] | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a function or method into a `Tool` (`@tool` or `@tool(...)`).
+
+    The input schema comes from the type hints (pydantic): `Annotated[T, Field(...)]`,
+    defaults, `Optional`, enums, `Literal`, dates and nested models all work; parameter
+    descriptions may also come from the docstring's `Args:` section, the tool's
+    description from the docstring's text. A parameter annotated `ToolContext` receives
+    the tool context and is not shown to the model. The result is still callable as
+    the plain function.
+    """
+
+    def decorate(f: Callable[..., Any]) -> Tool:
+        return Tool.from_function(
+            f,
+            name=name,
+            description=description,
+            return_direct=return_direct,
+            requires_approval=requires_approval,
+            result_converter=result_converter,
+            timeout=timeout,
+            run_inline=run_inline,
+            metadata=metadata,
+        )
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate
+
+
+def tools_from(*sources: object) -> list[Tool]:
+    """The tools of objects, classes' instances or modules: their `@tool` members, bound.
+
+    Tools passed directly are kept. Two tools with one name are an error.
+    """
+    found: dict[str, Tool] = {}
+    for source in sources:
+        for t in _tools_of(source):
+            if t.name in found:
+                raise ChainConfigurationError(f"two tools are named {t.name!r}")
+            found[t.name] = t
+    return list(found.values())
+
+
+def _tools_of(source: object) -> Iterable[Tool]:
+    if isinstance(source, Tool):
+        yield source
+        return
+    if isinstance(source, ModuleType):
+        yield from (v for v in vars(source).values() if isinstance(v, Tool))
+        return
+    seen: set[str] = set()
+    for klass in type(source).__mro__:
+        for attr, value in vars(klass).items():
+            if isinstance(value, Tool) and attr not in seen:
+                seen.add(attr)
+                yield getattr(source, attr)
+
+
+def merge_tools(*groups: Iterable[Tool]) -> tuple[Tool, ...]:
+    """Concatenate tool groups; a name that appears twice is a `ChainConfigurationError`."""
+    merged: dict[str, Tool] = {}
+    for group in groups:
+        for t in group:
+            if t.name in merged and merged[t.name] is not t:
+                raise ChainConfigurationError(
+                    f"two different tools are named {t.name!r}; rename one"
+                )
+            merged[t.name] = t
+    return tuple(merged.values())
+
+
+__all__ = [
+    "InvalidToolArguments",
+    "ResultConverter",
+    "Tool",
+    "ToolDefinition",
+    "ToolHandler",
+    "default_result_converter",
+    "merge_tools",
+    "tool",
+    "tools_from",
+]

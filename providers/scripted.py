@@ -1,0 +1,142 @@
+"""`ScriptedChatModel`: a chat model that answers from a script, for tests and demos."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import TypeAlias
+
+from ..core.assembly import StreamAssembler
+from ..core.errors import ScriptExhaustedError
+from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
+from ..core.messages import AssistantMessage, Message, ToolCall
+from ..core.request import ChatRequest
+from ..core.response import ChatResponse
+from ..core.usage import Usage
+
+Reply: TypeAlias = str | AssistantMessage | ChatResponse | ToolCall | Sequence[ToolCall] | Exception
+"""One scripted answer: text, a message, a whole response, tool call(s), or an error to raise."""
+
+ReplyFunction: TypeAlias = Callable[[ChatRequest], Reply | Awaitable[Reply]]
+
+
+class ScriptedChatModel:
+    """Answers each call with the next scripted reply, or with `script(request)`.
+
+    Every request received is kept in `requests`, so tests can inspect exactly what a
+    provider would have been sent. `stream` splits text and tool-call arguments into
+    fragments of `chunk_size` characters, so the assembly path is exercised. Usage is
+    estimated at four characters a token.
+    """
+
+    provider_name = "scripted"
+
+    def __init__(
+        self,
+        script: Iterable[Reply] | ReplyFunction,
+        *,
+        model_name: str = "scripted",
+        chunk_size: int = 4,
+    ) -> None:
+        if callable(script) and not isinstance(script, (list, tuple)):
+            self._function: ReplyFunction | None = script
+            self._replies: list[Reply] = []
+        else:
+            self._function = None
+            self._replies = list(script)
+        self.model_name = model_name
+        self.chunk_size = max(1, chunk_size)
+        self.requests: list[ChatRequest] = []
+
+    def __repr__(self) -> str:
+        return f"ScriptedChatModel(model_name={self.model_name!r})"
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted replies have not been used yet."""
+        return len(self._replies)
+
+    async def _next_response(self, request: ChatRequest) -> ChatResponse:
+        self.requests.append(request)
+        if self._function is not None:
+            reply = self._function(request)
+            if inspect.isawaitable(reply):
+                reply = await reply
+        elif self._replies:
+            reply = self._replies.pop(0)
+        else:
+            raise ScriptExhaustedError(
+                f"{self.model_name}: no scripted reply left for call #{len(self.requests)}"
+            )
+        return self._response(reply, request.messages)
+
+    def _response(
+        self, reply: Reply | Awaitable[Reply], messages: Sequence[Message]
+    ) -> ChatResponse:
+        if isinstance(reply, Exception):
+            raise reply
+        if isinstance(reply, ChatResponse):
+            return reply
+        if isinstance(reply, str):
+            message = AssistantMessage(content=reply)
+        elif isinstance(reply, AssistantMessage):
+            message = reply
+        elif isinstance(reply, ToolCall):
+            message = AssistantMessage(tool_calls=(reply,))
+        elif isinstance(reply, Sequence) and all(isinstance(c, ToolCall) for c in reply):
+            message = AssistantMessage(
+                tool_calls=tuple(c for c in reply if isinstance(c, ToolCall))
+            )
+        else:
+            raise TypeError(f"cannot use {reply!r} as a scripted reply")
+        return ChatResponse(
+            message=message,
+            finish_reason="tool_calls" if message.tool_calls else "stop",
+            usage=_estimate_usage(messages, message),
+            model=self.model_name,
+        )
+
+    async def call(self, request: ChatRequest) -> ChatResponse:
+        """Answer with the next scripted reply."""
+        return await self._next_response(request)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Answer with the next scripted reply, in small fragments."""
+        response = await self._next_response(request)
+        message = response.message
+        assembler = StreamAssembler()
+        size = self.chunk_size
+        text = message.content or ""
+        for start in range(0, len(text), size):
+            delta = TextDelta(text[start : start + size])
+            assembler.add(delta)
+            yield delta
+        for index, call in enumerate(message.tool_calls):
+            fragments = [call.arguments[s : s + size] for s in range(0, len(call.arguments), size)]
+            first = ToolCallDelta(index, call.id, call.name, fragments[0] if fragments else "")
+            assembler.add(first)
+            yield first
+            for fragment in fragments[1:]:
+                delta_call = ToolCallDelta(index, arguments=fragment)
+                assembler.add(delta_call)
+                yield delta_call
+        streamed = assembler.message()
+        yield ResponseCompleted(
+            ChatResponse(
+                message=streamed,
+                finish_reason=response.finish_reason,
+                usage=response.usage,
+                model=response.model,
+                id=response.id,
+            )
+        )
+
+
+def _estimate_usage(messages: Sequence[Message], answer: AssistantMessage) -> Usage:
+    prompt_chars = sum(len(getattr(m, "content", None) or "") for m in messages)
+    answer_chars = len(answer.content or "") + sum(
+        len(c.name) + len(c.arguments) for c in answer.tool_calls
+    )
+    return Usage(
+        input_tokens=max(1, prompt_chars // 4), output_tokens=max(1, answer_chars // 4), requests=1
+    )
