@@ -40,6 +40,11 @@ class Advisor:
       execution through the `call_tool` hooks of all the chain's advisors, in chain order,
       wherever they sit relative to the loop.
 
+    - `call_model(request, next)` / `stream_model(request, next)`: like `call`/`stream`,
+      but folded directly around the model, below every advisor, whatever this advisor's
+      position: they see each model call of each round of the tool loop. Tracing and
+      logging use them to record every model call while their `call` sees the whole turn.
+
     An advisor that overrides `call` but not `stream` is skipped on the stream path (and
     vice versa): override both when the link must see both.
 
@@ -72,6 +77,17 @@ class Advisor:
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
         """Wrap one tool execution."""
         return await next(invocation)
+
+    async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+        """Wrap each model call (non-streaming), innermost, below every advisor."""
+        return await next(request)
+
+    async def stream_model(
+        self, request: ChatRequest, next: StreamNext
+    ) -> AsyncIterator[StreamEvent]:
+        """Wrap each model call (streaming), innermost, below every advisor."""
+        async for event in next(request):
+            yield event
 
 
 def overrides(advisor: Advisor, hook: str) -> bool:

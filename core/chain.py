@@ -26,7 +26,9 @@ class Chain:
     """Advisors around a model. The first advisor is the outermost link.
 
     The chain is built once, as a fold over the list; advisors that do not override a
-    hook cost nothing on that path. A `Chain` is itself a `ChatModel`, so chains nest.
+    hook cost nothing on that path. The advisors' `call_model`/`stream_model` hooks are
+    folded first, directly around the model, in list order. A `Chain` is itself a
+    `ChatModel`, so chains nest.
 
     Default `tools` and `tool_context` given here are merged with those of each call:
     per-call tools are added (a name used twice is an error), per-call context values
@@ -57,6 +59,11 @@ class Chain:
         )
         call_next: CallNext = model.call
         stream_next: StreamNext = model.stream
+        for link in reversed(self.advisors):
+            if overrides(link, "call_model"):
+                call_next = partial(link.call_model, next=call_next)
+            if overrides(link, "stream_model"):
+                stream_next = partial(link.stream_model, next=stream_next)
         for link in reversed(self.advisors):
             if overrides(link, "call"):
                 call_next = partial(link.call, next=call_next)
