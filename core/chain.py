@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -17,6 +18,8 @@ from .request import ChatRequest
 from .response import ChatResponse
 from .streams import closing_stream
 from .tools import Tool, merge_tools
+
+_log = logging.getLogger("advisorchain")
 
 Prompt: TypeAlias = str | Sequence[Message] | ChatRequest
 """What `Chain.call` accepts: a user message's text, a transcript, or a whole request."""
@@ -57,18 +60,18 @@ class Chain:
         self._tool_hooks: tuple[ToolHook, ...] = tuple(
             a.call_tool for a in self.advisors if overrides(a, "call_tool")
         )
-        call_next: CallNext = model.call
-        stream_next: StreamNext = model.stream
+        call_next: CallNext = partial(_call_without_tool_context, model)
+        stream_next: StreamNext = _tracked(partial(_stream_without_tool_context, model))
         for link in reversed(self.advisors):
             if overrides(link, "call_model"):
                 call_next = partial(link.call_model, next=call_next)
             if overrides(link, "stream_model"):
-                stream_next = partial(link.stream_model, next=stream_next)
+                stream_next = _tracked(partial(link.stream_model, next=stream_next))
         for link in reversed(self.advisors):
             if overrides(link, "call"):
                 call_next = partial(link.call, next=call_next)
             if overrides(link, "stream"):
-                stream_next = partial(link.stream, next=stream_next)
+                stream_next = _tracked(partial(link.stream, next=stream_next))
         self._call_next = call_next
         self._stream_next = stream_next
 
@@ -178,14 +181,72 @@ class Chain:
             **option_values,
         )
         completed = False
-        async with closing_stream(self._stream_next(request)) as events:
-            async for event in events:
-                if completed:
-                    raise StreamInterruptedError(
-                        f"a link yielded {type(event).__name__} after ResponseCompleted"
-                    )
-                if isinstance(event, ResponseCompleted):
-                    completed = True
-                yield event
+        opened = request.context.get(_OPEN_STREAMS)
+        owner = opened is None
+        if owner:
+            opened = request.context[_OPEN_STREAMS] = []
+        try:
+            async with closing_stream(self._stream_next(request)) as events:
+                async for event in events:
+                    if completed:
+                        raise StreamInterruptedError(
+                            f"a link yielded {type(event).__name__} after ResponseCompleted"
+                        )
+                    if isinstance(event, ResponseCompleted):
+                        completed = True
+                    yield event
+        finally:
+            if owner:
+                del request.context[_OPEN_STREAMS]
+                await _close_all(opened or [])
         if not completed:
             raise StreamInterruptedError("the stream ended without a ResponseCompleted event")
+
+
+_OPEN_STREAMS = "advisorchain.open_streams"
+
+
+def _tracked(step: StreamNext) -> StreamNext:
+    """Record every stream a link opens, so the chain can close them all when it ends.
+
+    A link that iterates `next(request)` without closing it would otherwise leave the
+    upstream (an HTTP response, a span) open until garbage collection when the caller
+    abandons the stream.
+    """
+
+    def open_stream(request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        stream = step(request)
+        opened = request.context.get(_OPEN_STREAMS)
+        if opened is not None:
+            opened.append(stream)
+        return stream
+
+    return open_stream
+
+
+async def _close_all(streams: list[AsyncIterator[StreamEvent]]) -> None:
+    for stream in streams:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is None:
+            continue
+        try:
+            await aclose()
+        except Exception:
+            _log.debug("closing an abandoned stream failed", exc_info=True)
+
+
+def _without_tool_context(request: ChatRequest) -> ChatRequest:
+    if not request.tool_context:
+        return request
+    return replace(request, tool_context={})
+
+
+async def _call_without_tool_context(model: ChatModel, request: ChatRequest) -> ChatResponse:
+    """The innermost step: the model never receives the tool context, so cannot leak it."""
+    return await model.call(_without_tool_context(request))
+
+
+def _stream_without_tool_context(
+    model: ChatModel, request: ChatRequest
+) -> AsyncIterator[StreamEvent]:
+    return model.stream(_without_tool_context(request))
