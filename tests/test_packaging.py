@@ -1,0 +1,56 @@
+"""`pip install .` installs one package, `advisorchain`, typed, and nothing else."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import advisorchain
+
+ROOT = Path(advisorchain.__file__).resolve().parent
+SKIP = shutil.ignore_patterns(
+    ".venv*",
+    ".git",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    "benchmarks",
+    "tests",
+    ".cache",
+)
+
+
+def test_wheel_contains_only_the_advisorchain_package(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    shutil.copytree(ROOT, source, ignore=SKIP)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = (tmp_path / "dist").glob("advisorchain-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top_level = {n.split("/")[0] for n in names}
+    assert {t for t in top_level if not t.endswith(".dist-info")} == {"advisorchain"}
+    assert "advisorchain/py.typed" in names
+    assert "advisorchain/core/chain.py" in names
+    assert "advisorchain/advisors/tool_calling.py" in names
+    assert "advisorchain/providers/scripted.py" in names
+    assert not any(n.startswith("advisorchain/tests/") for n in names)
