@@ -74,6 +74,10 @@ class Tool:
     - `timeout`: seconds before the call is abandoned and reported as timed out.
     - `run_inline`: run a sync function on the event loop instead of a worker thread;
       only for functions that never block (pure computation, dict look-ups).
+
+    A sync tool runs in a worker thread; when its call is cancelled or times out the turn
+    goes on at once and the thread is left to finish on its own (threads cannot be
+    interrupted), so a sync tool that may hang should check a deadline itself.
     """
 
     def __init__(
@@ -243,7 +247,7 @@ class Tool:
         if self.run_inline:
             result = call()
         else:
-            result = await anyio.to_thread.run_sync(call)
+            result = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
         if inspect.isawaitable(result):
             return await result
         return result

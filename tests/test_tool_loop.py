@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import anyio
@@ -380,3 +381,23 @@ async def test_loop_only_recalls_the_links_after_it() -> None:
 
 def test_tool_arguments_roundtrip_json() -> None:
     assert json.loads(call("echo", "1", text="é").arguments) == {"text": "é"}
+
+
+@pytest.mark.anyio
+async def test_timeout_of_a_hanging_sync_tool_does_not_hang_the_turn() -> None:
+    release = threading.Event()
+
+    @tool(timeout=0.05)
+    def hangs() -> str:
+        """Blocks until released."""
+        release.wait()
+        return "late"
+
+    model = ScriptedChatModel([call("hangs", "1"), "gave up"])
+    chain = Chain([ToolCallingAdvisor()], model=model, tools=[hangs])
+    try:
+        with anyio.fail_after(5):
+            response = await chain.call("go")
+    finally:
+        release.set()
+    assert response.messages[1].content == "Error: 'hangs' timed out after 0.05 s."
