@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
+from contextvars import Token
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -129,7 +130,7 @@ class TracingAdvisor(Advisor):
         if not self._turn_spans:
             return await next(request)
         span = self._start_turn(request)
-        token = otel_context.attach(trace.set_span_in_context(span))
+        token = _enter(span)
         try:
             response = await next(request)
         except BaseException as exc:
@@ -139,7 +140,7 @@ class TracingAdvisor(Advisor):
             self._end_turn(span, response)
             return response
         finally:
-            otel_context.detach(token)
+            _exit(token)
             span.end()
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
@@ -156,8 +157,7 @@ class TracingAdvisor(Advisor):
             async with closing_stream(next(request)) as events:
                 # The span is current only while the rest of the chain runs, never
                 # while the caller holds an event, so no context leaks out of the stream.
-                step = _Steps(events, trace.set_span_in_context(span))
-                async for event in step:
+                async for event in _steps(events, span):
                     if first:
                         first = False
                         span.set_attribute(_TTFC, time.perf_counter() - start)
@@ -200,7 +200,7 @@ class TracingAdvisor(Advisor):
     async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         span, metric = self._start_chat(request)
         start = time.perf_counter()
-        token = otel_context.attach(trace.set_span_in_context(span))
+        token = _enter(span)
         try:
             response = await next(request)
         except BaseException as exc:
@@ -210,7 +210,7 @@ class TracingAdvisor(Advisor):
             self._end_chat(span, metric, start, response)
             return response
         finally:
-            otel_context.detach(token)
+            _exit(token)
             span.end()
 
     async def stream_model(
@@ -222,7 +222,7 @@ class TracingAdvisor(Advisor):
         completed = False
         try:
             async with closing_stream(next(request)) as events:
-                async for event in _Steps(events, trace.set_span_in_context(span)):
+                async for event in _steps(events, span):
                     if first:
                         first = False
                         elapsed = time.perf_counter() - start
@@ -310,7 +310,7 @@ class TracingAdvisor(Advisor):
         span = self._tracer.start_span(
             f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes
         )
-        token = otel_context.attach(trace.set_span_in_context(span))
+        token = _enter(span)
         try:
             result = await next(invocation)
         except BaseException as exc:
@@ -321,7 +321,7 @@ class TracingAdvisor(Advisor):
                 self._tool_result(span, result)
             return result
         finally:
-            otel_context.detach(token)
+            _exit(token)
             span.end()
 
     def _tool_result(self, span: Span, result: ToolResult) -> None:
@@ -381,6 +381,25 @@ class TracingAdvisor(Advisor):
             span.record_exception(exc)
         else:
             span.set_status(Status(StatusCode.ERROR, kind))
+
+
+def _enter(span: Span) -> Token[otel_context.Context] | None:
+    """Make `span` current; nothing to do for the no-op tracer's invalid spans."""
+    if not span.get_span_context().is_valid:
+        return None
+    return otel_context.attach(trace.set_span_in_context(span))
+
+
+def _exit(token: Token[otel_context.Context] | None) -> None:
+    if token is not None:
+        otel_context.detach(token)
+
+
+def _steps(events: AsyncIterator[StreamEvent], span: Span) -> AsyncIterator[StreamEvent]:
+    """`events`, pulled with `span` current (unless it is the no-op tracer's invalid span)."""
+    if not span.get_span_context().is_valid:
+        return events
+    return _Steps(events, trace.set_span_in_context(span))
 
 
 class _Steps:

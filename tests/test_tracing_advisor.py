@@ -12,6 +12,7 @@ from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricR
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import SpanKind, StatusCode
 
 from advisorchain import (
@@ -548,3 +549,34 @@ async def test_without_an_sdk_the_advisor_is_transparent() -> None:
 def test_invalid_max_content_chars() -> None:
     with pytest.raises(ValueError, match="max_content_chars"):
         TracingAdvisor(max_content_chars=0)
+
+
+@pytest.mark.anyio
+async def test_sampled_out_spans_still_propagate_their_context() -> None:
+    seen: list[trace.SpanContext] = []
+
+    @tool
+    async def probe() -> str:
+        """Record the span context the tool runs under."""
+        seen.append(trace.get_current_span().get_span_context())
+        return "ok"
+
+    def script(request: ChatRequest) -> Reply:
+        if isinstance(request.messages[-1], ToolMessage):
+            return "done"
+        return ToolCall.from_arguments("probe", {})
+
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    chain = Chain(
+        [TracingAdvisor(provider, MeterProvider()), ToolCallingAdvisor()],
+        model=ScriptedChatModel(script),
+        tools=[probe],
+    )
+
+    await chain.call("go")
+    async for _ in chain.stream("go"):
+        pass
+
+    assert len(seen) == 2
+    for context in seen:
+        assert context.is_valid and not context.trace_flags.sampled
