@@ -5,6 +5,11 @@ from typing import Any
 
 import anyio
 import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from advisorchain import (
     Advisor,
@@ -20,6 +25,7 @@ from advisorchain import (
     ToolMessage,
     ToolNext,
     ToolResult,
+    TracingAdvisor,
     tool,
 )
 from advisorchain.providers import ScriptedChatModel
@@ -134,6 +140,14 @@ async def test_inside_the_loop_logs_every_round(logs: pytest.LogCaptureFixture) 
     assert [field(r, "model_calls") for r in records(logs, "round")] == [1, 1]
     assert [field(r, "finish_reason") for r in records(logs, "round")] == ["tool_calls", "stop"]
     assert records(logs, "turn") == []
+
+    logs.clear()
+    model = ScriptedChatModel([add_call(), "5"])
+    chain = Chain([ToolCallingAdvisor(), LoggingAdvisor()], model=model, tools=[add])
+    async for _ in chain.stream("2+3?"):
+        pass
+    kinds = [field(r, "event") for r in records(logs)]
+    assert kinds == ["model_call", "round", "tool_call", "model_call", "round"]
 
 
 @pytest.mark.anyio
@@ -343,3 +357,39 @@ def test_repr_and_validation() -> None:
     )
     with pytest.raises(ValueError, match="max_content_chars"):
         LoggingAdvisor(max_content_chars=0)
+
+
+@pytest.mark.anyio
+async def test_behind_tracing_records_are_emitted_under_the_matching_spans(
+    logs: pytest.LogCaptureFixture,
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    under: dict[str, list[str]] = {}
+
+    class SpanNames(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            span = trace.get_current_span()
+            under.setdefault(record.__dict__["event"], []).append(getattr(span, "name", "?"))
+            return True
+
+    spy = SpanNames()
+    logging.getLogger(LOGGER).addFilter(spy)
+    try:
+        model = ScriptedChatModel([add_call(), "5", add_call(), "5"], model_name="m")
+        chain = Chain(
+            [TracingAdvisor(provider, MeterProvider()), LoggingAdvisor(), ToolCallingAdvisor()],
+            model=model,
+            tools=[add],
+        )
+        await chain.call("2+3?")
+        async for _ in chain.stream("2+3?"):
+            pass
+    finally:
+        logging.getLogger(LOGGER).removeFilter(spy)
+        provider.shutdown()
+
+    assert under["model_call"] == ["chat m"] * 4
+    assert under["tool_call"] == ["execute_tool add"] * 2
+    assert under["turn"] == ["invoke_agent"] * 2
