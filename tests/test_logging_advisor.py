@@ -393,3 +393,32 @@ async def test_behind_tracing_records_are_emitted_under_the_matching_spans(
     assert under["model_call"] == ["chat m"] * 4
     assert under["tool_call"] == ["execute_tool add"] * 2
     assert under["turn"] == ["invoke_agent"] * 2
+
+
+def test_readme_example_prints_and_logs_what_the_readme_shows(
+    logs: pytest.LogCaptureFixture,
+) -> None:
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    import advisorchain
+
+    readme = (Path(advisorchain.__file__).resolve().parent / "README.md").read_text()
+    section = readme[readme.index("## Logging and tracing") :]
+    code = re.search(r"<!-- tested: observability -->\n```python\n(.*?)```", section, re.S)
+    shown = re.search(
+        r"\nprints\n\n```\n(.*?)```\n\nand logs[^\n]*\n\n```\n(.*?)```", section, re.S
+    )
+    assert code is not None and shown is not None
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        exec(compile(code.group(1), "README-observability", "exec"), {"__name__": "readme"})
+    assert output.getvalue() == shown.group(1)
+
+    def normalized(text: str) -> str:
+        return re.sub(r"call_\w+|\d+\.\d{3} s", "#", text)
+
+    logged = [r.getMessage() for r in records(logs)]
+    assert [normalized(m) for m in logged] == normalized(shown.group(2)).splitlines()
