@@ -175,6 +175,8 @@ class TracingAdvisor(Advisor):
     def _start_turn(self, request: ChatRequest, *, stream: bool = False) -> Span:
         attributes: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent"}
         self._common(attributes, request)
+        if request.conversation_id:
+            attributes["gen_ai.conversation.id"] = request.conversation_id
         if self.agent_name:
             attributes["gen_ai.agent.name"] = self.agent_name
         if stream:
@@ -242,11 +244,11 @@ class TracingAdvisor(Advisor):
     def _start_chat(
         self, request: ChatRequest, *, stream: bool = False
     ) -> tuple[Span, dict[str, Any]]:
-        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat"}
-        self._common(attributes, request)
-        metric = dict(attributes)
-        attributes.pop("gen_ai.conversation.id", None)
-        metric.pop("gen_ai.conversation.id", None)
+        metric: dict[str, Any] = {"gen_ai.operation.name": "chat"}
+        self._common(metric, request)
+        attributes = dict(metric)  # metrics get only the low-cardinality attributes
+        if request.conversation_id:
+            attributes["gen_ai.conversation.id"] = request.conversation_id
         options = request.options
         if options.temperature is not None:
             attributes["gen_ai.request.temperature"] = options.temperature
@@ -348,8 +350,6 @@ class TracingAdvisor(Advisor):
         model = request.options.model or self._names.model_name
         if model:
             attributes["gen_ai.request.model"] = model
-        if request.conversation_id:
-            attributes["gen_ai.conversation.id"] = request.conversation_id
 
     def _response_attributes(self, span: Span, response: ChatResponse) -> None:
         if response.id:

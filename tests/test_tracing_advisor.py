@@ -209,6 +209,9 @@ async def test_parallel_tool_calls_run_in_tasks_and_still_nest_under_the_turn(
     assert sorted(attrs(s)["gen_ai.tool.call.id"] for s in tools) == ["c1", "c2"]
     assert all(parent_id(s) == span_id(turn) for s in tools)
     assert attrs(turn)["gen_ai.conversation.id"] == "conv-7"
+    assert {attrs(s)["gen_ai.conversation.id"] for s in otel.named("chat")} == {"conv-7"}
+    for point in otel.points("gen_ai.client.operation.duration"):
+        assert "gen_ai.conversation.id" not in dict(point.attributes or {})
 
 
 @pytest.mark.anyio
