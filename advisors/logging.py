@@ -54,9 +54,10 @@ class LoggingAdvisor(Advisor):
     Records go to `logger` (default: the `advisorchain` logger) at `level`; failures
     (an exception, a tool outcome other than `ok`) at `error_level` if that is higher.
     With `include_content=True` records also carry messages, answers, arguments and
-    results, each truncated to `max_content_chars`. `ToolContext` values, API keys and
-    exception messages are never logged. When the logger is disabled for the level the
-    advisor only checks `isEnabledFor` and passes through.
+    results, each truncated to `max_content_chars` (a failed tool's result is then the
+    sanitized text the model read). `ToolContext` values, API keys and raw exception
+    messages are never logged. When the logger is disabled even for
+    `error_level`, every hook only checks `isEnabledFor` and passes through.
     """
 
     def __init__(
