@@ -583,3 +583,27 @@ async def test_sampled_out_spans_still_propagate_their_context() -> None:
     assert len(seen) == 2
     for context in seen:
         assert context.is_valid and not context.trace_flags.sampled
+
+
+@pytest.mark.anyio
+async def test_cancelled_turn_ends_every_span(otel: Telemetry) -> None:
+    with anyio.CancelScope() as scope:
+
+        @tool
+        async def stop() -> str:
+            """Cancels the caller's scope, then waits to be cancelled."""
+            scope.cancel()
+            await anyio.sleep(5)
+            return "never"
+
+        model = ScriptedChatModel([ToolCall.from_arguments("stop", {})])
+        chain = Chain([otel.advisor(), ToolCallingAdvisor()], model=model, tools=[stop])
+        await chain.call("go")
+
+    assert scope.cancelled_caught
+    (turn,) = otel.named("invoke_agent")
+    (tool_span,) = otel.named("execute_tool")
+    for span in (turn, tool_span):
+        assert span.end_time is not None
+        assert span.status.status_code is StatusCode.ERROR
+        assert attrs(span)["error.type"] in ("CancelledError", "Cancelled")
