@@ -18,25 +18,25 @@ if TYPE_CHECKING:
 class ModelNames:
     """The provider and default model names an observing advisor reports.
 
-    Explicit names win. Otherwise they come from the chains the advisor is bound to;
-    if two chains disagree, the name is unknown (`None`) rather than wrong.
+    An explicit provider name wins. Otherwise the names come from the chains the advisor
+    is bound to; if two chains disagree, the name is unknown (`None`) rather than wrong.
     """
 
     __slots__ = ("_explicit", "_models", "_providers", "model_name", "provider_name")
 
-    def __init__(self, provider_name: str | None, model_name: str | None) -> None:
-        self._explicit = (provider_name, model_name)
+    def __init__(self, provider_name: str | None = None) -> None:
+        self._explicit = provider_name
         self._providers: set[str | None] = set()
         self._models: set[str | None] = set()
         self.provider_name = provider_name
-        self.model_name = model_name
+        self.model_name: str | None = None
 
     def bind(self, chain: Chain) -> None:
-        """Learn the names of `chain`'s model (unless they were given explicitly)."""
+        """Learn the names of `chain`'s model."""
         self._providers.add(_name(chain.provider_name))
         self._models.add(_name(chain.model_name))
-        self.provider_name = self._explicit[0] or _only(self._providers)
-        self.model_name = self._explicit[1] or _only(self._models)
+        self.provider_name = self._explicit or _only(self._providers)
+        self.model_name = _only(self._models)
 
 
 def _name(value: object) -> str | None:

@@ -77,7 +77,7 @@ class LoggingAdvisor(Advisor):
         self.error_level = max(level, error_level)
         self.include_content = include_content
         self.max_content_chars = max_content_chars
-        self._names = ModelNames(provider_name, None)
+        self._names = ModelNames(provider_name)
         self._scope = "turn"
 
     def __repr__(self) -> str:

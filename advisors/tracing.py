@@ -92,7 +92,7 @@ class TracingAdvisor(Advisor):
         self.capture_content = capture_content
         self.agent_name = agent_name
         self.max_content_chars = max_content_chars
-        self._names = ModelNames(provider_name, None)
+        self._names = ModelNames(provider_name)
         self._turn_spans = True
         self._tracer = trace.get_tracer(SCOPE, tracer_provider=tracer_provider)
         meter = metrics.get_meter(SCOPE, meter_provider=meter_provider)
