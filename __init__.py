@@ -4,7 +4,7 @@ chain = Chain([ToolCallingAdvisor()], model=model, tools=[get_weather])
 response = await chain.call("What's the weather in Paris?")
 """
 
-from .advisors import ToolCallingAdvisor
+from .advisors import LoggingAdvisor, ToolCallingAdvisor, TracingAdvisor
 from .core.advisor import Advisor, CallNext, StreamNext, ToolHook, ToolNext, advisor
 from .core.assembly import StreamAssembler
 from .core.chain import Chain, Prompt
@@ -68,6 +68,7 @@ __all__ = [
     "ChatResponse",
     "FinishReason",
     "InvalidToolArguments",
+    "LoggingAdvisor",
     "Message",
     "PendingApproval",
     "Prompt",
@@ -100,6 +101,7 @@ __all__ = [
     "ToolOutcome",
     "ToolResult",
     "ToolRound",
+    "TracingAdvisor",
     "Usage",
     "UserMessage",
     "__version__",

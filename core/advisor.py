@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from .events import StreamEvent
 from .invocation import ToolInvocation, ToolResult
 from .request import ChatRequest
 from .response import ChatResponse
 from .tools import Tool
+
+if TYPE_CHECKING:
+    from .chain import Chain
 
 CallNext: TypeAlias = Callable[[ChatRequest], Awaitable[ChatResponse]]
 """The rest of the chain after a link, for `call`: reusable, may be called several times."""
@@ -49,7 +52,8 @@ class Advisor:
     vice versa): override both when the link must see both.
 
     `tools` are tools the advisor contributes; the chain attaches them to every request.
-    `check_chain` lets an advisor refuse a chain it cannot work in.
+    `check_chain` lets an advisor refuse a chain it cannot work in; `bind` tells it the
+    chain it was placed in (its model's names, for logs and traces).
     """
 
     @property
@@ -64,6 +68,13 @@ class Advisor:
 
     def check_chain(self, advisors: Sequence[Advisor], position: int) -> None:
         """Raise `ChainConfigurationError` if this advisor cannot work at `position`."""
+
+    def bind(self, chain: Chain) -> None:
+        """Called by every `Chain` this advisor is placed in, once the chain is built.
+
+        Lets a link learn what only the chain knows, such as its model's `model_name` and
+        `provider_name`. An advisor placed in several chains is bound to each of them.
+        """
 
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         """Wrap the rest of the chain (non-streaming)."""

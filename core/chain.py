@@ -74,6 +74,8 @@ class Chain:
                 stream_next = _tracked(partial(link.stream, next=stream_next))
         self._call_next = call_next
         self._stream_next = stream_next
+        for link in self.advisors:
+            link.bind(self)
 
     @property
     def model_name(self) -> str | None:

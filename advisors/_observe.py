@@ -1,0 +1,123 @@
+"""What `LoggingAdvisor` and `TracingAdvisor` share: names, rounds, errors, content."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..core.advisor import Advisor
+from ..core.messages import AssistantMessage, Message, ToolMessage
+from ..core.request import ChatRequest
+from .tool_calling import ToolCallingAdvisor
+
+if TYPE_CHECKING:
+    from ..core.chain import Chain
+
+
+class ModelNames:
+    """The provider and default model names an observing advisor reports.
+
+    An explicit provider name wins. Otherwise the names come from the chains the advisor
+    is bound to; if two chains disagree, the name is unknown (`None`) rather than wrong.
+    """
+
+    __slots__ = ("_explicit", "_models", "_providers", "model_name", "provider_name")
+
+    def __init__(self, provider_name: str | None = None) -> None:
+        self._explicit = provider_name
+        self._providers: set[str | None] = set()
+        self._models: set[str | None] = set()
+        self.provider_name = provider_name
+        self.model_name: str | None = None
+
+    def bind(self, chain: Chain) -> None:
+        """Learn the names of `chain`'s model."""
+        self._providers.add(_name(chain.provider_name))
+        self._models.add(_name(chain.model_name))
+        self.provider_name = self._explicit or _only(self._providers)
+        self.model_name = _only(self._models)
+
+
+def _name(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _only(values: set[str | None]) -> str | None:
+    return next(iter(values)) if len(values) == 1 else None
+
+
+def inside_tool_loop(advisors: Sequence[Advisor], position: int) -> bool:
+    """Whether the advisor at `position` sits after (inside) a `ToolCallingAdvisor`."""
+    return any(isinstance(a, ToolCallingAdvisor) for a in advisors[:position])
+
+
+def round_of(request: ChatRequest) -> int:
+    """The tool loop's round a request belongs to: 1 + tool-call messages since the user spoke."""
+    rounds = 1
+    for message in request.messages[request.last_user_index + 1 :]:
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            rounds += 1
+    return rounds
+
+
+def error_type(exc: BaseException) -> str:
+    """A low-cardinality name for an exception: its class's qualified name."""
+    return type(exc).__qualname__
+
+
+def truncate(text: str, limit: int) -> str:
+    """`text`, cut to `limit` characters with a marker saying how much was dropped."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...[{len(text) - limit} more chars]"
+
+
+def _parts(message: Message, limit: int) -> list[dict[str, Any]]:
+    if isinstance(message, ToolMessage):
+        return [
+            {
+                "type": "tool_call_response",
+                "id": message.tool_call_id,
+                "response": truncate(message.content, limit),
+            }
+        ]
+    parts: list[dict[str, Any]] = []
+    content = message.content
+    if content:
+        parts.append({"type": "text", "content": truncate(content, limit)})
+    if isinstance(message, AssistantMessage):
+        for call in message.tool_calls:
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": truncate(call.arguments, limit),
+                }
+            )
+    return parts
+
+
+def messages_json(messages: Sequence[Message], limit: int) -> str:
+    """Messages as JSON in the shape of the GenAI conventions' `gen_ai.input.messages`.
+
+    Each text, argument and result is truncated to `limit` characters.
+    """
+    return json.dumps(
+        [{"role": m.role, "parts": _parts(m, limit)} for m in messages],
+        ensure_ascii=False,
+    )
+
+
+def output_json(message: AssistantMessage, finish_reason: str, limit: int) -> str:
+    """An answer as JSON in the shape of the GenAI conventions' `gen_ai.output.messages`."""
+    return json.dumps(
+        [{"role": "assistant", "parts": _parts(message, limit), "finish_reason": finish_reason}],
+        ensure_ascii=False,
+    )
+
+
+def arguments_json(arguments: Mapping[str, Any], limit: int) -> str:
+    """A tool call's arguments as JSON text, truncated."""
+    return truncate(json.dumps(dict(arguments), ensure_ascii=False, default=str), limit)

@@ -1,0 +1,336 @@
+"""`LoggingAdvisor`: one log record per turn (or round), per model call and per tool call."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..core.advisor import Advisor, CallNext, StreamNext, ToolNext
+from ..core.events import ResponseCompleted, StreamEvent
+from ..core.invocation import ToolInvocation, ToolResult
+from ..core.messages import ToolMessage
+from ..core.request import ChatRequest
+from ..core.response import ChatResponse
+from ..core.streams import closing_stream
+from ._observe import (
+    ModelNames,
+    arguments_json,
+    error_type,
+    inside_tool_loop,
+    messages_json,
+    output_json,
+    round_of,
+    truncate,
+)
+
+if TYPE_CHECKING:
+    from ..core.chain import Chain
+
+LOGGER_NAME = "advisorchain"
+"""The logger `LoggingAdvisor` writes to unless given another."""
+
+
+class LoggingAdvisor(Advisor):
+    """Logs each turn (or round), each model call and each tool call as one record.
+
+    Control flow: never short-circuits, loops or changes a request or a response; every
+    hook times `next`, logs one record, and returns (or re-raises) what `next` gave.
+
+    Records (`record.event` names the kind; the other fields are `extra` attributes):
+
+    - `call`/`stream` log what this advisor wraps, so where it sits decides what it
+      sees. Before (outside) the `ToolCallingAdvisor` it logs the whole turn once
+      (`event="turn"`: duration, model calls, tool calls, tokens summed over rounds,
+      finish reason); after (inside) it, it logs every round (`event="round"`).
+    - `call_model`/`stream_model` log every model call of every round wherever the
+      advisor sits (`event="model_call"`: model, provider, round, duration, input and
+      output tokens, finish reason, number of tool calls, time to first chunk when
+      streaming).
+    - `call_tool` logs every tool execution (`event="tool_call"`: tool, call id, round,
+      duration, outcome such as `ok`, `error`, `rejected`, `timeout`).
+
+    Records go to `logger` (default: the `advisorchain` logger) at `level`; failures
+    (an exception, a tool outcome other than `ok`) at `error_level` if that is higher.
+    With `include_content=True` records also carry messages, answers, arguments and
+    results, each truncated to `max_content_chars` (a failed tool's result is then the
+    sanitized text the model read). `ToolContext` values, API keys and raw exception
+    messages are never logged. When the logger is disabled even for
+    `error_level`, every hook only checks `isEnabledFor` and passes through.
+    """
+
+    def __init__(
+        self,
+        logger: logging.Logger | None = None,
+        level: int = logging.INFO,
+        include_content: bool = False,
+        *,
+        error_level: int = logging.WARNING,
+        max_content_chars: int = 2000,
+        provider_name: str | None = None,
+    ) -> None:
+        if max_content_chars < 1:
+            raise ValueError("max_content_chars must be at least 1")
+        self.logger = logger if logger is not None else logging.getLogger(LOGGER_NAME)
+        self.level = level
+        self.error_level = max(level, error_level)
+        self.include_content = include_content
+        self.max_content_chars = max_content_chars
+        self._names = ModelNames(provider_name)
+        self._scope = "turn"
+
+    def __repr__(self) -> str:
+        level = logging.getLevelName(self.level)
+        return (
+            f"LoggingAdvisor(logger={self.logger.name!r}, level={level}, "
+            f"include_content={self.include_content})"
+        )
+
+    def check_chain(self, advisors: Sequence[Advisor], position: int) -> None:
+        self._scope = "round" if inside_tool_loop(advisors, position) else "turn"
+
+    def bind(self, chain: Chain) -> None:
+        self._names.bind(chain)
+
+    # -- the turn (or the round) ------------------------------------------------------
+
+    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+        if not self.logger.isEnabledFor(self.error_level):
+            return await next(request)
+        start = time.perf_counter()
+        try:
+            response = await next(request)
+        except BaseException as exc:
+            self._log_turn(request, start, None, None, exc)
+            raise
+        self._log_turn(request, start, response, None, None)
+        return response
+
+    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
+        if not self.logger.isEnabledFor(self.error_level):
+            async with closing_stream(next(request)) as events:
+                async for event in events:
+                    yield event
+            return
+        start = time.perf_counter()
+        first: float | None = None
+        response: ChatResponse | None = None
+        try:
+            async with closing_stream(next(request)) as events:
+                async for event in events:
+                    if first is None:
+                        first = time.perf_counter() - start
+                    if isinstance(event, ResponseCompleted):
+                        response = event.response
+                    yield event
+        except BaseException as exc:
+            if response is None:
+                self._log_turn(request, start, None, first, exc)
+            else:
+                self._log_turn(request, start, response, first, None)
+            raise
+        self._log_turn(request, start, response, first, None)
+
+    def _log_turn(
+        self,
+        request: ChatRequest,
+        start: float,
+        response: ChatResponse | None,
+        first: float | None,
+        exc: BaseException | None,
+    ) -> None:
+        fields: dict[str, Any] = {
+            "event": self._scope,
+            "duration": time.perf_counter() - start,
+            "conversation_id": request.conversation_id,
+        }
+        if first is not None:
+            fields["time_to_first_chunk"] = first
+        text = f"{self._scope} %s in %.3f s"
+        if response is None:
+            outcome = _failure(exc, fields)
+            args: list[Any] = [outcome, fields["duration"]]
+        else:
+            usage = response.usage
+            tool_calls = sum(1 for m in response.messages if isinstance(m, ToolMessage))
+            fields.update(
+                outcome="ok",
+                model=response.model,
+                model_calls=usage.requests,
+                tool_calls=tool_calls,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                finish_reason=response.finish_reason,
+            )
+            text += ": %d model calls, %d tool calls, %d in / %d out tokens, finish %s"
+            args = ["ok", fields["duration"], usage.requests, tool_calls]
+            args += [usage.input_tokens, usage.output_tokens, response.finish_reason]
+            if first is not None:
+                text += ", first chunk after %.3f s"
+                args.append(first)
+            if self.include_content:
+                fields["messages"] = messages_json(
+                    request.messages[request.last_user_index :], self.max_content_chars
+                )
+                fields["output"] = output_json(
+                    response.message, response.finish_reason, self.max_content_chars
+                )
+        self._emit(fields, text, args, ("messages", "output"))
+
+    # -- each model call --------------------------------------------------------------
+
+    async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+        if not self.logger.isEnabledFor(self.error_level):
+            return await next(request)
+        start = time.perf_counter()
+        try:
+            response = await next(request)
+        except BaseException as exc:
+            self._log_model(request, start, None, None, exc)
+            raise
+        self._log_model(request, start, response, None, None)
+        return response
+
+    async def stream_model(
+        self, request: ChatRequest, next: StreamNext
+    ) -> AsyncIterator[StreamEvent]:
+        if not self.logger.isEnabledFor(self.error_level):
+            async with closing_stream(next(request)) as events:
+                async for event in events:
+                    yield event
+            return
+        start = time.perf_counter()
+        first: float | None = None
+        response: ChatResponse | None = None
+        try:
+            async with closing_stream(next(request)) as events:
+                async for event in events:
+                    if first is None:
+                        first = time.perf_counter() - start
+                    if isinstance(event, ResponseCompleted):
+                        response = event.response
+                    yield event
+        except BaseException as exc:
+            if response is None:
+                self._log_model(request, start, None, first, exc)
+            else:
+                self._log_model(request, start, response, first, None)
+            raise
+        self._log_model(request, start, response, first, None)
+
+    def _log_model(
+        self,
+        request: ChatRequest,
+        start: float,
+        response: ChatResponse | None,
+        first: float | None,
+        exc: BaseException | None,
+    ) -> None:
+        model = (response.model if response else None) or request.options.model
+        model = model or self._names.model_name
+        fields: dict[str, Any] = {
+            "event": "model_call",
+            "model": model,
+            "provider": self._names.provider_name,
+            "round": round_of(request),
+            "duration": time.perf_counter() - start,
+            "stream": first is not None,
+        }
+        if first is not None:
+            fields["time_to_first_chunk"] = first
+        text = "model call %s (round %d) %s in %.3f s"
+        if response is None:
+            outcome = _failure(exc, fields)
+            args: list[Any] = [model or "?", fields["round"], outcome, fields["duration"]]
+        else:
+            usage = response.usage
+            fields.update(
+                outcome="ok",
+                response_id=response.id,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                finish_reason=response.finish_reason,
+                tool_calls=len(response.tool_calls),
+            )
+            text += ": %d in / %d out tokens, finish %s, %d tool calls"
+            args = [model or "?", fields["round"], "ok", fields["duration"]]
+            args += [usage.input_tokens, usage.output_tokens, response.finish_reason]
+            args.append(len(response.tool_calls))
+            if first is not None:
+                text += ", first chunk after %.3f s"
+                args.append(first)
+            if self.include_content:
+                fields["messages"] = messages_json(
+                    request.messages[request.last_user_index :], self.max_content_chars
+                )
+                fields["output"] = output_json(
+                    response.message, response.finish_reason, self.max_content_chars
+                )
+        self._emit(fields, text, args, ("messages", "output"))
+
+    # -- each tool call ---------------------------------------------------------------
+
+    async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+        if not self.logger.isEnabledFor(self.error_level):
+            return await next(invocation)
+        start = time.perf_counter()
+        try:
+            result = await next(invocation)
+        except BaseException as exc:
+            self._log_tool(invocation, start, None, exc)
+            raise
+        self._log_tool(invocation, start, result, None)
+        return result
+
+    def _log_tool(
+        self,
+        invocation: ToolInvocation,
+        start: float,
+        result: ToolResult | None,
+        exc: BaseException | None,
+    ) -> None:
+        fields: dict[str, Any] = {
+            "event": "tool_call",
+            "tool": invocation.name,
+            "call_id": invocation.call.id,
+            "round": round_of(invocation.request),
+            "duration": time.perf_counter() - start,
+        }
+        if result is None:
+            outcome = _failure(exc, fields)
+        else:
+            outcome = result.outcome
+            fields["outcome"] = outcome
+            if result.error is not None:
+                fields["error_type"] = error_type(result.error)
+            if self.include_content:
+                fields["result"] = truncate(result.content, self.max_content_chars)
+        if self.include_content:
+            fields["arguments"] = arguments_json(invocation.arguments, self.max_content_chars)
+        text = "tool call %s (%s, round %d) %s in %.3f s"
+        args = [invocation.name, invocation.call.id, fields["round"], outcome, fields["duration"]]
+        self._emit(fields, text, args, ("arguments", "result"))
+
+    # -- shared -----------------------------------------------------------------------
+
+    def _emit(
+        self, fields: dict[str, Any], text: str, args: list[Any], content: tuple[str, ...]
+    ) -> None:
+        for key in content:
+            if key in fields:
+                text += f" | {key}=%s"
+                args.append(fields[key])
+        failed = fields["outcome"] not in ("ok", "closed_early")
+        self.logger.log(self.error_level if failed else self.level, text, *args, extra=fields)
+
+
+def _failure(exc: BaseException | None, fields: dict[str, Any]) -> str:
+    """Record why a hook's `next` did not return; the outcome word for the message."""
+    if isinstance(exc, GeneratorExit):
+        fields["outcome"] = "closed_early"
+    else:
+        fields["outcome"] = "error"
+        if exc is not None:
+            fields["error_type"] = error_type(exc)
+    return str(fields["outcome"])
