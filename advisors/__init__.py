@@ -1,5 +1,47 @@
 """The named advisors: links of a chain that each own one concern."""
 
+from .approval import (
+    ApprovalAdvisor,
+    ApprovalAlreadyResolved,
+    ApprovalCall,
+    ApprovalNotFound,
+    ApprovalRequest,
+    ApprovalStore,
+    Approve,
+    Approver,
+    AuditRecord,
+    CallbackApprover,
+    ConsoleApprover,
+    Defer,
+    DeferredApprover,
+    InMemoryApprovalStore,
+    InvalidApprovalDecisions,
+    PendingApproval,
+    PostgresApprovalStore,
+    Reject,
+    SQLiteApprovalStore,
+)
 from .tool_calling import ToolCallingAdvisor
 
-__all__ = ["ToolCallingAdvisor"]
+__all__ = [
+    "ApprovalAdvisor",
+    "ApprovalAlreadyResolved",
+    "ApprovalCall",
+    "ApprovalNotFound",
+    "ApprovalRequest",
+    "ApprovalStore",
+    "Approve",
+    "Approver",
+    "AuditRecord",
+    "CallbackApprover",
+    "ConsoleApprover",
+    "Defer",
+    "DeferredApprover",
+    "InMemoryApprovalStore",
+    "InvalidApprovalDecisions",
+    "PendingApproval",
+    "PostgresApprovalStore",
+    "Reject",
+    "SQLiteApprovalStore",
+    "ToolCallingAdvisor",
+]
