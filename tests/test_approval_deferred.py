@@ -491,3 +491,13 @@ async def test_deferred_approver_defaults_to_a_sqlite_file(
     assert response.pending_approval is not None
     assert (tmp_path / "approvals.db").exists()
     assert await SQLiteApprovalStore(tmp_path / "approvals.db").get(response.pending_approval.id)
+
+
+def test_postgres_tests_fail_in_ci_without_a_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(POSTGRES_DSN, raising=False)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must run"):
+        postgres_dsn()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        postgres_dsn()
