@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from advisorchain import (
@@ -406,3 +407,30 @@ async def test_console_approver_rejects_at_end_of_input() -> None:
     )
     (decision,) = await console.decide(request)  # type: ignore[misc]
     assert isinstance(decision, Reject)
+
+
+@pytest.mark.anyio
+async def test_console_input_does_not_block_the_event_loop() -> None:
+    import threading
+
+    started, answered = threading.Event(), threading.Event()
+
+    def blocking_input() -> str:
+        # a task of the event loop sets `answered` once this runs: "a" if the loop kept running
+        started.set()
+        return "a" if answered.wait(10) else "r"
+
+    console = ConsoleApprover(input_fn=blocking_input, output=io.StringIO())
+    request = ApprovalRequest(
+        calls=(ApprovalCall(call_id="c1", tool_name="t", description="d", arguments={}),)
+    )
+    decisions: list[Any] = []
+
+    async def ask() -> None:
+        decisions.extend(await console.decide(request))  # type: ignore[arg-type]
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ask)
+        await anyio.to_thread.run_sync(started.wait, 10)
+        answered.set()
+    assert decisions == [Approve(by="console")]
