@@ -157,6 +157,8 @@ async def suspend(
         tool_context={"tenant": "t-secret-1"},
         conversation_id="conv-9",
         temperature=0.25,
+        stop="END",
+        extra={"seed": 7},
     )
     assert response.pending_approval is not None
     return response.pending_approval.id, bank, response
@@ -173,7 +175,7 @@ async def test_pending_turn_is_saved_and_resumed_in_a_fresh_chain(stores: StoreF
     record = await stores().get(pending_id)
     assert record is not None and record.status == "pending"
     assert record.conversation_id == "conv-9"
-    assert record.options == {"temperature": 0.25}
+    assert record.options == {"temperature": 0.25, "stop": ["END"], "extra": {"seed": 7}}
     assert set(record.tool_names) == {"transfer", "balance"}
     assert [c.call.call_id for c in record.calls] == ["c1"]
     assert dict(record.calls[0].call.arguments) == {"to": "bob", "amount": 5}
@@ -197,6 +199,7 @@ async def test_pending_turn_is_saved_and_resumed_in_a_fresh_chain(stores: StoreF
     (request,) = model.requests
     assert request.conversation_id == "conv-9"
     assert request.options.temperature == 0.25
+    assert request.options.stop == ("END",) and dict(request.options.extra) == {"seed": 7}
     messages = request.messages
     assert isinstance(messages[0], UserMessage)
     assert isinstance(messages[1], AssistantMessage) and len(messages[1].tool_calls) == 2
@@ -501,3 +504,13 @@ def test_postgres_tests_fail_in_ci_without_a_server(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception):
         postgres_dsn()
+
+
+def test_postgres_store_names_its_extra_when_psycopg_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ImportError, match=r"advisorchain\[postgres\]"):
+        PostgresApprovalStore("postgresql://localhost/x")
