@@ -514,3 +514,18 @@ def test_postgres_store_names_its_extra_when_psycopg_is_missing(
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with pytest.raises(ImportError, match=r"advisorchain\[postgres\]"):
         PostgresApprovalStore("postgresql://localhost/x")
+
+
+@pytest.mark.anyio
+async def test_a_continuation_reusing_a_resumed_call_id_waits_again(stores: StoreFactory) -> None:
+    pending_id, _, _ = await suspend(stores)
+    worker = Bank()
+    chain, _ = fresh_chain(stores(), [call("transfer", "c1", to="eve", amount=900)])
+    response = await chain.resume(
+        pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
+    )
+    assert worker.sent == [("bob", 5, "c1", "t")]  # the resumed call only
+    assert response.finish_reason == "approval_pending"
+    assert response.pending_approval is not None and response.pending_approval.id != pending_id
+    record = await stores().get(response.pending_approval.id)
+    assert record is not None and record.status == "pending"

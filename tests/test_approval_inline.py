@@ -434,3 +434,21 @@ async def test_console_input_does_not_block_the_event_loop() -> None:
         await anyio.to_thread.run_sync(started.wait, 10)
         answered.set()
     assert decisions == [Approve(by="console")]
+
+
+@pytest.mark.anyio
+async def test_a_call_id_repeated_in_a_later_round_is_asked_about_again() -> None:
+    bank = Bank()
+    recorder = Recorder(lambda r: [Approve()] if len(recorder.requests) == 1 else [Reject("no")])
+    chain, model = build(
+        bank,
+        [
+            call("transfer", "call_0", to="bob", amount=1),
+            call("transfer", "call_0", to="eve", amount=900),
+            "done",
+        ],
+        CallbackApprover(recorder),
+    )
+    await chain.call("go")
+    assert len(recorder.requests) == 2
+    assert bank.sent == [("bob", 1)]

@@ -50,6 +50,7 @@ _FAIL_CLOSED = "advisorchain"
 class _Round:
     """The decisions for one round's calls, shared by the round's concurrent executions."""
 
+    request: ChatRequest
     done: anyio.Event = field(default_factory=anyio.Event)
     decisions: dict[str, Decision] = field(default_factory=dict)
 
@@ -58,7 +59,7 @@ class _Round:
 class TurnApprovals:
     """What one advisor keeps in a turn's `request.context`."""
 
-    rounds: dict[tuple[str, ...], _Round] = field(default_factory=dict)
+    rounds: dict[tuple[object, ...], _Round] = field(default_factory=dict)
     deferred: dict[str, ApprovalCall] = field(default_factory=dict)
     resumed: set[str] = field(default_factory=set)
     resumed_messages: tuple[Message, ...] = ()
@@ -231,10 +232,13 @@ class ApprovalAdvisor(Advisor):
         return {} if verdict else None
 
     async def _decision(self, turn: TurnApprovals, invocation: ToolInvocation) -> Decision:
-        key = tuple(c.id for c in invocation.round_calls) or (invocation.call.id,)
+        # A round is its request object (the loop makes a new one per round): call ids alone
+        # may repeat across rounds with some models, and must never reuse a decision.
+        round_request = invocation.request
+        key = (id(round_request), *(c.id for c in invocation.round_calls or (invocation.call,)))
         shared = turn.rounds.get(key)
-        if shared is None:
-            shared = turn.rounds[key] = _Round()
+        if shared is None or shared.request is not round_request:
+            shared = turn.rounds[key] = _Round(round_request)
             try:
                 shared.decisions = await self._ask(turn, invocation)
             finally:

@@ -168,6 +168,7 @@ async def resume_turn(
             ToolCallStarted(call),
             ToolCallFinished(call, message, result.outcome, time.perf_counter() - start),
         ]
+    turn.resumed.clear()  # the continuation's own calls are asked about again
     await store.complete(pending_id, token)
     turn.resumed_messages = tuple(messages)
     turn.resumed_events = tuple(events)
