@@ -6,12 +6,12 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 from ...core.advisor import Advisor
 from ...core.errors import ChainConfigurationError
 from ...core.events import StreamEvent, ToolCallFinished, ToolCallStarted
-from ...core.invocation import ToolResult
+from ...core.invocation import ToolOutcome, ToolResult
 from ...core.manager import ToolCallingManager
 from ...core.messages import AssistantMessage, Message, ToolCall
 from ...core.options import ChatOptions
@@ -187,7 +187,7 @@ async def _settle(
     """The result of one pending call: stored, rejected, unknown, or run now."""
     store = advisor.store
     if pending.state == "done" and pending.result is not None:
-        return ToolResult(content=pending.result.content, outcome=pending.result.outcome)  # type: ignore[arg-type]
+        return ToolResult(content=pending.result.content, outcome=_outcome(pending.result.outcome))
     if pending.state == "rejected" and isinstance(pending.decision, Reject):
         result = rejected(pending.decision.reason)
     elif pending.state == "started":
@@ -207,6 +207,13 @@ async def _settle(
         pending_id, call.id, token, StoredResult(content=result.content, outcome=result.outcome)
     )
     return result
+
+
+def _outcome(stored: str) -> ToolOutcome:
+    for outcome in get_args(ToolOutcome):
+        if outcome == stored:
+            return cast(ToolOutcome, outcome)
+    return "unknown"
 
 
 async def _run(
