@@ -529,3 +529,16 @@ async def test_a_continuation_reusing_a_resumed_call_id_waits_again(stores: Stor
     assert response.pending_approval is not None and response.pending_approval.id != pending_id
     record = await stores().get(response.pending_approval.id)
     assert record is not None and record.status == "pending"
+
+
+@pytest.mark.anyio
+async def test_waiting_lists_pending_approvals_by_conversation(stores: StoreFactory) -> None:
+    first, _, _ = await suspend(stores)
+    second, _, _ = await suspend(stores)
+    assert {r.id for r in await stores().waiting()} == {first, second}
+    assert {r.id for r in await stores().waiting("conv-9")} == {first, second}
+    assert await stores().waiting("other") == []
+    worker = Bank()
+    chain, _ = fresh_chain(stores(), ["ok"])
+    await chain.resume(first, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"})
+    assert [r.id for r in await stores().waiting()] == [second]

@@ -112,6 +112,10 @@ class SQLApprovalStore:
         """The approval with this id, or `None`."""
         return await self._run(partial(self._get_tx, approval_id))
 
+    async def waiting(self, conversation_id: str | None = None) -> list[PendingRecord]:
+        """Approvals still waiting for decisions, oldest first."""
+        return await self._run(partial(self._waiting, conversation_id))
+
     async def claim(
         self,
         approval_id: str,
@@ -243,6 +247,18 @@ class SQLApprovalStore:
             calls=calls,
             claimed_until=claimed_until,
         )
+
+    def _waiting(self, conversation_id: str | None) -> list[PendingRecord]:
+        query = "SELECT id FROM {p}approvals WHERE status = 'pending'"
+        params: tuple[Any, ...] = ()
+        if conversation_id is not None:
+            query += " AND conversation_id = ?"
+            params = (conversation_id,)
+        with self.transaction(write=False) as cur:
+            cur.execute(self._sql(query + " ORDER BY created_at, id"), params)
+            ids = [row[0] for row in cur.fetchall()]
+            records = [self._get(cur, i) for i in ids]
+        return [r for r in records if r is not None]
 
     def _claim(
         self,

@@ -51,6 +51,10 @@ class ApprovalStore(Protocol):
         """The approval with this id, or `None`."""
         ...
 
+    async def waiting(self, conversation_id: str | None = None) -> list[PendingRecord]:
+        """Approvals still waiting for decisions (status `pending`), oldest first."""
+        ...
+
     async def claim(
         self,
         approval_id: str,
@@ -118,6 +122,16 @@ class InMemoryApprovalStore:
     async def get(self, approval_id: str) -> PendingRecord | None:
         """The approval with this id, or `None`."""
         return self._records.get(approval_id)
+
+    async def waiting(self, conversation_id: str | None = None) -> list[PendingRecord]:
+        """Approvals still waiting for decisions, oldest first."""
+        found = [
+            r
+            for r in self._records.values()
+            if r.status == "pending"
+            and (conversation_id is None or r.conversation_id == conversation_id)
+        ]
+        return sorted(found, key=lambda r: r.created_at)
 
     async def claim(
         self,
