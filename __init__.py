@@ -11,6 +11,7 @@ from .core.chain import Chain, Prompt
 from .core.context import ToolContext
 from .core.errors import (
     AdvisorChainError,
+    ApprovalNotFound,
     ChainConfigurationError,
     ScriptExhaustedError,
     StreamInterruptedError,
@@ -58,6 +59,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Advisor",
     "AdvisorChainError",
+    "ApprovalNotFound",
     "AssistantMessage",
     "CallNext",
     "Chain",

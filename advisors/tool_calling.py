@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Literal
 
@@ -18,7 +19,7 @@ from ..core.invocation import ToolInvocation
 from ..core.manager import ToolCallingManager, ToolRound
 from ..core.messages import AssistantMessage, Message
 from ..core.request import ChatRequest
-from ..core.response import ChatResponse
+from ..core.response import ChatResponse, PendingApproval
 from ..core.streams import closing_stream
 from ..core.usage import Usage
 
@@ -31,7 +32,11 @@ class ToolCallingAdvisor(Advisor):
     assistant message and one tool message per call appended. It stops when the model
     answers without tool calls, when every call of a round is return-direct
     (`finish_reason="return_direct"`, the results are the answer), or at the call limits
-    (bounded: by default 150 calls per turn). Only the links after it are called again
+    (bounded: by default 150 calls per turn), or when a `call_tool` hook answered a call
+    with a `pending` result (a deferred approval): then the turn ends with
+    `finish_reason="approval_pending"`, the round's assistant message as `message`, the
+    finished calls' results in `messages`, and a `PendingApproval` naming the waiting
+    calls; `Chain.resume` continues it. Only the links after it are called again
     each round; the links before it see the whole turn once.
 
     The returned response carries the usage of every round and, in `messages`, every
@@ -102,7 +107,8 @@ class ToolCallingAdvisor(Advisor):
                 tool_round.durations,
                 strict=True,
             ):
-                yield ToolCallFinished(call, message, result.outcome, duration)
+                if result.outcome != "pending":
+                    yield ToolCallFinished(call, message, result.outcome, duration)
             done = turn.round_finished(response, tool_round)
             if done is not None:
                 yield ResponseCompleted(done)
@@ -138,8 +144,31 @@ class _Turn:
             ) from None
 
     def round_finished(self, response: ChatResponse, tool_round: ToolRound) -> ChatResponse | None:
-        """Append a round's messages; the final response if the round was return-direct."""
+        """Append a round's messages; the final response if the round was return-direct
+        or waits for an approval."""
         self.added.extend(response.messages)
+        waiting = tuple(
+            c
+            for c, r in zip(tool_round.calls, tool_round.results, strict=True)
+            if r.outcome == "pending"
+        )
+        if waiting:
+            self.added.extend(
+                m
+                for m, r in zip(tool_round.messages, tool_round.results, strict=True)
+                if r.outcome != "pending"
+            )
+            return self._final(
+                ChatResponse(
+                    message=response.message,
+                    finish_reason="approval_pending",
+                    model=response.model,
+                    id=response.id,
+                    pending_approval=PendingApproval(
+                        id=f"approval_{uuid.uuid4().hex}", calls=waiting
+                    ),
+                )
+            )
         self.added.extend(tool_round.messages)
         if tool_round.return_direct:
             answer = AssistantMessage(content=tool_round.direct_answer)

@@ -6,10 +6,10 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from .advisor import Advisor, CallNext, StreamNext, ToolHook, overrides
-from .errors import StreamInterruptedError
+from .errors import ApprovalNotFound, ChainConfigurationError, StreamInterruptedError
 from .events import ResponseCompleted, StreamEvent
 from .messages import Message, UserMessage
 from .model import ChatModel
@@ -23,6 +23,27 @@ _log = logging.getLogger("advisorchain")
 
 Prompt: TypeAlias = str | Sequence[Message] | ChatRequest
 """What `Chain.call` accepts: a user message's text, a transcript, or a whole request."""
+
+
+@runtime_checkable
+class TurnResumer(Protocol):
+    """An advisor that can continue a turn it suspended (`ApprovalAdvisor` does).
+
+    `resume_turn` receives a request carrying the resumer's tools and tool context but no
+    messages, and returns the request that continues the turn through the whole chain
+    (saved transcript, completed by whatever the decisions produced), or `None` when
+    `pending_id` is not one of its own.
+    """
+
+    async def resume_turn(
+        self,
+        pending_id: str,
+        decisions: Mapping[str, Any],
+        request: ChatRequest,
+        advisors: Sequence[Advisor],
+    ) -> ChatRequest | None:
+        """Prepare the request that continues the suspended turn `pending_id`."""
+        ...
 
 
 class Chain:
@@ -203,6 +224,58 @@ class Chain:
                 await _close_all(opened or [])
         if not completed:
             raise StreamInterruptedError("the stream ended without a ResponseCompleted event")
+
+    async def resume(
+        self,
+        pending_id: str,
+        decisions: Mapping[str, Any],
+        *,
+        tools: Iterable[Tool] = (),
+        tool_context: Mapping[str, Any] | None = None,
+    ) -> ChatResponse:
+        """Continue a turn that ended with `finish_reason="approval_pending"`.
+
+        `decisions` maps each pending call's id to its decision (`Approve()`,
+        `Approve(arguments=...)`, `Reject(reason)`). Possibly in another process: pass the
+        tools again (by name, as the suspended turn had them) and the tool context (never
+        persisted). The advisor that suspended the turn executes the approved calls, then
+        the turn goes on through the whole chain like a `call`.
+        """
+        request = await self._resume_request(pending_id, decisions, tools, tool_context)
+        return await self._call_next(request)
+
+    async def resume_stream(
+        self,
+        pending_id: str,
+        decisions: Mapping[str, Any],
+        *,
+        tools: Iterable[Tool] = (),
+        tool_context: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """`resume` as a stream of events, like `stream`."""
+        request = await self._resume_request(pending_id, decisions, tools, tool_context)
+        async with closing_stream(self.stream(request)) as events:
+            async for event in events:
+                yield event
+
+    async def _resume_request(
+        self,
+        pending_id: str,
+        decisions: Mapping[str, Any],
+        tools: Iterable[Tool],
+        tool_context: Mapping[str, Any] | None,
+    ) -> ChatRequest:
+        resumers = [a for a in self.advisors if isinstance(a, TurnResumer)]
+        if not resumers:
+            raise ChainConfigurationError(
+                "no advisor of this chain can resume a suspended turn (add the ApprovalAdvisor)"
+            )
+        base = self.request((), tools=tools, tool_context=tool_context)
+        for resumer in resumers:
+            request = await resumer.resume_turn(pending_id, decisions, base, self.advisors)
+            if request is not None:
+                return request
+        raise ApprovalNotFound(f"no pending approval with id {pending_id!r}")
 
 
 _OPEN_STREAMS = "advisorchain.open_streams"

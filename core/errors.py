@@ -44,6 +44,10 @@ class ToolExecutionError(AdvisorChainError):
         self.call_id = call_id
 
 
+class ApprovalNotFound(AdvisorChainError, LookupError):
+    """`Chain.resume` got a pending-approval id that no advisor of the chain knows."""
+
+
 class StreamInterruptedError(AdvisorChainError):
     """A stream ended before its final event, or delivered something that cannot be parsed."""
 

@@ -14,12 +14,22 @@ if TYPE_CHECKING:
     from .tools import Tool
 
 ToolOutcome: TypeAlias = Literal[
-    "ok", "error", "rejected", "timeout", "invalid", "unknown_tool", "limit", "unknown", "cancelled"
+    "ok",
+    "error",
+    "rejected",
+    "timeout",
+    "invalid",
+    "unknown_tool",
+    "limit",
+    "unknown",
+    "cancelled",
+    "pending",
 ]
 """How a tool call ended: executed (`ok`), raised (`error`), refused by a human (`rejected`),
 ran out of time (`timeout`), had bad arguments (`invalid`), named no attached tool
 (`unknown_tool`), was over a call limit (`limit`), or has an outcome nobody knows (`unknown`,
-e.g. a resume after a crash)."""
+e.g. a resume after a crash). `pending` means "not decided yet": the call waits for a
+deferred approval, and the tool loop ends the turn with `finish_reason="approval_pending"`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,7 +39,9 @@ class ToolInvocation:
     `arguments` are the parsed, schema-valid arguments; a hook may pass on a copy with other
     arguments (`with_arguments`), which are validated again before the tool runs.
     `request` is the request of the round that asked for the call (its `context` is the
-    turn's shared map).
+    turn's shared map). `round_calls` are the calls of that round that run through the
+    `call_tool` hooks (this one included, in call order), so a hook can act once for a
+    whole round (an approver sees them together); empty when the call runs on its own.
     """
 
     tool: Tool
@@ -38,6 +50,7 @@ class ToolInvocation:
     context: ToolContext
     request: ChatRequest
     validated: Any = field(default=None, repr=False, compare=False)
+    round_calls: tuple[ToolCall, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def name(self) -> str:

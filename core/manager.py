@@ -13,7 +13,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
 
 import anyio
@@ -133,6 +133,8 @@ class ToolCallingManager:
             else:
                 pending.append((i, prepared))
         if pending:
+            round_calls = tuple(invocation.call for _, invocation in pending)
+            pending = [(i, replace(inv, round_calls=round_calls)) for i, inv in pending]
             await self._run_all(request, pending, slots, durations)
         done = tuple(r if r is not None else _cancelled() for r in slots)
         return ToolRound(

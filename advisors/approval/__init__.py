@@ -1,0 +1,52 @@
+"""Human approval of tool calls: inline (terminal, callback) or deferred and durable."""
+
+from ...core.errors import ApprovalNotFound
+from ...core.response import PendingApproval
+from .advisor import ApprovalAdvisor, Policy
+from .approvers import Approver, CallbackApprover, ConsoleApprover, DeferredApprover
+from .postgres_store import PostgresApprovalStore
+from .sqlite_store import SQLiteApprovalStore
+from .store import ApprovalStore, InMemoryApprovalStore
+from .types import (
+    ApprovalAlreadyResolved,
+    ApprovalCall,
+    ApprovalRequest,
+    Approve,
+    AuditRecord,
+    Decision,
+    Decisions,
+    Defer,
+    InvalidApprovalDecisions,
+    PendingCall,
+    PendingRecord,
+    Reject,
+    StoredResult,
+)
+
+__all__ = [
+    "ApprovalAdvisor",
+    "ApprovalAlreadyResolved",
+    "ApprovalCall",
+    "ApprovalNotFound",
+    "ApprovalRequest",
+    "ApprovalStore",
+    "Approve",
+    "Approver",
+    "AuditRecord",
+    "CallbackApprover",
+    "ConsoleApprover",
+    "Decision",
+    "Decisions",
+    "Defer",
+    "DeferredApprover",
+    "InMemoryApprovalStore",
+    "InvalidApprovalDecisions",
+    "PendingApproval",
+    "PendingCall",
+    "PendingRecord",
+    "Policy",
+    "PostgresApprovalStore",
+    "Reject",
+    "SQLiteApprovalStore",
+    "StoredResult",
+]

@@ -1,0 +1,364 @@
+"""`ApprovalAdvisor`: a human between the model's request and a tool's effect."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeAlias, TypeGuard
+
+import anyio
+
+from ...core.advisor import Advisor, CallNext, StreamNext, ToolNext
+from ...core.context import ToolContext
+from ...core.errors import ChainConfigurationError
+from ...core.events import ResponseCompleted, StreamEvent
+from ...core.invocation import ToolInvocation, ToolResult
+from ...core.messages import Message, ToolCall
+from ...core.request import ChatRequest
+from ...core.response import ChatResponse
+from ...core.streams import closing_stream
+from ...core.tools import Tool
+from ..tool_calling import ToolCallingAdvisor
+from .approvers import Approver, DeferredApprover
+from .resume import options_to_dict, rejected, resume_turn
+from .sqlite_store import SQLiteApprovalStore
+from .store import ApprovalStore, InMemoryApprovalStore
+from .types import (
+    ApprovalCall,
+    ApprovalRequest,
+    Approve,
+    Decision,
+    Defer,
+    PendingCall,
+    PendingRecord,
+    Reject,
+    audit_record,
+)
+
+Policy: TypeAlias = Callable[[Tool, Mapping[str, Any], ToolContext], "bool | Mapping[str, Any]"]
+"""Whether a call needs approval: `(tool, arguments, tool context) -> bool`, or a mapping
+of values to show the approver (which also means "needs approval")."""
+
+_FAIL_CLOSED = "advisorchain"
+"""Who the audit names when the advisor rejected a call because the approver failed."""
+
+
+@dataclass
+class _Round:
+    """The decisions for one round's calls, shared by the round's concurrent executions."""
+
+    request: ChatRequest
+    done: anyio.Event = field(default_factory=anyio.Event)
+    decisions: dict[str, Decision] = field(default_factory=dict)
+
+
+@dataclass
+class TurnApprovals:
+    """What one advisor keeps in a turn's `request.context`."""
+
+    rounds: dict[tuple[object, ...], _Round] = field(default_factory=dict)
+    deferred: dict[str, ApprovalCall] = field(default_factory=dict)
+    resumed: set[str] = field(default_factory=set)
+    resumed_messages: tuple[Message, ...] = ()
+    resumed_events: tuple[StreamEvent, ...] = ()
+
+
+class ApprovalAdvisor(Advisor):
+    """Asks an `Approver` before tool calls that need approval run.
+
+    Which calls: those of tools declared `requires_approval=True`, or those for which
+    `policy(tool, arguments, tool_context)` is true. Other calls run without waiting.
+
+    Control flow, in `call_tool` (which the tool loop runs for every execution): a call
+    that needs approval waits for its round's decisions. The first such call of a round to
+    arrive asks the approver once for all the round's calls that need approval (the
+    invocation's `round_calls`), and stores the decisions in the turn's `request.context`;
+    the round's other calls, running concurrently, wait for the same decisions. Then:
+    `Approve()` runs the call, `Approve(arguments=...)` runs it with the edited arguments
+    (validated again by the loop), `Reject(reason)` answers it with a `rejected` error
+    result that tells the model the reason, without running it. An approver that raises,
+    takes longer than `timeout` seconds, or answers a call with anything but a decision
+    rejects that call (fail closed).
+
+    `Defer()` (what `DeferredApprover` always answers) answers with a `pending` result:
+    the loop finishes the round's other calls, then ends the turn with
+    `finish_reason="approval_pending"`. This advisor's `call`/`stream` hooks, outside the
+    loop, then save the turn (transcript, finished results, pending calls, options, tool
+    names; never the tool context) in `store`, under the `PendingApproval`'s id.
+    `Chain.resume(id, decisions, tools=..., tool_context=...)` continues it, in any
+    process: it claims the approval atomically, runs each approved call at most once
+    (in call order, through the chain's `call_tool` hooks), reports rejected ones, and
+    sends the completed transcript through the whole chain again. The resumed response's
+    `messages` start with the round's new tool results.
+
+    Every decision is written to `store` as an `AuditRecord`. The default store is a
+    SQLite file (`approvals.db`) with a `DeferredApprover`, memory otherwise. The advisor
+    must sit before (outside) the chain's `ToolCallingAdvisor`.
+    """
+
+    def __init__(
+        self,
+        approver: Approver,
+        *,
+        policy: Policy | None = None,
+        store: ApprovalStore | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        if not isinstance(approver, Approver):
+            raise TypeError(f"{approver!r} is not an Approver (it needs `async decide(request)`)")
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self.approver = approver
+        self.policy = policy
+        self.timeout = timeout
+        self._store = store
+        self._key = f"advisorchain.approval.{uuid.uuid4().hex}"
+
+    def __repr__(self) -> str:
+        return f"ApprovalAdvisor({self.approver!r})"
+
+    @property
+    def store(self) -> ApprovalStore:
+        """Where pending approvals and audit records go."""
+        if self._store is None:
+            if isinstance(self.approver, DeferredApprover):
+                self._store = SQLiteApprovalStore()
+            else:
+                self._store = InMemoryApprovalStore()
+        return self._store
+
+    def check_chain(self, advisors: Sequence[Advisor], position: int) -> None:
+        """Refuse a position inside the tool loop, where a pending turn cannot be saved."""
+        if any(isinstance(a, ToolCallingAdvisor) for a in advisors[:position]):
+            raise ChainConfigurationError(
+                "ApprovalAdvisor must come before the ToolCallingAdvisor in the chain"
+            )
+
+    def turn(self, request: ChatRequest) -> TurnApprovals:
+        """This advisor's state for the turn of `request`."""
+        state = request.context.get(self._key)
+        if not isinstance(state, TurnApprovals):
+            state = request.context[self._key] = TurnApprovals()
+        return state
+
+    # -- the turn: save what is pending, prepend what a resume produced -------------------
+
+    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+        """Run the turn; save it if it ended waiting for a deferred approval."""
+        turn = self.turn(request)
+        response = await next(request)
+        return await self._finish(request, turn, response)
+
+    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
+        """Like `call`; a resumed turn first reports the calls the resume ran."""
+        turn = self.turn(request)
+        for event in turn.resumed_events:
+            yield event
+        async with closing_stream(next(request)) as events:
+            async for event in events:
+                if isinstance(event, ResponseCompleted):
+                    event = ResponseCompleted(await self._finish(request, turn, event.response))
+                yield event
+
+    async def _finish(
+        self, request: ChatRequest, turn: TurnApprovals, response: ChatResponse
+    ) -> ChatResponse:
+        pending = response.pending_approval
+        if pending is not None and any(c.id in turn.deferred for c in pending.calls):
+            calls = tuple(
+                PendingCall(call=turn.deferred.get(c.id) or _describe(request, c))
+                for c in pending.calls
+            )
+            await self.store.save(
+                PendingRecord(
+                    id=pending.id,
+                    status="pending",
+                    conversation_id=request.conversation_id,
+                    created_at=time.time(),
+                    messages=request.messages + response.messages,
+                    options=options_to_dict(request.options),
+                    tool_names=tuple(t.name for t in request.tools),
+                    calls=calls,
+                )
+            )
+        if turn.resumed_messages:
+            response = replace(response, messages=turn.resumed_messages + response.messages)
+        return response
+
+    async def resume_turn(
+        self,
+        pending_id: str,
+        decisions: Mapping[str, Any],
+        request: ChatRequest,
+        advisors: Sequence[Advisor],
+    ) -> ChatRequest | None:
+        """Claim and execute a deferred approval; the request that continues its turn."""
+        return await resume_turn(self, pending_id, decisions, request, advisors)
+
+    # -- each tool execution ----------------------------------------------------------------
+
+    async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+        """Run, edit, reject or defer one call, after its round's decisions."""
+        turn = self.turn(invocation.request)
+        call_id = invocation.call.id
+        if call_id in turn.resumed:
+            return await next(invocation)
+        if self._details(invocation.tool, invocation.arguments, invocation.context) is None:
+            return await next(invocation)
+        decision = await self._decision(turn, invocation)
+        if isinstance(decision, Defer):
+            return ToolResult(content="Waiting for approval.", outcome="pending")
+        if isinstance(decision, Reject):
+            return rejected(decision.reason)
+        if decision.arguments is not None:
+            invocation = invocation.with_arguments(decision.arguments)
+        return await next(invocation)
+
+    def _details(
+        self, tool: Tool, arguments: Mapping[str, Any], context: ToolContext
+    ) -> Mapping[str, Any] | None:
+        """`None` if the call needs no approval, else the values to show the approver."""
+        if self.policy is None:
+            return {} if tool.requires_approval else None
+        try:
+            verdict = self.policy(tool, arguments, context)
+        except Exception:
+            return {}  # fail closed: a broken policy means "ask"
+        if isinstance(verdict, Mapping):
+            return verdict
+        return {} if verdict else None
+
+    async def _decision(self, turn: TurnApprovals, invocation: ToolInvocation) -> Decision:
+        # A round is its request object (the loop makes a new one per round): call ids alone
+        # may repeat across rounds with some models, and must never reuse a decision.
+        round_request = invocation.request
+        key = (id(round_request), *(c.id for c in invocation.round_calls or (invocation.call,)))
+        shared = turn.rounds.get(key)
+        if shared is None or shared.request is not round_request:
+            shared = turn.rounds[key] = _Round(round_request)
+            try:
+                shared.decisions = await self._ask(turn, invocation)
+            finally:
+                shared.done.set()
+        else:
+            await shared.done.wait()
+        return shared.decisions.get(invocation.call.id, Reject("the approval failed"))
+
+    async def _ask(self, turn: TurnApprovals, invocation: ToolInvocation) -> dict[str, Decision]:
+        request = invocation.request
+        items = []
+        for call in invocation.round_calls or (invocation.call,):
+            item = self._approval_call(invocation, call)
+            if item is not None:
+                items.append(item)
+        approval = ApprovalRequest(calls=tuple(items), conversation_id=request.conversation_id)
+        decisions = await self._consult(approval)
+        round_id = f"inline_{uuid.uuid4().hex}"
+        audit = []
+        for item in items:
+            decision = decisions[item.call_id]
+            if isinstance(decision, Defer):
+                turn.deferred[item.call_id] = item
+                continue
+            default_by = _FAIL_CLOSED if decision.by == _FAIL_CLOSED else _name(self.approver)
+            audit.append(
+                audit_record(
+                    round_id,
+                    item,
+                    decision,
+                    default_by=default_by,
+                    conversation_id=request.conversation_id,
+                )
+            )
+        if audit:
+            await self.store.record(audit)
+        return decisions
+
+    def _approval_call(self, invocation: ToolInvocation, call: ToolCall) -> ApprovalCall | None:
+        if call.id == invocation.call.id:
+            tool, arguments, context = invocation.tool, invocation.arguments, invocation.context
+        else:
+            request = invocation.request
+            found = request.find_tool(call.name)
+            parsed = _arguments(call)
+            if found is None or parsed is None:
+                return None
+            tool, arguments = found, parsed
+            context = ToolContext(
+                request.tool_context,
+                call_id=call.id,
+                tool_name=tool.name,
+                conversation_id=request.conversation_id,
+            )
+        details = self._details(tool, arguments, context)
+        if details is None:
+            return None
+        return ApprovalCall(
+            call_id=call.id,
+            tool_name=tool.name,
+            description=tool.description,
+            arguments=dict(arguments),
+            details=dict(details),
+        )
+
+    async def _consult(self, request: ApprovalRequest) -> dict[str, Decision]:
+        """The approver's decisions, one per call; failures and bad answers reject."""
+        try:
+            with anyio.fail_after(self.timeout):
+                answer: Any = await self.approver.decide(request)
+        except TimeoutError:
+            return _reject_all(request, f"no decision within {self.timeout:g} s")
+        except Exception as exc:
+            return _reject_all(request, f"the approver failed ({type(exc).__name__})")
+        ids = [c.call_id for c in request.calls]
+        if isinstance(answer, Mapping):
+            given = [answer.get(i) for i in ids]
+        elif (
+            isinstance(answer, Sequence) and not isinstance(answer, str) and len(answer) == len(ids)
+        ):
+            given = list(answer)
+        else:
+            return _reject_all(request, "the approver's answer was malformed")
+        decisions: dict[str, Decision] = {}
+        for call_id, decision in zip(ids, given, strict=True):
+            if _valid(decision):
+                decisions[call_id] = decision
+            else:
+                decisions[call_id] = Reject("no valid decision for this call", by=_FAIL_CLOSED)
+        return decisions
+
+
+def _valid(decision: object) -> TypeGuard[Decision]:
+    if isinstance(decision, Approve):
+        return decision.arguments is None or isinstance(decision.arguments, Mapping)
+    return isinstance(decision, (Reject, Defer))
+
+
+def _reject_all(request: ApprovalRequest, reason: str) -> dict[str, Decision]:
+    return {c.call_id: Reject(reason, by=_FAIL_CLOSED) for c in request.calls}
+
+
+def _name(approver: Approver) -> str:
+    return str(getattr(approver, "user", None) or getattr(approver, "name", None) or approver)
+
+
+def _arguments(call: ToolCall) -> dict[str, Any] | None:
+    try:
+        value = json.loads(call.arguments.strip() or "{}")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _describe(request: ChatRequest, call: ToolCall) -> ApprovalCall:
+    """An `ApprovalCall` for a pending call this advisor did not defer itself."""
+    tool = request.find_tool(call.name)
+    return ApprovalCall(
+        call_id=call.id,
+        tool_name=call.name,
+        description=tool.description if tool is not None else "",
+        arguments=_arguments(call) or {},
+    )

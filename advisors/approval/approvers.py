@@ -1,0 +1,146 @@
+"""Approvers: who decides. A terminal prompt, a callback, or "later" (deferred)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TextIO, runtime_checkable
+
+import anyio.to_thread
+
+from .types import ApprovalCall, ApprovalRequest, Approve, Decision, Decisions, Defer, Reject
+
+
+@runtime_checkable
+class Approver(Protocol):
+    """Decides on the calls of one round: one `Approve`, `Reject` or `Defer` per call.
+
+    Answer with a mapping from call id to decision, or a sequence in the order of
+    `request.calls`. A call left without a valid decision is rejected (fail closed).
+    """
+
+    async def decide(self, request: ApprovalRequest) -> Decisions:
+        """The decisions on `request.calls`."""
+        ...
+
+
+class CallbackApprover:
+    """An approver that asks a function: `fn(request) -> decisions`, sync or async."""
+
+    def __init__(
+        self, fn: Callable[[ApprovalRequest], Decisions | Awaitable[Decisions]], *, name: str = ""
+    ) -> None:
+        self.fn = fn
+        self.name = name or str(getattr(fn, "__name__", "callback"))
+
+    def __repr__(self) -> str:
+        return f"CallbackApprover({self.name})"
+
+    async def decide(self, request: ApprovalRequest) -> Decisions:
+        """Call the function."""
+        answer = self.fn(request)
+        if inspect.isawaitable(answer):
+            return await answer
+        return answer
+
+
+class DeferredApprover:
+    """An approver that always decides later: every call waits for `Chain.resume`."""
+
+    def __repr__(self) -> str:
+        return "DeferredApprover()"
+
+    async def decide(self, request: ApprovalRequest) -> Decisions:
+        """Defer every call."""
+        return [Defer() for _ in request.calls]
+
+
+class ConsoleApprover:
+    """Asks a person at a terminal: approve, edit the arguments, or reject with a reason.
+
+    Shows each call's tool, description and arguments, then reads one answer per call:
+    `a` (approve), `e` (edit: type new arguments as a JSON object), `r` (reject: type a
+    reason). Input is read in a worker thread, so the event loop keeps running; end of
+    input rejects what is left. `input_fn` and `output` can be replaced (tests, other UIs).
+    """
+
+    def __init__(
+        self,
+        *,
+        input_fn: Callable[[], str] = input,
+        output: TextIO | None = None,
+        user: str = "console",
+    ) -> None:
+        self.input_fn = input_fn
+        self.output = output
+        self.user = user
+
+    def __repr__(self) -> str:
+        return f"ConsoleApprover(user={self.user!r})"
+
+    async def decide(self, request: ApprovalRequest) -> Decisions:
+        """Prompt for each call in turn."""
+        n = len(request.calls)
+        self._say(f"\nApproval needed for {n} tool call{'s' if n != 1 else ''}:")
+        decisions: list[Decision] = []
+        for i, call in enumerate(request.calls, 1):
+            self._describe(i, n, call)
+            try:
+                decisions.append(await self._ask(call))
+            except EOFError:
+                self._say("  (end of input: rejecting the remaining calls)")
+                reason = "no answer from the console"
+                decisions += [Reject(reason, by=self.user)] * (n - len(decisions))
+                break
+        return decisions
+
+    def _describe(self, i: int, n: int, call: ApprovalCall) -> None:
+        self._say(f"\n[{i}/{n}] {call.tool_name}: {call.description}")
+        for key, value in call.arguments.items():
+            self._say(f"    {key} = {json.dumps(value, ensure_ascii=False, default=str)}")
+        for key, value in call.details.items():
+            self._say(f"    ({key}: {value})")
+
+    async def _ask(self, call: ApprovalCall) -> Decision:
+        while True:
+            answer = (await self._read("  approve (a), edit (e) or reject (r)? ")).strip().lower()
+            if answer in ("a", "approve", "y", "yes"):
+                return Approve(by=self.user)
+            if answer in ("r", "reject", "n", "no"):
+                reason = (await self._read("  reason: ")).strip()
+                return Reject(reason or "rejected at the console", by=self.user)
+            if answer in ("e", "edit"):
+                edited = await self._edit(call)
+                if edited is not None:
+                    return Approve(edited, by=self.user)
+                continue
+            self._say("  please answer a, e or r")
+
+    async def _edit(self, call: ApprovalCall) -> dict[str, Any] | None:
+        current = json.dumps(dict(call.arguments), ensure_ascii=False, default=str)
+        self._say(f"  current arguments: {current}")
+        text = (await self._read("  new arguments (JSON object, empty to go back): ")).strip()
+        if not text:
+            return None
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            self._say(f"  not valid JSON ({exc})")
+            return None
+        if not isinstance(value, dict):
+            self._say("  the arguments must be a JSON object")
+            return None
+        return value
+
+    async def _read(self, prompt: str) -> str:
+        out = self.output or sys.stdout
+        out.write(prompt)
+        out.flush()
+        return await anyio.to_thread.run_sync(self.input_fn, abandon_on_cancel=True)
+
+    def _say(self, line: str) -> None:
+        out = self.output or sys.stdout
+        out.write(line + "\n")
+        out.flush()

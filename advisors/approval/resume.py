@@ -1,0 +1,227 @@
+"""Resuming a deferred approval: check, claim, run each approved call once, continue."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import fields, replace
+from typing import TYPE_CHECKING, Any, cast, get_args
+
+from ...core.advisor import Advisor
+from ...core.errors import ChainConfigurationError
+from ...core.events import StreamEvent, ToolCallFinished, ToolCallStarted
+from ...core.invocation import ToolOutcome, ToolResult
+from ...core.manager import ToolCallingManager
+from ...core.messages import AssistantMessage, Message, ToolCall
+from ...core.options import ChatOptions
+from ...core.request import ChatRequest
+from ..tool_calling import ToolCallingAdvisor
+from .types import (
+    ApprovalAlreadyResolved,
+    Approve,
+    InvalidApprovalDecisions,
+    PendingCall,
+    PendingRecord,
+    Reject,
+    StoredResult,
+    audit_record,
+)
+
+if TYPE_CHECKING:
+    from .advisor import ApprovalAdvisor
+
+UNKNOWN_OUTCOME = (
+    "Error: the outcome of this call is unknown: it was started before a crash and is not "
+    "run again. Check whether it took effect before trying again."
+)
+
+
+def rejected(reason: str) -> ToolResult:
+    """The result the model reads for a rejected call."""
+    return ToolResult(
+        content=f"Error: not executed, the call was rejected: {reason}", outcome="rejected"
+    )
+
+
+def options_to_dict(options: ChatOptions) -> dict[str, Any]:
+    """`options` as plain JSON values (set fields only)."""
+    values: dict[str, Any] = {}
+    for f in fields(options):
+        value = getattr(options, f.name)
+        if f.name == "extra":
+            if value:
+                values["extra"] = dict(value)
+        elif value is not None:
+            values[f.name] = list(value) if f.name == "stop" else value
+    return values
+
+
+def options_from_dict(values: Mapping[str, Any]) -> ChatOptions:
+    """The `ChatOptions` that `options_to_dict` produced `values` from."""
+    known: dict[str, Any] = {k: tuple(v) if k == "stop" else v for k, v in values.items()}
+    return ChatOptions(**known)
+
+
+def check_decisions(
+    record: PendingRecord, decisions: Mapping[str, Any]
+) -> dict[str, Approve | Reject]:
+    """The decisions, if they answer exactly the pending calls; else a clear error."""
+    if not isinstance(decisions, Mapping):
+        raise InvalidApprovalDecisions("decisions must map each pending call's id to a decision")
+    pending = [c.call.call_id for c in record.calls]
+    unknown = sorted(str(k) for k in decisions if k not in pending)
+    if unknown:
+        raise InvalidApprovalDecisions(
+            f"decisions for calls that are not pending in {record.id!r}: {', '.join(unknown)}"
+        )
+    missing = [i for i in pending if i not in decisions]
+    if missing:
+        raise InvalidApprovalDecisions(f"no decision for pending call(s): {', '.join(missing)}")
+    checked: dict[str, Approve | Reject] = {}
+    for call_id in pending:
+        decision = decisions[call_id]
+        if isinstance(decision, Reject) or (
+            isinstance(decision, Approve)
+            and (decision.arguments is None or isinstance(decision.arguments, Mapping))
+        ):
+            checked[call_id] = decision
+        else:
+            raise InvalidApprovalDecisions(
+                f"the decision for {call_id!r} must be Approve() or Reject(reason), "
+                f"not {type(decision).__name__}"
+            )
+    return checked
+
+
+def _manager(advisors: Sequence[Advisor]) -> ToolCallingManager:
+    for link in advisors:
+        if isinstance(link, ToolCallingAdvisor):
+            return link.manager
+    return ToolCallingManager()
+
+
+def _tool_calls(messages: Sequence[Message]) -> dict[str, ToolCall]:
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            return {c.id: c for c in message.tool_calls}
+    return {}
+
+
+async def resume_turn(
+    advisor: ApprovalAdvisor,
+    pending_id: str,
+    decisions: Mapping[str, Any],
+    request: ChatRequest,
+    advisors: Sequence[Advisor],
+) -> ChatRequest | None:
+    """The body of `ApprovalAdvisor.resume_turn`.
+
+    Nothing is written before the decisions and tools are checked; then the claim makes
+    this resume the only one, and each approved call is marked started before it runs.
+    """
+    store = advisor.store
+    record = await store.get(pending_id)
+    if record is None:
+        return None
+    if record.status == "completed":
+        raise ApprovalAlreadyResolved(f"approval {pending_id!r} was already resolved")
+    checked = check_decisions(record, decisions)
+    missing = [n for n in record.tool_names if request.find_tool(n) is None]
+    if missing:
+        raise ChainConfigurationError(
+            f"resume needs the tools the suspended turn had; missing: {', '.join(missing)}"
+        )
+    audit = [
+        audit_record(
+            pending_id,
+            c.call,
+            checked[c.call.call_id],
+            default_by="resume",
+            conversation_id=record.conversation_id,
+        )
+        for c in record.calls
+    ]
+    token = uuid.uuid4().hex
+    claimed = await store.claim(pending_id, token, checked, audit)
+
+    base = replace(
+        request,
+        messages=claimed.messages,
+        conversation_id=claimed.conversation_id or request.conversation_id,
+        options=request.options.merged(options_from_dict(claimed.options)),
+    )
+    turn = advisor.turn(base)
+    manager = _manager(advisors)
+    calls = _tool_calls(claimed.messages)
+    messages: list[Message] = []
+    events: list[StreamEvent] = []
+    for pending in claimed.calls:
+        call = calls.get(pending.call.call_id) or ToolCall(
+            id=pending.call.call_id, name=pending.call.tool_name
+        )
+        start = time.perf_counter()
+        result = await _settle(advisor, manager, base, call, pending, token, pending_id)
+        message = result.to_message(call)
+        messages.append(message)
+        events += [
+            ToolCallStarted(call),
+            ToolCallFinished(call, message, result.outcome, time.perf_counter() - start),
+        ]
+    turn.resumed.clear()  # the continuation's own calls are asked about again
+    await store.complete(pending_id, token)
+    turn.resumed_messages = tuple(messages)
+    turn.resumed_events = tuple(events)
+    return base.appended(*messages)
+
+
+async def _settle(
+    advisor: ApprovalAdvisor,
+    manager: ToolCallingManager,
+    request: ChatRequest,
+    call: ToolCall,
+    pending: PendingCall,
+    token: str,
+    pending_id: str,
+) -> ToolResult:
+    """The result of one pending call: stored, rejected, unknown, or run now."""
+    store = advisor.store
+    if pending.state == "done" and pending.result is not None:
+        return ToolResult(content=pending.result.content, outcome=_outcome(pending.result.outcome))
+    if pending.state == "rejected" and isinstance(pending.decision, Reject):
+        result = rejected(pending.decision.reason)
+    elif pending.state == "started":
+        result = ToolResult(content=UNKNOWN_OUTCOME, outcome="unknown")
+    elif pending.state == "approved" and isinstance(pending.decision, Approve):
+        if not await store.start_call(pending_id, call.id, token):
+            raise ApprovalAlreadyResolved(f"approval {pending_id!r} is no longer claimed here")
+        advisor.turn(request).resumed.add(call.id)
+        result = await _run(manager, request, call, pending.decision)
+        await store.finish_call(
+            pending_id, call.id, token, StoredResult(content=result.content, outcome=result.outcome)
+        )
+        return result
+    else:  # not reachable after a claim, which decides every call; never run it
+        return rejected("no decision was recorded")
+    await store.finish_call(
+        pending_id, call.id, token, StoredResult(content=result.content, outcome=result.outcome)
+    )
+    return result
+
+
+def _outcome(stored: str) -> ToolOutcome:
+    for outcome in get_args(ToolOutcome):
+        if outcome == stored:
+            return cast(ToolOutcome, outcome)
+    return "unknown"
+
+
+async def _run(
+    manager: ToolCallingManager, request: ChatRequest, call: ToolCall, decision: Approve
+) -> ToolResult:
+    prepared = manager.prepare(request, call)
+    if isinstance(prepared, ToolResult):
+        return prepared
+    if decision.arguments is not None:
+        prepared = prepared.with_arguments(decision.arguments)
+    return await manager.pipeline(request.tool_hooks)(prepared)

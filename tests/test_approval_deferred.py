@@ -1,0 +1,544 @@
+"""Deferred approval: pending -> persisted -> resumed (fresh chain, fresh store object), on
+every store: in memory, SQLite, and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from advisorchain import (
+    AssistantMessage,
+    Chain,
+    ChainConfigurationError,
+    ResponseCompleted,
+    TextDelta,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallingAdvisor,
+    ToolCallStarted,
+    ToolContext,
+    ToolMessage,
+    UserMessage,
+    tool,
+)
+from advisorchain.advisors import (
+    ApprovalAdvisor,
+    ApprovalAlreadyResolved,
+    ApprovalNotFound,
+    ApprovalStore,
+    Approve,
+    CallbackApprover,
+    DeferredApprover,
+    InMemoryApprovalStore,
+    InvalidApprovalDecisions,
+    PostgresApprovalStore,
+    Reject,
+    SQLiteApprovalStore,
+)
+from advisorchain.advisors.approval import Defer
+from advisorchain.providers import ScriptedChatModel
+
+StoreFactory = Callable[..., ApprovalStore]
+"""Makes a fresh store object on the same data: `factory(clock=...)`."""
+
+POSTGRES_DSN = "ADVISORCHAIN_TEST_POSTGRES_DSN"
+
+
+def postgres_dsn() -> str:
+    """The test server's DSN; skipped without one, except in CI, where it must be there."""
+    dsn = os.environ.get(POSTGRES_DSN)
+    if not dsn:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{POSTGRES_DSN} is not set: CI must run the PostgreSQL tests")
+        pytest.skip(f"{POSTGRES_DSN} is not set (run .ci/postgres.sh)")
+    return dsn
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    """A factory of store objects that all see the same data."""
+    if request.param == "memory":
+        shared = InMemoryApprovalStore()
+
+        def memory(clock: Callable[[], float] | None = None) -> ApprovalStore:
+            if clock is not None:
+                shared.clock = clock
+            return shared
+
+        yield memory
+    elif request.param == "sqlite":
+        path = tmp_path / "approvals.db"
+
+        def sqlite(clock: Callable[[], float] | None = None) -> ApprovalStore:
+            if clock is None:
+                return SQLiteApprovalStore(path)
+            return SQLiteApprovalStore(path, clock=clock)
+
+        yield sqlite
+    else:
+        dsn = postgres_dsn()
+        prefix = f"t{uuid.uuid4().hex[:10]}_"
+        made: list[PostgresApprovalStore] = []
+
+        def postgres(clock: Callable[[], float] | None = None) -> ApprovalStore:
+            if clock is None:
+                store = PostgresApprovalStore(dsn, table_prefix=prefix)
+            else:
+                store = PostgresApprovalStore(dsn, table_prefix=prefix, clock=clock)
+            made.append(store)
+            return store
+
+        yield postgres
+        import psycopg
+
+        for store in made:
+            for connection in store._idle:
+                connection.close()
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            for table in ("approvals", "approval_calls", "approval_audit"):
+                connection.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
+
+
+class Bank:
+    """Tools whose effects are visible; `transfer` needs approval and sees its context."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, int, str, str]] = []
+        self.reads = 0
+        self.before_transfer: Callable[[], Any] | None = None
+
+        @tool(requires_approval=True)
+        async def transfer(to: str, amount: int, context: ToolContext) -> str:
+            """Send money to an account."""
+            if self.before_transfer is not None:
+                await self.before_transfer()
+            self.sent.append((to, amount, context.idempotency_key, context["tenant"]))
+            return f"sent {amount} to {to}"
+
+        @tool
+        def balance() -> int:
+            """The account's balance."""
+            self.reads += 1
+            return 100
+
+        self.tools = [transfer, balance]
+
+
+def call(name: str, id: str, **arguments: Any) -> ToolCall:
+    return ToolCall.from_arguments(name, arguments, id=id)
+
+
+def fresh_chain(store: ApprovalStore, replies: list[Any]) -> tuple[Chain, ScriptedChatModel]:
+    """A new chain (no tools of its own), as another process would build it."""
+    model = ScriptedChatModel(replies)
+    chain = Chain(
+        [ApprovalAdvisor(DeferredApprover(), store=store), ToolCallingAdvisor()], model=model
+    )
+    return chain, model
+
+
+async def suspend(
+    stores: StoreFactory, calls: list[ToolCall] | None = None
+) -> tuple[str, Bank, Any]:
+    """Run a turn that ends waiting for approval; its pending id, bank and response."""
+    bank = Bank()
+    chain, _ = fresh_chain(
+        stores(), [calls or [call("transfer", "c1", to="bob", amount=5), call("balance", "c2")]]
+    )
+    response = await chain.call(
+        "pay bob",
+        tools=bank.tools,
+        tool_context={"tenant": "t-secret-1"},
+        conversation_id="conv-9",
+        temperature=0.25,
+        stop="END",
+        extra={"seed": 7},
+    )
+    assert response.pending_approval is not None
+    return response.pending_approval.id, bank, response
+
+
+@pytest.mark.anyio
+async def test_pending_turn_is_saved_and_resumed_in_a_fresh_chain(stores: StoreFactory) -> None:
+    pending_id, bank, response = await suspend(stores)
+    assert response.finish_reason == "approval_pending"
+    assert [c.id for c in response.pending_approval.calls] == ["c1"]
+    assert bank.sent == [] and bank.reads == 1
+    assert [type(m).__name__ for m in response.messages] == ["AssistantMessage", "ToolMessage"]
+
+    record = await stores().get(pending_id)
+    assert record is not None and record.status == "pending"
+    assert record.conversation_id == "conv-9"
+    assert record.options == {"temperature": 0.25, "stop": ["END"], "extra": {"seed": 7}}
+    assert set(record.tool_names) == {"transfer", "balance"}
+    assert [c.call.call_id for c in record.calls] == ["c1"]
+    assert dict(record.calls[0].call.arguments) == {"to": "bob", "amount": 5}
+    assert "t-secret-1" not in repr(record)
+    store = stores()
+    if isinstance(store, SQLiteApprovalStore):
+        stored = b"".join(p.read_bytes() for p in Path(store.path).parent.glob("approvals.db*"))
+        assert b"pay bob" in stored and b"t-secret-1" not in stored
+
+    worker = Bank()
+    chain, model = fresh_chain(stores(), ["Paid bob."])
+    resumed = await chain.resume(
+        pending_id,
+        {"c1": Approve(by="alice")},
+        tools=worker.tools,
+        tool_context={"tenant": "t-secret-1"},
+    )
+    assert resumed.text == "Paid bob."
+    assert worker.sent == [("bob", 5, "c1", "t-secret-1")]
+    assert worker.reads == 0  # the finished call is not run again
+    (request,) = model.requests
+    assert request.conversation_id == "conv-9"
+    assert request.options.temperature == 0.25
+    assert request.options.stop == ("END",) and dict(request.options.extra) == {"seed": 7}
+    messages = request.messages
+    assert isinstance(messages[0], UserMessage)
+    assert isinstance(messages[1], AssistantMessage) and len(messages[1].tool_calls) == 2
+    assert [(m.tool_call_id, m.content) for m in messages[2:] if isinstance(m, ToolMessage)] == [
+        ("c2", "100"),
+        ("c1", "sent 5 to bob"),
+    ]
+    first = resumed.messages[0]
+    assert isinstance(first, ToolMessage) and first.tool_call_id == "c1"
+    assert resumed.messages[-1].content == "Paid bob."
+
+    (audit,) = await stores().audit(pending_id)
+    assert (audit.decision, audit.decided_by, audit.conversation_id) == (
+        "approved",
+        "alice",
+        "conv-9",
+    )
+    done = await stores().get(pending_id)
+    assert done is not None and done.status == "completed"
+
+
+@pytest.mark.anyio
+async def test_second_resume_after_completion_is_refused_and_changes_nothing(
+    stores: StoreFactory,
+) -> None:
+    pending_id, _, _ = await suspend(stores)
+    worker = Bank()
+    chain, _ = fresh_chain(stores(), ["ok"])
+    await chain.resume(
+        pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
+    )
+    before = (await stores().get(pending_id), await stores().audit())
+    chain, model = fresh_chain(stores(), ["again"])
+    with pytest.raises(ApprovalAlreadyResolved, match="already resolved"):
+        await chain.resume(
+            pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
+        )
+    assert (await stores().get(pending_id), await stores().audit()) == before
+    assert len(worker.sent) == 1 and model.requests == []
+
+
+@pytest.mark.anyio
+async def test_rejected_and_edited_decisions_on_resume(stores: StoreFactory) -> None:
+    pending_id, _, _ = await suspend(
+        stores,
+        [
+            call("transfer", "c1", to="bob", amount=5),
+            call("transfer", "c2", to="eve", amount=7),
+            call("transfer", "c3", to="ann", amount=9),
+        ],
+    )
+    worker = Bank()
+    chain, model = fresh_chain(stores(), ["done"])
+    resumed = await chain.resume(
+        pending_id,
+        {
+            "c1": Approve({"to": "bob", "amount": 4}),
+            "c2": Reject("eve is unknown"),
+            "c3": Approve({"to": "ann", "amount": "nine"}),
+        },
+        tools=worker.tools,
+        tool_context={"tenant": "t"},
+    )
+    assert worker.sent == [("bob", 4, "c1", "t")]
+    results = [m for m in resumed.messages if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in results] == ["c1", "c2", "c3"]
+    assert [m.is_error for m in results] == [False, True, True]
+    assert "eve is unknown" in results[1].content
+    assert "amount" in results[2].content
+    decisions = [(a.call_id, a.decision) for a in await stores().audit(pending_id)]
+    assert decisions == [("c1", "edited"), ("c2", "rejected"), ("c3", "edited")]
+    assert len(model.requests) == 1
+
+
+@pytest.mark.anyio
+async def test_stream_path_defers_and_resumes(stores: StoreFactory) -> None:
+    bank = Bank()
+    chain, _ = fresh_chain(
+        stores(), [[call("transfer", "c1", to="bob", amount=5), call("balance", "c2")]]
+    )
+    events = [e async for e in chain.stream("pay", tools=bank.tools, tool_context={"tenant": "t"})]
+    assert [type(e).__name__ for e in events] == [
+        "ToolCallStarted",
+        "ToolCallStarted",
+        "ToolCallFinished",
+        "ResponseCompleted",
+    ]
+    finished = events[2]
+    assert isinstance(finished, ToolCallFinished) and finished.call.id == "c2"
+    completed = events[-1]
+    assert isinstance(completed, ResponseCompleted)
+    assert completed.response.finish_reason == "approval_pending"
+    pending = completed.response.pending_approval
+    assert pending is not None and await stores().get(pending.id) is not None
+
+    worker = Bank()
+    chain, _ = fresh_chain(stores(), ["Paid bob."])
+    resumed = [
+        e
+        async for e in chain.resume_stream(
+            pending.id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
+        )
+    ]
+    assert isinstance(resumed[0], ToolCallStarted) and resumed[0].call.id == "c1"
+    assert isinstance(resumed[1], ToolCallFinished) and resumed[1].outcome == "ok"
+    assert "".join(e.text for e in resumed if isinstance(e, TextDelta)) == "Paid bob."
+    last = resumed[-1]
+    assert isinstance(last, ResponseCompleted) and last.response.text == "Paid bob."
+    assert isinstance(last.response.messages[0], ToolMessage)
+    assert worker.sent == [("bob", 5, "c1", "t")]
+
+
+@pytest.mark.anyio
+async def test_bad_input_gets_clear_errors_and_leaves_the_store_unchanged(
+    stores: StoreFactory,
+) -> None:
+    pending_id, _, _ = await suspend(stores)
+    worker = Bank()
+    chain, model = fresh_chain(stores(), ["never"])
+    before = await stores().get(pending_id)
+
+    async def resume(pid: str, decisions: Any, tools: Any = worker.tools) -> None:
+        await chain.resume(pid, decisions, tools=tools, tool_context={"tenant": "t"})
+
+    with pytest.raises(ApprovalNotFound, match="no pending approval"):
+        await resume("approval_nope", {"c1": Approve()})
+    with pytest.raises(InvalidApprovalDecisions, match="not pending .*c2"):
+        await resume(pending_id, {"c1": Approve(), "c2": Approve()})
+    with pytest.raises(InvalidApprovalDecisions, match="no decision for pending call"):
+        await resume(pending_id, {})
+    with pytest.raises(InvalidApprovalDecisions, match="must be Approve"):
+        await resume(pending_id, {"c1": Defer()})
+    with pytest.raises(InvalidApprovalDecisions, match="must map"):
+        await resume(pending_id, [Approve()])
+    with pytest.raises(ChainConfigurationError, match="missing: transfer"):
+        await resume(pending_id, {"c1": Approve()}, tools=worker.tools[1:])
+    assert await stores().get(pending_id) == before
+    assert await stores().audit() == []
+    assert worker.sent == [] and model.requests == []
+
+    plain = Chain([ToolCallingAdvisor()], model=ScriptedChatModel([]))
+    with pytest.raises(ChainConfigurationError, match="resume"):
+        await plain.resume(pending_id, {"c1": Approve()})
+
+
+@pytest.mark.anyio
+async def test_racing_resumes_execute_the_call_once(stores: StoreFactory) -> None:
+    pending_id, _, _ = await suspend(stores)
+    worker = Bank()
+    loser_failed = anyio.Event()
+    worker.before_transfer = loser_failed.wait  # the winner holds its claim until the loser lost
+    outcomes: list[str] = []
+
+    async def resume() -> None:
+        chain, _ = fresh_chain(stores(), ["Paid."])
+        try:
+            response = await chain.resume(
+                pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
+            )
+        except ApprovalAlreadyResolved:
+            outcomes.append("already resolved")
+            loser_failed.set()
+        else:
+            outcomes.append(response.text)
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            group.start_soon(resume)
+            group.start_soon(resume)
+    assert sorted(outcomes) == ["Paid.", "already resolved"]
+    assert worker.sent == [("bob", 5, "c1", "t")]
+
+
+class Crash(BaseException):
+    """Stands for the process dying in the middle of a tool call."""
+
+
+@pytest.mark.anyio
+async def test_crash_between_claim_and_result_reports_unknown(stores: StoreFactory) -> None:
+    pending_id, _, _ = await suspend(stores)
+    crashing = Bank()
+
+    async def die() -> None:
+        raise Crash
+
+    crashing.before_transfer = die
+    chain, _ = fresh_chain(stores(), ["never"])
+    with pytest.raises(Crash):
+        await chain.resume(
+            pending_id, {"c1": Approve()}, tools=crashing.tools, tool_context={"tenant": "t"}
+        )
+
+    worker = Bank()
+    chain, _ = fresh_chain(stores(), ["too soon"])
+    with pytest.raises(ApprovalAlreadyResolved, match="another worker"):
+        await chain.resume(
+            pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
+        )
+
+    later = stores(clock=lambda: 4e9)  # the first claim's lease has run out
+    chain, model = fresh_chain(later, ["I do not know whether bob was paid."])
+    resumed = await chain.resume(
+        pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
+    )
+    assert worker.sent == [] and crashing.sent == []
+    result = resumed.messages[0]
+    assert isinstance(result, ToolMessage) and result.is_error and "unknown" in result.content
+    assert model.requests[0].messages[-1] == result
+    record = await later.get(pending_id)
+    assert record is not None and record.status == "completed"
+    assert record.calls[0].result is not None and record.calls[0].result.outcome == "unknown"
+
+
+@pytest.mark.anyio
+async def test_calls_decided_but_not_started_run_after_a_takeover(stores: StoreFactory) -> None:
+    pending_id, _, _ = await suspend(
+        stores,
+        [call("transfer", "c1", to="bob", amount=1), call("transfer", "c2", to="ann", amount=2)],
+    )
+    crashing = Bank()
+    crashes = iter([False, True])
+
+    async def maybe_die() -> None:
+        if next(crashes):
+            raise Crash
+
+    crashing.before_transfer = maybe_die
+    chain, _ = fresh_chain(stores(), ["never"])
+    with pytest.raises(Crash):
+        await chain.resume(
+            pending_id,
+            {"c1": Approve(), "c2": Approve()},
+            tools=crashing.tools,
+            tool_context={"tenant": "t"},
+        )
+    assert crashing.sent == [("bob", 1, "c1", "t")]
+
+    worker = Bank()
+    chain, model = fresh_chain(stores(clock=lambda: 4e9), ["ok"])
+    resumed = await chain.resume(
+        pending_id,
+        {"c1": Approve(), "c2": Reject("changed my mind")},
+        tools=worker.tools,
+        tool_context={"tenant": "t"},
+    )
+    # c1 finished before the crash: its stored result is reused; c2 was being run: unknown.
+    assert worker.sent == []
+    results = [m for m in resumed.messages if isinstance(m, ToolMessage)]
+    assert [(m.tool_call_id, m.is_error) for m in results] == [("c1", False), ("c2", True)]
+    assert "unknown" in results[1].content
+    # the decisions recorded by the first claim stand
+    assert [a.decision for a in await stores().audit(pending_id)] == ["approved", "approved"]
+
+
+@pytest.mark.anyio
+async def test_inline_and_deferred_decisions_in_one_round(stores: StoreFactory) -> None:
+    bank = Bank()
+
+    def decide(request: Any) -> Any:
+        return [Approve() if c.arguments["amount"] < 100 else Defer() for c in request.calls]
+
+    model = ScriptedChatModel(
+        [[call("transfer", "c1", to="bob", amount=5), call("transfer", "c2", to="eve", amount=500)]]
+    )
+    chain = Chain(
+        [ApprovalAdvisor(CallbackApprover(decide), store=stores()), ToolCallingAdvisor()],
+        model=model,
+        tools=bank.tools,
+    )
+    response = await chain.call("pay", tool_context={"tenant": "t"})
+    assert response.pending_approval is not None
+    assert [c.id for c in response.pending_approval.calls] == ["c2"]
+    assert bank.sent == [("bob", 5, "c1", "t")]
+    record = await stores().get(response.pending_approval.id)
+    assert record is not None and [c.call.call_id for c in record.calls] == ["c2"]
+
+
+@pytest.mark.anyio
+async def test_deferred_approver_defaults_to_a_sqlite_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    advisor = ApprovalAdvisor(DeferredApprover())
+    assert isinstance(advisor.store, SQLiteApprovalStore)
+    bank = Bank()
+    chain = Chain(
+        [advisor, ToolCallingAdvisor()],
+        model=ScriptedChatModel([call("transfer", "c1", to="bob", amount=5)]),
+        tools=bank.tools,
+    )
+    response = await chain.call("pay", tool_context={"tenant": "t"})
+    assert response.pending_approval is not None
+    assert (tmp_path / "approvals.db").exists()
+    assert await SQLiteApprovalStore(tmp_path / "approvals.db").get(response.pending_approval.id)
+
+
+def test_postgres_tests_fail_in_ci_without_a_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(POSTGRES_DSN, raising=False)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must run"):
+        postgres_dsn()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        postgres_dsn()
+
+
+def test_postgres_store_names_its_extra_when_psycopg_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ImportError, match=r"advisorchain\[postgres\]"):
+        PostgresApprovalStore("postgresql://localhost/x")
+
+
+@pytest.mark.anyio
+async def test_a_continuation_reusing_a_resumed_call_id_waits_again(stores: StoreFactory) -> None:
+    pending_id, _, _ = await suspend(stores)
+    worker = Bank()
+    chain, _ = fresh_chain(stores(), [call("transfer", "c1", to="eve", amount=900)])
+    response = await chain.resume(
+        pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
+    )
+    assert worker.sent == [("bob", 5, "c1", "t")]  # the resumed call only
+    assert response.finish_reason == "approval_pending"
+    assert response.pending_approval is not None and response.pending_approval.id != pending_id
+    record = await stores().get(response.pending_approval.id)
+    assert record is not None and record.status == "pending"
+
+
+@pytest.mark.anyio
+async def test_waiting_lists_pending_approvals_by_conversation(stores: StoreFactory) -> None:
+    first, _, _ = await suspend(stores)
+    second, _, _ = await suspend(stores)
+    assert {r.id for r in await stores().waiting()} == {first, second}
+    assert {r.id for r in await stores().waiting("conv-9")} == {first, second}
+    assert await stores().waiting("other") == []
+    worker = Bank()
+    chain, _ = fresh_chain(stores(), ["ok"])
+    await chain.resume(first, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"})
+    assert [r.id for r in await stores().waiting()] == [second]
