@@ -52,6 +52,15 @@ from .core.tools import (
     tools_from,
 )
 from .core.usage import Usage
+from .providers.errors import (
+    AuthenticationError,
+    BadRequestError,
+    InvalidResponseError,
+    ProviderError,
+    ProviderTimeoutError,
+    ProviderUnavailableError,
+    RateLimitError,
+)
 
 __version__ = "0.1.0"
 
@@ -59,6 +68,8 @@ __all__ = [
     "Advisor",
     "AdvisorChainError",
     "AssistantMessage",
+    "AuthenticationError",
+    "BadRequestError",
     "CallNext",
     "Chain",
     "ChainConfigurationError",
@@ -67,10 +78,15 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "FinishReason",
+    "InvalidResponseError",
     "InvalidToolArguments",
     "Message",
     "PendingApproval",
     "Prompt",
+    "ProviderError",
+    "ProviderTimeoutError",
+    "ProviderUnavailableError",
+    "RateLimitError",
     "ResponseCompleted",
     "ResultConverter",
     "ScriptExhaustedError",
