@@ -40,11 +40,12 @@ from .errors import InvalidResponseError, ProviderError
 from .http import (
     HTTPClient,
     RetryPolicy,
+    Secret,
+    api_key_from_env,
     close_response,
     error_for_status,
     json_dumps,
     plain,
-    resolve_api_key,
     sse_events,
 )
 
@@ -111,7 +112,7 @@ class AnthropicChatModel:
             base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
         ).rstrip("/")
         self.max_tokens = max_tokens
-        self._api_key = api_key
+        self._api_key = Secret(api_key) if api_key else None
         self._headers = dict(headers or {})
         self._http = HTTPClient(
             provider=self.provider_name,
@@ -140,9 +141,10 @@ class AnthropicChatModel:
 
     def _key(self) -> str:
         if self._api_key is None:
-            self._api_key = resolve_api_key(None, "ANTHROPIC_API_KEY", provider="anthropic")
-        assert self._api_key is not None
-        return self._api_key
+            self._api_key = api_key_from_env(
+                "ANTHROPIC_API_KEY", provider=self.provider_name, required=True
+            )
+        return self._api_key.reveal()
 
     def _request_headers(self, key: str) -> dict[str, str]:
         return {**self._headers, "x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}

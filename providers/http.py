@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Literal, overload
 
 import anyio
 import httpx
@@ -89,22 +89,44 @@ def retry_after(headers: httpx.Headers) -> float | None:
     return max(0.0, (date - datetime.now(UTC)).total_seconds())
 
 
+class Secret:
+    """A value that never shows in a repr or a string (API keys); `reveal()` returns it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The secret value itself."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+
 def redact(text: str, secret: str | None) -> str:
     """`text` with every occurrence of `secret` masked."""
     return text.replace(secret, "***") if secret else text
 
 
-def resolve_api_key(
-    explicit: str | None, env_var: str, *, provider: str, required: bool = True
-) -> str | None:
-    """The API key given, else the one in `env_var`; raises if required and missing."""
-    key = explicit or os.environ.get(env_var) or None
-    if key is None and required:
+@overload
+def api_key_from_env(env_var: str, *, provider: str, required: Literal[True]) -> Secret: ...
+@overload
+def api_key_from_env(env_var: str, *, provider: str, required: bool) -> Secret | None: ...
+def api_key_from_env(env_var: str, *, provider: str, required: bool) -> Secret | None:
+    """The API key in `env_var`; raises `AuthenticationError` naming it if required and unset."""
+    key = os.environ.get(env_var)
+    if key:
+        return Secret(key)
+    if required:
         raise AuthenticationError(
             f"{provider}: no API key: pass api_key=... or set the {env_var} environment variable",
             provider=provider,
         )
-    return key
+    return None
 
 
 def error_message(payload: Any) -> str | None:
@@ -301,14 +323,17 @@ async def sse_events(response: httpx.Response, *, provider: str) -> AsyncIterato
     """The server-sent events of an open response; a broken connection or a timeout
     becomes `StreamInterruptedError`."""
     decoder = SSEDecoder()
+    chunks = response.aiter_bytes()
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in chunks:
             for event in decoder.feed(chunk):
                 yield event
     except (httpx.TimeoutException, httpx.TransportError) as exc:
         raise StreamInterruptedError(
             f"{provider}: the stream broke off ({type(exc).__name__})"
         ) from exc
+    finally:
+        await chunks.aclose()  # type: ignore[attr-defined]
     for event in decoder.close():
         yield event
 

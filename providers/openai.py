@@ -33,11 +33,12 @@ from .errors import InvalidResponseError, ProviderError
 from .http import (
     HTTPClient,
     RetryPolicy,
+    Secret,
+    api_key_from_env,
     close_response,
     error_for_status,
     error_message,
     plain,
-    resolve_api_key,
     sse_events,
 )
 
@@ -98,7 +99,7 @@ class OpenAIChatModel:
         self._official = self.base_url == OPENAI_BASE_URL
         if self._official:
             api_key_env = api_key_env or "OPENAI_API_KEY"
-        self._api_key = api_key
+        self._api_key = Secret(api_key) if api_key else None
         self._api_key_env = api_key_env
         self._headers = dict(headers or {})
         self._max_tokens_param = max_tokens_param or (
@@ -132,10 +133,10 @@ class OpenAIChatModel:
 
     def _key(self) -> str | None:
         if self._api_key is None and self._api_key_env:
-            self._api_key = resolve_api_key(
-                None, self._api_key_env, provider=self.provider_name, required=self._official
+            self._api_key = api_key_from_env(
+                self._api_key_env, provider=self.provider_name, required=self._official
             )
-        return self._api_key
+        return self._api_key.reveal() if self._api_key else None
 
     def _request_headers(self, key: str | None) -> dict[str, str]:
         headers = dict(self._headers)

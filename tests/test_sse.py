@@ -61,7 +61,7 @@ def test_byte_order_mark_is_skipped_once() -> None:
 
 def test_incomplete_last_event_is_discarded_and_reported_pending() -> None:
     decoder = SSEDecoder()
-    assert decoder.feed(b"data: done\n\ndata: {\"trunc") == [ServerSentEvent(data="done")]
+    assert decoder.feed(b'data: done\n\ndata: {"trunc') == [ServerSentEvent(data="done")]
     assert decoder.pending
     assert decoder.close() == []
     assert not decoder.pending
