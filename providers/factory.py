@@ -16,9 +16,10 @@ _FORMS = (
 )
 
 # scheme://host[:port][/path] then ":" and the model; the port is digits, a path has no
-# colon, so a model name may contain colons ("llama3.1:8b").
+# colon, so a model name may contain colons ("llama3.1:8b"). The port is possessive:
+# "http://host:8080/v1" alone is an error, not the model "8080/v1" at "http://host".
 _COMPATIBLE = re.compile(
-    r"(?P<base>https?://(?:\[[^\]/]*\]|[^/:\[\]]+)(?::\d+)?(?:/[^:]*)?):(?P<model>.+)",
+    r"(?P<base>https?://(?:\[[^\]/]*\]|[^/:\[\]]+)(?::\d+)?+(?:/[^:]*)?):(?P<model>.+)",
     re.IGNORECASE,
 )
 
