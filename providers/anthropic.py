@@ -15,6 +15,8 @@ Wire notes:
   also reported as `cached_tokens`.
 - Tool-call arguments in the final response are compact JSON on both paths, so a call and
   a stream of the same answer give equal responses. Thinking blocks are ignored.
+- A stream is complete once `message_stop` (or a `stop_reason`) arrived; an `error` event
+  raises the matching `ProviderError`; unknown event types are ignored, as the API asks.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from .http import (
     error_for_status,
     json_dumps,
     plain,
+    redact,
     sse_events,
 )
 
@@ -61,7 +64,6 @@ RAW_ARGUMENTS_KEY = "_raw_arguments"
 _FINISH_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
-    "pause_turn": "stop",
     "tool_use": "tool_calls",
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
@@ -197,7 +199,7 @@ class AnthropicChatModel:
             raise InvalidResponseError(
                 f"anthropic: unexpected response shape ({type(exc).__name__}: {exc})",
                 status_code=200,
-                body=json.dumps(payload)[:500],
+                body=redact(json.dumps(payload), key),
                 provider=self.provider_name,
             ) from exc
 

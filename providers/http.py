@@ -276,7 +276,15 @@ class HTTPClient:
         while True:
             wait: float | None = None
             cause: Exception | None = None
-            request = client.build_request("POST", url, json=body, headers=headers, timeout=timeout)
+            try:
+                request = client.build_request(
+                    "POST", url, json=body, headers=headers, timeout=timeout
+                )
+            except (TypeError, ValueError) as exc:
+                raise BadRequestError(
+                    f"{self.provider}: the request cannot be sent as JSON: {exc}",
+                    provider=self.provider,
+                ) from exc
             try:
                 response = await client.send(request, stream=stream)
             except httpx.TimeoutException as exc:

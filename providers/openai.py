@@ -9,6 +9,9 @@ Wire notes:
   otherwise); `ChatOptions.extra` is merged into the body last, so it can override.
 - Some servers (Ollama) report `finish_reason: "stop"` for an answer with tool calls;
   that is normalized to `"tool_calls"`.
+- A stream is complete once `data: [DONE]` or a `finish_reason` arrived (some servers omit
+  `[DONE]`); the usage chunk that follows the finish reason is read when it comes.
+- Only choice 0 is read; a `refusal` is reported as the answer's text.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from .http import (
     error_for_status,
     error_message,
     plain,
+    redact,
     sse_events,
 )
 
@@ -196,7 +200,7 @@ class OpenAIChatModel:
             raise InvalidResponseError(
                 f"openai: unexpected response shape ({type(exc).__name__}: {exc})",
                 status_code=200,
-                body=json.dumps(payload)[:500],
+                body=redact(json.dumps(payload), key),
                 provider=self.provider_name,
             ) from exc
 

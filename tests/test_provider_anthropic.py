@@ -634,3 +634,23 @@ async def test_chain_runs_a_two_round_tool_conversation(mode: str) -> None:
         },
     ]
     assert response.usage.requests == 2
+
+
+@pytest.mark.anyio
+async def test_tool_use_with_its_input_in_the_start_event() -> None:
+    block = {"type": "tool_use", "id": "toolu_9", "name": "f", "input": {"a": 1}}
+    recorder = Recorder(
+        sse_response(
+            [
+                START,
+                event({"type": "content_block_start", "index": 0, "content_block": block}),
+                event({"type": "content_block_stop", "index": 0}),
+                event({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
+                event({"type": "message_stop"}),
+            ]
+        )
+    )
+    events = await collect(model_for(recorder), request())
+    assert events[-1].response.message.tool_calls == (
+        ToolCall(id="toolu_9", name="f", arguments='{"a":1}'),
+    )

@@ -627,3 +627,48 @@ async def test_chain_runs_a_two_round_tool_conversation(mode: str) -> None:
         },
     ]
     assert response.usage.requests == 2
+
+
+# --- odds and ends ---------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_tool_context_never_reaches_the_wire() -> None:
+    recorder = Recorder(completion(), sse_response(fixture("openai_stream_repeated_id_name.sse")))
+    req = ChatRequest(
+        messages=(UserMessage(content="Hi"),),
+        tools=(get_weather,),
+        tool_context={"api_token": "tc-SECRET-42"},
+    )
+    model = model_for(recorder)
+    await model.call(req)
+    await collect(model, req)
+    for sent in recorder.requests:
+        assert b"tc-SECRET-42" not in sent.content
+        assert "tc-SECRET-42" not in str(sent.headers)
+
+
+@pytest.mark.anyio
+async def test_body_that_is_not_json_serializable_is_a_typed_error() -> None:
+    recorder = Recorder()
+    with pytest.raises(BadRequestError, match="cannot be sent as JSON"):
+        await model_for(recorder).call(request(extra={"seed": {1, 2}}))
+    assert recorder.requests == []
+
+
+@pytest.mark.anyio
+async def test_error_object_with_status_200_is_a_typed_error() -> None:
+    payload = {"error": {"message": "model not loaded", "code": 503}}
+    recorder = Recorder(httpx.Response(200, json=payload))
+    with pytest.raises(ProviderUnavailableError, match="model not loaded"):
+        await model_for(recorder).call(request())
+
+
+@pytest.mark.anyio
+async def test_stream_reads_choice_zero_and_refusals() -> None:
+    other = {"id": "c", "choices": [{"index": 1, "delta": {"content": "other"}}]}
+    refusal = _chunk({"refusal": "I can't help with that."}, "content_filter")
+    recorder = Recorder(sse_response([f"data: {json.dumps(other)}\n\n".encode(), refusal]))
+    events = await collect(model_for(recorder), request())
+    assert events[:-1] == [TextDelta("I can't help with that.")]
+    assert events[-1].response.finish_reason == "content_filter"
