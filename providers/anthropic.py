@@ -195,6 +195,8 @@ class AnthropicChatModel:
         )
         try:
             return message_response(payload)
+        except ProviderError:
+            raise
         except (LookupError, TypeError, ValueError, AttributeError) as exc:
             raise InvalidResponseError(
                 f"anthropic: unexpected response shape ({type(exc).__name__}: {exc})",

@@ -196,6 +196,8 @@ class OpenAIChatModel:
         )
         try:
             return completion_response(payload)
+        except ProviderError:
+            raise
         except (LookupError, TypeError, ValueError, AttributeError) as exc:
             raise InvalidResponseError(
                 f"openai: unexpected response shape ({type(exc).__name__}: {exc})",

@@ -654,3 +654,12 @@ async def test_tool_use_with_its_input_in_the_start_event() -> None:
     assert events[-1].response.message.tool_calls == (
         ToolCall(id="toolu_9", name="f", arguments='{"a":1}'),
     )
+
+
+@pytest.mark.anyio
+async def test_error_body_with_status_200_is_a_typed_error() -> None:
+    body = {"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}
+    recorder = Recorder(httpx.Response(200, json=body))
+    with pytest.raises(BadRequestError, match="bad") as caught:
+        await model_for(recorder).call(request())
+    assert not isinstance(caught.value, InvalidResponseError)

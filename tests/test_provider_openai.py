@@ -657,11 +657,17 @@ async def test_body_that_is_not_json_serializable_is_a_typed_error() -> None:
 
 
 @pytest.mark.anyio
-async def test_error_object_with_status_200_is_a_typed_error() -> None:
-    payload = {"error": {"message": "model not loaded", "code": 503}}
+@pytest.mark.parametrize(
+    ("code", "error_type"), [(503, ProviderUnavailableError), (400, BadRequestError)]
+)
+async def test_error_object_with_status_200_is_a_typed_error(
+    code: int, error_type: type[ProviderError]
+) -> None:
+    payload = {"error": {"message": "model not loaded", "code": code}}
     recorder = Recorder(httpx.Response(200, json=payload))
-    with pytest.raises(ProviderUnavailableError, match="model not loaded"):
+    with pytest.raises(error_type, match="model not loaded") as caught:
         await model_for(recorder).call(request())
+    assert not isinstance(caught.value, InvalidResponseError)
 
 
 @pytest.mark.anyio
