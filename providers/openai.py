@@ -67,7 +67,8 @@ class OpenAIChatModel:
     API. The API key is `api_key`, else the variable named by `api_key_env`, read at the
     first call. `api_key_env` defaults to `OPENAI_API_KEY`, except when `base_url` is
     passed explicitly: then no variable is read unless named, so an OpenAI key is never
-    sent to another server by accident. A key is required only by the official API.
+    sent to another server by accident. A key is required by the official API and when
+    `api_key_env` is named; other servers (vLLM, llama.cpp, Ollama) get no key if none is set.
 
     `max_tokens_param` is the body field for `ChatOptions.max_tokens`: by default
     `max_completion_tokens` for the official API (its reasoning models reject the other)
@@ -95,6 +96,7 @@ class OpenAIChatModel:
         max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None,
         stream_usage: bool = True,
     ) -> None:
+        self._key_required = api_key_env is not None
         if base_url is None:
             base_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
             api_key_env = api_key_env or "OPENAI_API_KEY"
@@ -103,6 +105,7 @@ class OpenAIChatModel:
         self._official = self.base_url == OPENAI_BASE_URL
         if self._official:
             api_key_env = api_key_env or "OPENAI_API_KEY"
+            self._key_required = True
         self._api_key = Secret(api_key) if api_key else None
         self._api_key_env = api_key_env
         self._headers = dict(headers or {})
@@ -138,7 +141,7 @@ class OpenAIChatModel:
     def _key(self) -> str | None:
         if self._api_key is None and self._api_key_env:
             self._api_key = api_key_from_env(
-                self._api_key_env, provider=self.provider_name, required=self._official
+                self._api_key_env, provider=self.provider_name, required=self._key_required
             )
         return self._api_key.reveal() if self._api_key else None
 

@@ -678,3 +678,22 @@ async def test_stream_reads_choice_zero_and_refusals() -> None:
     events = await collect(model_for(recorder), request())
     assert events[:-1] == [TextDelta("I can't help with that.")]
     assert events[-1].response.finish_reason == "content_filter"
+
+
+@pytest.mark.anyio
+async def test_a_named_key_variable_is_required(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:8080/v1")
+    recorder = Recorder(completion())
+    named = OpenAIChatModel(
+        "m",
+        base_url="https://api.groq.com/openai/v1",
+        api_key_env="GROQ_API_KEY",
+        http_client=recorder.client(),
+    )
+    with pytest.raises(AuthenticationError, match="GROQ_API_KEY"):
+        await named.call(request())
+    local = OpenAIChatModel("m", http_client=recorder.client())  # OPENAI_BASE_URL, no key
+    await local.call(request())
+    assert "authorization" not in recorder.requests[0].headers
