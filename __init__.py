@@ -53,6 +53,15 @@ from .core.tools import (
     tools_from,
 )
 from .core.usage import Usage
+from .providers.errors import (
+    AuthenticationError,
+    BadRequestError,
+    InvalidResponseError,
+    ProviderError,
+    ProviderTimeoutError,
+    ProviderUnavailableError,
+    RateLimitError,
+)
 
 __version__ = "0.1.0"
 
@@ -61,6 +70,8 @@ __all__ = [
     "AdvisorChainError",
     "ApprovalNotFound",
     "AssistantMessage",
+    "AuthenticationError",
+    "BadRequestError",
     "CallNext",
     "Chain",
     "ChainConfigurationError",
@@ -69,11 +80,16 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "FinishReason",
+    "InvalidResponseError",
     "InvalidToolArguments",
     "LoggingAdvisor",
     "Message",
     "PendingApproval",
     "Prompt",
+    "ProviderError",
+    "ProviderTimeoutError",
+    "ProviderUnavailableError",
+    "RateLimitError",
     "ResponseCompleted",
     "ResultConverter",
     "ScriptExhaustedError",

@@ -1,5 +1,32 @@
 """Chat models: the innermost step of a chain."""
 
+from .anthropic import AnthropicChatModel
+from .errors import (
+    AuthenticationError,
+    BadRequestError,
+    InvalidResponseError,
+    ProviderError,
+    ProviderTimeoutError,
+    ProviderUnavailableError,
+    RateLimitError,
+)
+from .factory import model_from_name
+from .http import RetryPolicy
+from .openai import OpenAIChatModel
 from .scripted import Reply, ScriptedChatModel
 
-__all__ = ["Reply", "ScriptedChatModel"]
+__all__ = [
+    "AnthropicChatModel",
+    "AuthenticationError",
+    "BadRequestError",
+    "InvalidResponseError",
+    "OpenAIChatModel",
+    "ProviderError",
+    "ProviderTimeoutError",
+    "ProviderUnavailableError",
+    "RateLimitError",
+    "Reply",
+    "RetryPolicy",
+    "ScriptedChatModel",
+    "model_from_name",
+]

@@ -1,0 +1,467 @@
+"""`AnthropicChatModel`: Anthropic's Messages API.
+
+Wire notes:
+- System messages go to the top-level `system` field, joined by blank lines, wherever
+  they stand in the transcript (the API has no system role).
+- Messages of the same wire role in a row are merged into one message of content blocks:
+  consecutive tool results become ONE user message of `tool_result` blocks (with
+  `is_error`), followed by any user text.
+- Tool-call arguments are sent as JSON objects (`tool_use.input`). Arguments that are not
+  a JSON object (malformed JSON the model wrote) are not dropped: they are sent as
+  `{"_raw_arguments": "<the text>"}`, so the model sees what it wrote next to the error.
+- Empty text is never sent (the API rejects empty text blocks); an assistant message with
+  neither text nor tool calls is left out.
+- Usage: `input_tokens` counts all input, cache reads and writes included; cache reads are
+  also reported as `cached_tokens`.
+- Tool-call arguments in the final response are compact JSON on both paths, so a call and
+  a stream of the same answer give equal responses. Thinking blocks are ignored.
+- A stream is complete once `message_stop` (or a `stop_reason`) arrived; an `error` event
+  raises the matching `ProviderError`; unknown event types are ignored, as the API asks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from ..core.assembly import StreamAssembler
+from ..core.errors import StreamInterruptedError
+from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
+from ..core.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage
+from ..core.options import ChatOptions
+from ..core.request import ChatRequest
+from ..core.response import ChatResponse
+from ..core.streams import closing_stream
+from ..core.usage import Usage
+from .errors import InvalidResponseError, ProviderError
+from .http import (
+    HTTPClient,
+    RetryPolicy,
+    Secret,
+    api_key_from_env,
+    close_response,
+    error_for_status,
+    json_dumps,
+    plain,
+    redact,
+    sse_events,
+)
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+"""The official API's base URL."""
+
+ANTHROPIC_VERSION = "2023-06-01"
+"""The `anthropic-version` header sent."""
+
+RAW_ARGUMENTS_KEY = "_raw_arguments"
+"""The `tool_use.input` key that carries arguments which are not a JSON object."""
+
+_FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+
+_ERROR_STATUSES = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+
+
+class AnthropicChatModel:
+    """A chat model behind `POST {base_url}/v1/messages`.
+
+    The API key is `api_key`, else `ANTHROPIC_API_KEY`, read at the first call; the base
+    URL is `base_url`, else `ANTHROPIC_BASE_URL`, else the official API. The API requires
+    `max_tokens`: `ChatOptions.max_tokens` when set, else the `max_tokens` given here.
+    `headers` are added to every request (for `anthropic-beta`, say).
+
+    Use it as an async context manager, or call `aclose()`, to close the HTTP client it
+    creates; an injected `http_client` is left open.
+    """
+
+    provider_name = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        max_tokens: int = 4096,
+        timeout: float | httpx.Timeout | None = None,
+        max_retries: int = 2,
+        retry_policy: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.model_name = model
+        self.base_url = (
+            base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
+        ).rstrip("/")
+        self.max_tokens = max_tokens
+        self._api_key = Secret(api_key) if api_key else None
+        self._headers = dict(headers or {})
+        self._http = HTTPClient(
+            provider=self.provider_name,
+            http_client=http_client,
+            timeout=timeout,
+            retry=retry_policy or RetryPolicy(max_retries=max_retries),
+        )
+
+    def __repr__(self) -> str:
+        return f"AnthropicChatModel(model_name={self.model_name!r}, base_url={self.base_url!r})"
+
+    async def __aenter__(self) -> AnthropicChatModel:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this model created (an injected one is left open)."""
+        await self._http.aclose()
+
+    def _key(self) -> str:
+        if self._api_key is None:
+            self._api_key = api_key_from_env(
+                "ANTHROPIC_API_KEY", provider=self.provider_name, required=True
+            )
+        return self._api_key.reveal()
+
+    def _request_headers(self, key: str) -> dict[str, str]:
+        return {**self._headers, "x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
+
+    def _body(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
+        options = request.options
+        system, messages = wire_messages(request.messages)
+        body: dict[str, Any] = {
+            "model": options.model or self.model_name,
+            "max_tokens": options.max_tokens or self.max_tokens,
+            "messages": messages,
+        }
+        if system:
+            body["system"] = system
+        if request.tools:
+            body["tools"] = [
+                {
+                    "name": t.definition.name,
+                    "description": t.definition.description,
+                    "input_schema": plain(t.definition.parameters),
+                }
+                for t in request.tools
+            ]
+            choice = wire_tool_choice(options)
+            if choice is not None:
+                body["tool_choice"] = choice
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.top_p is not None:
+            body["top_p"] = options.top_p
+        if options.stop:
+            body["stop_sequences"] = list(options.stop)
+        if stream:
+            body["stream"] = True
+        body.update(plain(options.extra))
+        return body
+
+    async def call(self, request: ChatRequest) -> ChatResponse:
+        """Answer `request` with one Messages request."""
+        key = self._key()
+        payload = await self._http.post_json(
+            f"{self.base_url}/v1/messages",
+            self._body(request, stream=False),
+            headers=self._request_headers(key),
+            secret=key,
+        )
+        try:
+            return message_response(payload)
+        except ProviderError:
+            raise
+        except (LookupError, TypeError, ValueError, AttributeError) as exc:
+            raise InvalidResponseError(
+                f"anthropic: unexpected response shape ({type(exc).__name__}: {exc})",
+                status_code=200,
+                body=redact(json.dumps(payload), key),
+                provider=self.provider_name,
+            ) from exc
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Answer `request` as a stream: text and tool-call deltas, then the response."""
+        key = self._key()
+        response = await self._http.send(
+            f"{self.base_url}/v1/messages",
+            self._body(request, stream=True),
+            headers=self._request_headers(key),
+            secret=key,
+            stream=True,
+        )
+        state = _StreamState()
+        try:
+            async with closing_stream(sse_events(response, provider="anthropic")) as events:
+                async for event in events:
+                    for delta in state.receive(event.data):
+                        yield delta
+        finally:
+            await close_response(response)
+        yield ResponseCompleted(state.response())
+
+
+def wire_tool_choice(options: ChatOptions) -> dict[str, Any] | None:
+    """`tool_choice` for the options: auto/none/required(any)/a named tool, and parallelism."""
+    choice = options.tool_choice
+    if choice == "none":
+        return {"type": "none"}
+    if choice is None and options.parallel_tool_calls is not False:
+        return None
+    if choice is None or choice == "auto":
+        wire: dict[str, Any] = {"type": "auto"}
+    elif choice == "required":
+        wire = {"type": "any"}
+    else:
+        wire = {"type": "tool", "name": choice}
+    if options.parallel_tool_calls is False:
+        wire["disable_parallel_tool_use"] = True
+    return wire
+
+
+def tool_input(arguments: str) -> dict[str, Any]:
+    """A call's raw argument text as a `tool_use.input` object (see the module's notes)."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        return value
+    return {RAW_ARGUMENTS_KEY: arguments}
+
+
+def wire_messages(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """Core messages as the `system` text and the Messages API's `messages`."""
+    system: list[str] = []
+    wire: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            system.append(message.content)
+        elif isinstance(message, AssistantMessage):
+            blocks: list[dict[str, Any]] = []
+            if message.content:
+                blocks.append({"type": "text", "text": message.content})
+            blocks.extend(
+                {
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": tool_input(call.arguments),
+                }
+                for call in message.tool_calls
+            )
+            add("assistant", blocks)
+        elif isinstance(message, ToolMessage):
+            add(
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": message.tool_call_id,
+                        "content": message.content,
+                        "is_error": message.is_error,
+                    }
+                ],
+            )
+        elif message.content:
+            add("user", [{"type": "text", "text": message.content}])
+    return "\n\n".join(system), wire
+
+
+def build_response(
+    message: AssistantMessage,
+    stop_reason: str | None,
+    usage: Usage,
+    *,
+    response_id: str | None,
+    model: str | None,
+) -> ChatResponse:
+    """The response both the call and the stream path end with: one place to normalize."""
+    calls = tuple(
+        call.model_copy(update={"arguments": _compact(call.arguments)})
+        for call in message.tool_calls
+    )
+    if calls != message.tool_calls:
+        message = message.model_copy(update={"tool_calls": calls})
+    reason = _FINISH_REASONS.get(stop_reason or "", stop_reason or "stop")
+    return ChatResponse(
+        message=message, finish_reason=reason, usage=usage, id=response_id, model=model
+    )
+
+
+def _compact(arguments: str) -> str:
+    try:
+        return json_dumps(json.loads(arguments))
+    except ValueError:
+        return arguments
+
+
+def wire_usage(payload: Any, base: Usage | None = None) -> Usage:
+    """Messages API `usage` as core `Usage`; fields missing from `payload` keep `base`'s."""
+    base = base or Usage(requests=1)
+    if not isinstance(payload, Mapping):
+        return base
+
+    def field(name: str) -> int | None:
+        value = payload.get(name)
+        return int(value) if isinstance(value, (int, float)) else None
+
+    fresh, output = field("input_tokens"), field("output_tokens")
+    written, read = field("cache_creation_input_tokens"), field("cache_read_input_tokens")
+    if fresh is None and written is None and read is None:
+        input_tokens, cached = base.input_tokens, base.cached_tokens
+    else:
+        input_tokens = (fresh or 0) + (written or 0) + (read or 0)
+        cached = read or 0
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output if output is not None else base.output_tokens,
+        cached_tokens=cached,
+        requests=1,
+    )
+
+
+def message_response(payload: Mapping[str, Any]) -> ChatResponse:
+    """A Messages API `message` object as a `ChatResponse`."""
+    if payload.get("type") == "error":
+        raise stream_error(payload)
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    for block in payload["content"]:
+        if block.get("type") == "text":
+            text.append(block["text"])
+        elif block.get("type") == "tool_use":
+            calls.append(
+                ToolCall(id=block["id"], name=block["name"], arguments=json_dumps(block["input"]))
+            )
+    message = AssistantMessage(content="".join(text) or None, tool_calls=tuple(calls))
+    return build_response(
+        message,
+        payload.get("stop_reason"),
+        wire_usage(payload.get("usage")),
+        response_id=payload.get("id"),
+        model=payload.get("model"),
+    )
+
+
+def stream_error(payload: Mapping[str, Any]) -> ProviderError:
+    """The typed error for an `error` event (or error body) of the Messages API."""
+    error = payload.get("error")
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    detail = error.get("message") if isinstance(error, Mapping) else None
+    message = f"anthropic: {detail or 'error'} ({kind or 'unknown error type'})"
+    status = _ERROR_STATUSES.get(kind or "")
+    body = json.dumps(payload)
+    if status is None:
+        return ProviderError(message, body=body, provider="anthropic")
+    return error_for_status(status, message, provider="anthropic", body=body)
+
+
+class _StreamState:
+    """What a Messages stream has delivered so far."""
+
+    __slots__ = ("assembler", "blocks", "done", "id", "model", "stop_reason", "usage")
+
+    def __init__(self) -> None:
+        self.assembler = StreamAssembler()
+        self.blocks: dict[int, int] = {}  # content block index -> tool-call index
+        self.done = False
+        self.id: str | None = None
+        self.model: str | None = None
+        self.stop_reason: str | None = None
+        self.usage = Usage(requests=1)
+
+    def receive(self, data: str) -> list[TextDelta | ToolCallDelta]:
+        """Take one event's data; return the deltas it carries."""
+        try:
+            event = json.loads(data)
+        except ValueError as exc:
+            raise StreamInterruptedError(f"anthropic: malformed JSON in the stream: {exc}") from exc
+        if not isinstance(event, dict):
+            raise StreamInterruptedError("anthropic: a stream event is not a JSON object")
+        if event.get("type") == "error":
+            raise stream_error(event)
+        try:
+            deltas = self._event(event)
+        except (LookupError, TypeError, ValueError, AttributeError) as exc:
+            raise StreamInterruptedError(
+                f"anthropic: unexpected stream event ({type(exc).__name__}: {exc})"
+            ) from exc
+        for delta in deltas:
+            self.assembler.add(delta)
+        return deltas
+
+    def _event(self, event: Mapping[str, Any]) -> list[TextDelta | ToolCallDelta]:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event["message"]
+            self.id = message.get("id")
+            self.model = message.get("model")
+            self.usage = wire_usage(message.get("usage"), self.usage)
+        elif kind == "content_block_start":
+            block = event["content_block"]
+            if block.get("type") == "text" and block.get("text"):
+                return [TextDelta(block["text"])]
+            if block.get("type") == "tool_use":
+                index = self.blocks[event["index"]] = len(self.blocks)
+                start = block.get("input")
+                arguments = json_dumps(start) if start else ""
+                return [ToolCallDelta(index, block["id"], block["name"], arguments)]
+        elif kind == "content_block_delta":
+            delta = event["delta"]
+            if delta.get("type") == "text_delta" and delta["text"]:
+                return [TextDelta(delta["text"])]
+            if delta.get("type") == "input_json_delta" and delta["partial_json"]:
+                return [ToolCallDelta(self.blocks[event["index"]], arguments=delta["partial_json"])]
+        elif kind == "message_delta":
+            self.stop_reason = event.get("delta", {}).get("stop_reason") or self.stop_reason
+            self.usage = wire_usage(event.get("usage"), self.usage)
+        elif kind == "message_stop":
+            self.done = True
+        return []
+
+    def response(self) -> ChatResponse:
+        """The final response; raises if the stream ended before it was complete."""
+        if not self.done and self.stop_reason is None:
+            raise StreamInterruptedError("anthropic: the stream ended before its final event")
+        return build_response(
+            self.assembler.message(),
+            self.stop_reason,
+            self.usage,
+            response_id=self.id,
+            model=self.model,
+        )

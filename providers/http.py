@@ -1,0 +1,366 @@
+"""What the HTTP providers share: the client, retries, error mapping and API keys.
+
+Retries cover only getting a successful response: a 408, 409, 429 or 5xx status, a
+connection error or a timeout is retried with exponential backoff and jitter, waiting
+exactly as long as `Retry-After` / `retry-after-ms` ask when the provider says. Once a
+stream's response is open nothing is retried, so no output is ever repeated.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, Literal, overload
+
+import anyio
+import httpx
+
+from ..core.errors import StreamInterruptedError
+from .errors import (
+    AuthenticationError,
+    BadRequestError,
+    InvalidResponseError,
+    ProviderError,
+    ProviderTimeoutError,
+    ProviderUnavailableError,
+    RateLimitError,
+)
+from .sse import ServerSentEvent, SSEDecoder
+
+logger = logging.getLogger("advisorchain.providers")
+
+DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+"""Timeout of the client a provider creates itself: long answers can take minutes."""
+
+_RETRY_STATUSES = frozenset({408, 409, 429})
+_sleep = anyio.sleep  # module attribute, so tests can record the waits instead of waiting
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """How failed requests are retried.
+
+    Attempt `n` (from 0) waits `backoff_base * 2**n` seconds, capped at `backoff_max`,
+    minus up to `jitter` of it at random. A `Retry-After` the provider sends replaces
+    that wait; one longer than `max_retry_after` is not waited for: the error is raised.
+    """
+
+    max_retries: int = 2
+    backoff_base: float = 0.5
+    backoff_max: float = 8.0
+    jitter: float = 0.25
+    max_retry_after: float = 60.0
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float | None:
+        """Seconds to wait before retry number `attempt` (from 0); `None`: do not retry."""
+        if attempt >= self.max_retries:
+            return None
+        if retry_after is not None:
+            return retry_after if retry_after <= self.max_retry_after else None
+        wait = min(self.backoff_max, self.backoff_base * 2.0**attempt)
+        return wait * (1 - self.jitter * random.random())
+
+
+def retry_after(headers: httpx.Headers) -> float | None:
+    """The wait a response asks for: `retry-after-ms`, or `Retry-After` in seconds or as a date."""
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        date = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (date - datetime.now(UTC)).total_seconds())
+
+
+class Secret:
+    """A value that never shows in a repr or a string (API keys); `reveal()` returns it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The secret value itself."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+
+def redact(text: str, secret: str | None) -> str:
+    """`text` with every occurrence of `secret` masked."""
+    return text.replace(secret, "***") if secret else text
+
+
+@overload
+def api_key_from_env(env_var: str, *, provider: str, required: Literal[True]) -> Secret: ...
+@overload
+def api_key_from_env(env_var: str, *, provider: str, required: bool) -> Secret | None: ...
+def api_key_from_env(env_var: str, *, provider: str, required: bool) -> Secret | None:
+    """The API key in `env_var`; raises `AuthenticationError` naming it if required and unset."""
+    key = os.environ.get(env_var)
+    if key:
+        return Secret(key)
+    if required:
+        raise AuthenticationError(
+            f"{provider}: no API key: pass api_key=... or set the {env_var} environment variable",
+            provider=provider,
+        )
+    return None
+
+
+def error_message(payload: Any) -> str | None:
+    """The human message of a provider's error body (OpenAI, Anthropic and common servers)."""
+    if isinstance(payload, Mapping):
+        for key in ("error", "message", "detail"):
+            value = payload.get(key)
+            if isinstance(value, str) and value:
+                return value
+            if isinstance(value, Mapping):
+                found = error_message(value)
+                if found:
+                    return found
+    return None
+
+
+def error_for_status(
+    status: int,
+    message: str,
+    *,
+    provider: str,
+    request_id: str | None = None,
+    body: str = "",
+    wait: float | None = None,
+) -> ProviderError:
+    """The `ProviderError` subclass for an HTTP status."""
+    fields: dict[str, Any] = {
+        "status_code": status,
+        "request_id": request_id,
+        "body": body,
+        "provider": provider,
+    }
+    if status in (401, 403):
+        return AuthenticationError(message, **fields)
+    if status == 429:
+        return RateLimitError(message, retry_after=wait, **fields)
+    if status == 408 or status >= 500:
+        return ProviderUnavailableError(message, **fields)
+    if 400 <= status < 500:
+        return BadRequestError(message, **fields)
+    return ProviderError(message, **fields)
+
+
+def error_from_response(
+    response: httpx.Response, *, provider: str, secret: str | None
+) -> ProviderError:
+    """The error for a failed, fully read response, with the provider's own message."""
+    body = redact(response.text, secret)
+    try:
+        detail = error_message(json.loads(body))
+    except ValueError:
+        detail = None
+    detail = detail or response.reason_phrase or "request failed"
+    return error_for_status(
+        response.status_code,
+        f"{provider}: {redact(detail, secret)}",
+        provider=provider,
+        request_id=response.headers.get("x-request-id") or response.headers.get("request-id"),
+        body=body,
+        wait=retry_after(response.headers),
+    )
+
+
+def _should_retry(response: httpx.Response) -> bool:
+    hint = response.headers.get("x-should-retry")
+    if hint in ("true", "false"):
+        return bool(hint == "true")
+    status: int = response.status_code
+    return status in _RETRY_STATUSES or status >= 500
+
+
+class HTTPClient:
+    """An `httpx.AsyncClient` (injected, or created at first use) plus the retry policy.
+
+    An injected client is the caller's to close; one created here is closed by `aclose()`.
+    `timeout=None` keeps an injected client's own timeout (and uses `DEFAULT_TIMEOUT`
+    for a created one).
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        http_client: httpx.AsyncClient | None,
+        timeout: float | httpx.Timeout | None,
+        retry: RetryPolicy,
+    ) -> None:
+        self.provider = provider
+        self.retry = retry
+        self._client = http_client
+        self._owned = http_client is None
+        self._timeout = timeout
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The client requests go through (created now if needed)."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=self._timeout if self._timeout is not None else DEFAULT_TIMEOUT
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client if this object created it."""
+        if self._owned and self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    async def post_json(
+        self, url: str, body: Mapping[str, Any], *, headers: Mapping[str, str], secret: str | None
+    ) -> dict[str, Any]:
+        """POST `body` as JSON and return the JSON object answered."""
+        response = await self.send(url, body, headers=headers, secret=secret, stream=False)
+        try:
+            payload = response.json()
+        except ValueError as exc:
+            raise self._invalid(response, "the response is not JSON", secret) from exc
+        if not isinstance(payload, dict):
+            raise self._invalid(response, "the response is not a JSON object", secret)
+        return payload
+
+    def _invalid(self, response: httpx.Response, why: str, secret: str | None) -> ProviderError:
+        return InvalidResponseError(
+            f"{self.provider}: {why}",
+            status_code=response.status_code,
+            request_id=response.headers.get("x-request-id") or response.headers.get("request-id"),
+            body=redact(response.text, secret),
+            provider=self.provider,
+        )
+
+    async def send(
+        self,
+        url: str,
+        body: Mapping[str, Any],
+        *,
+        headers: Mapping[str, str],
+        secret: str | None,
+        stream: bool,
+    ) -> httpx.Response:
+        """POST `body`, retrying per the policy; return the successful response.
+
+        With `stream=True` the body is not read: the caller must close the response.
+        """
+        client = self.client
+        timeout = self._timeout if self._timeout is not None else httpx.USE_CLIENT_DEFAULT
+        attempt = 0
+        while True:
+            wait: float | None = None
+            cause: Exception | None = None
+            try:
+                request = client.build_request(
+                    "POST", url, json=body, headers=headers, timeout=timeout
+                )
+            except (TypeError, ValueError) as exc:
+                raise BadRequestError(
+                    f"{self.provider}: the request cannot be sent as JSON: {exc}",
+                    provider=self.provider,
+                ) from exc
+            try:
+                response = await client.send(request, stream=stream)
+            except httpx.TimeoutException as exc:
+                cause = exc
+                error: ProviderError = ProviderTimeoutError(
+                    f"{self.provider}: no response within the timeout ({type(exc).__name__})",
+                    provider=self.provider,
+                )
+                retryable = True
+            except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                cause = exc
+                error = ProviderUnavailableError(
+                    f"{self.provider}: cannot reach {request.url.host}: "
+                    f"{redact(str(exc), secret) or type(exc).__name__}",
+                    provider=self.provider,
+                )
+                retryable = True
+            else:
+                if response.is_success:
+                    return response
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+                error = error_from_response(response, provider=self.provider, secret=secret)
+                retryable = _should_retry(response)
+                wait = retry_after(response.headers)
+            delay = self.retry.delay(attempt, wait) if retryable else None
+            if delay is None:
+                raise error from cause
+            attempt += 1
+            logger.info(
+                "%s: %s; retry %d of %d in %.2fs",
+                self.provider,
+                type(error).__name__,
+                attempt,
+                self.retry.max_retries,
+                delay,
+            )
+            await _sleep(delay)
+
+
+async def sse_events(response: httpx.Response, *, provider: str) -> AsyncIterator[ServerSentEvent]:
+    """The server-sent events of an open response; a broken connection or a timeout
+    becomes `StreamInterruptedError`."""
+    decoder = SSEDecoder()
+    chunks = response.aiter_bytes()
+    try:
+        async for chunk in chunks:
+            for event in decoder.feed(chunk):
+                yield event
+    except (httpx.TimeoutException, httpx.TransportError) as exc:
+        raise StreamInterruptedError(
+            f"{provider}: the stream broke off ({type(exc).__name__})"
+        ) from exc
+    finally:
+        await chunks.aclose()  # type: ignore[attr-defined]
+    for event in decoder.close():
+        yield event
+
+
+async def close_response(response: httpx.Response) -> None:
+    """Close a streamed response even while being cancelled, so its connection is released."""
+    with anyio.CancelScope(shield=True):
+        await response.aclose()
+
+
+def plain(value: Any) -> Any:
+    """`value` with every mapping made a dict and every tuple a list, ready for JSON."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return [plain(v) for v in value]
+    return value
+
+
+def json_dumps(value: Any) -> str:
+    """Compact JSON text, non-ASCII kept: how tool-call arguments are written."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

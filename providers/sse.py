@@ -1,0 +1,134 @@
+"""Server-sent events: an incremental parser fed with raw network chunks.
+
+Follows the WHATWG event-stream rules: lines end with CRLF, LF or CR (a CR at the end of
+one chunk and an LF at the start of the next are one line ending); `data` lines are
+joined with newlines; a blank line dispatches the event; lines starting with `:` are
+comments; an event left without its blank line when the stream ends is discarded.
+Bytes are decoded incrementally, so a multi-byte UTF-8 character split across chunks
+survives; invalid UTF-8 becomes U+FFFD, as the standard says.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import AsyncIterable, AsyncIterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSentEvent:
+    """One dispatched event: its type (`message` unless named), data, and last event id."""
+
+    event: str = "message"
+    data: str = ""
+    id: str | None = None
+    retry: int | None = None
+
+
+class SSEDecoder:
+    """Turns chunks of bytes into `ServerSentEvent`s; feed it chunks as they arrive."""
+
+    __slots__ = ("_data", "_decoder", "_event", "_last_id", "_line", "_retry", "_skip_lf", "_start")
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._line: list[str] = []  # pieces of the current, unfinished line
+        self._skip_lf = False  # the previous piece ended with CR: a leading LF is its pair
+        self._start = True  # nothing decoded yet: a byte-order mark may come
+        self._event = ""
+        self._data: list[str] = []
+        self._last_id: str | None = None
+        self._retry: int | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Whether a partial line or an undispatched event is buffered."""
+        return bool(self._line or self._data or self._event)
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        """Parse `chunk`; return the events it completed."""
+        return self._text(self._decoder.decode(chunk))
+
+    def close(self) -> list[ServerSentEvent]:
+        """Flush at the end of the stream; an event without its blank line is discarded."""
+        events = self._text(self._decoder.decode(b"", final=True))
+        self._line.clear()
+        self._data.clear()
+        self._event = ""
+        return events
+
+    def _text(self, text: str) -> list[ServerSentEvent]:
+        if self._start and text:
+            self._start = False
+            text = text.removeprefix("\ufeff")
+        if self._skip_lf and text:
+            self._skip_lf = False
+            if text[0] == "\n":
+                text = text[1:]
+        events: list[ServerSentEvent] = []
+        position = 0
+        size = len(text)
+        while position < size:
+            cr = text.find("\r", position)
+            lf = text.find("\n", position)
+            if cr < 0 and lf < 0:
+                self._line.append(text[position:])
+                break
+            end = lf if cr < 0 else cr if lf < 0 else min(cr, lf)
+            self._line.append(text[position:end])
+            line = "".join(self._line)
+            self._line.clear()
+            position = end + 1
+            if text[end] == "\r":
+                if position < size:
+                    if text[position] == "\n":
+                        position += 1
+                else:
+                    self._skip_lf = True
+            event = self._line_done(line)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def _line_done(self, line: str) -> ServerSentEvent | None:
+        if not line:
+            return self._dispatch()
+        if line[0] == ":":
+            return None
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._last_id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self._retry = int(value)
+        return None
+
+    def _dispatch(self) -> ServerSentEvent | None:
+        if not self._data:
+            self._event = ""
+            return None
+        event = ServerSentEvent(
+            event=self._event or "message",
+            data="\n".join(self._data),
+            id=self._last_id,
+            retry=self._retry,
+        )
+        self._event = ""
+        self._data.clear()
+        return event
+
+
+async def aiter_sse(chunks: AsyncIterable[bytes]) -> AsyncIterator[ServerSentEvent]:
+    """The events of a byte stream, each yielded as soon as its blank line arrives."""
+    decoder = SSEDecoder()
+    async for chunk in chunks:
+        for event in decoder.feed(chunk):
+            yield event
+    for event in decoder.close():
+        yield event
