@@ -13,7 +13,7 @@ setup:
 
 # The whole test suite, with a throwaway PostgreSQL server for the approval store's tests.
 test: setup
-	bash .ci/with-postgres $(VENV)/bin/pytest
+	bash .ci/with-postgres $(VENV)/bin/pytest tests
 
 check: setup
 	$(VENV)/bin/ruff check .
