@@ -4,7 +4,14 @@ chain = Chain([ToolCallingAdvisor()], model=model, tools=[get_weather])
 response = await chain.call("What's the weather in Paris?")
 """
 
-from .advisors import ToolCallingAdvisor
+from .advisors import (
+    ChatMemoryStore,
+    ConversationIdError,
+    InMemoryChatMemoryStore,
+    MemoryAdvisor,
+    SQLiteChatMemoryStore,
+    ToolCallingAdvisor,
+)
 from .core.advisor import Advisor, CallNext, StreamNext, ToolHook, ToolNext, advisor
 from .core.assembly import StreamAssembler
 from .core.chain import Chain, Prompt
@@ -62,17 +69,22 @@ __all__ = [
     "CallNext",
     "Chain",
     "ChainConfigurationError",
+    "ChatMemoryStore",
     "ChatModel",
     "ChatOptions",
     "ChatRequest",
     "ChatResponse",
+    "ConversationIdError",
     "FinishReason",
+    "InMemoryChatMemoryStore",
     "InvalidToolArguments",
+    "MemoryAdvisor",
     "Message",
     "PendingApproval",
     "Prompt",
     "ResponseCompleted",
     "ResultConverter",
+    "SQLiteChatMemoryStore",
     "ScriptExhaustedError",
     "StreamAssembler",
     "StreamEvent",
