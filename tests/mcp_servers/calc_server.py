@@ -1,0 +1,72 @@
+"""A small MCP server written with the SDK's own server API (`MCPServer`, formerly FastMCP).
+
+Run as a script it speaks MCP on stdio; the HTTP tests import `build_server()` and serve
+its streamable-HTTP app with uvicorn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from mcp import MCPError
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+
+def build_server() -> MCPServer:
+    """A fresh server with a calculator, a failing tool, and tools that change the list."""
+    server = MCPServer("calc")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool()
+    def divide(a: float, b: float) -> float:
+        """Divide a by b."""
+        if b == 0:
+            raise ToolError("cannot divide by zero")
+        return a / b
+
+    @server.tool()
+    def whoami(tenant_id: str, question: str, ctx: Context) -> str:
+        """Answer for a tenant; returns the raw arguments the server received."""
+        assert ctx.request_context.params is not None
+        return json.dumps(ctx.request_context.params.get("arguments"), sort_keys=True)
+
+    @server.tool()
+    def echo_arguments(text: str, ctx: Context) -> str:
+        """Return the raw arguments the server received."""
+        assert ctx.request_context.params is not None
+        return json.dumps(ctx.request_context.params.get("arguments"), sort_keys=True)
+
+    @server.tool()
+    def reject(reason: str) -> str:
+        """Answer with a JSON-RPC error instead of a result."""
+        raise MCPError(-32602, f"rejected: {reason}")
+
+    @server.tool()
+    async def grow(ctx: Context) -> str:
+        """Add a 'double' tool and tell the client the tool list changed."""
+        server.add_tool(_double, name="double", description="Double a number.")
+        await ctx.session.send_tool_list_changed()
+        return "grown"
+
+    @server.tool()
+    def crash() -> str:
+        """End the server process at once."""
+        sys.stderr.flush()
+        os._exit(3)
+
+    return server
+
+
+def _double(x: int) -> int:
+    return 2 * x
+
+
+if __name__ == "__main__":
+    build_server().run("stdio")
