@@ -87,9 +87,11 @@ class McpToolset:
       definition, unprefixed name).
     - `requires_approval`: `True`, server tool names, or a predicate on the definition;
       those tools get `requires_approval=True` for an `ApprovalAdvisor`.
-    - `context_arguments`: `{server argument: tool-context key}`; each such argument is
-      removed from the schema the model sees and filled from the `ToolContext` at call
-      time. No other `ToolContext` value is ever sent to the server.
+    - `context_arguments`: `{server argument: tool-context key}`; for each tool that
+      declares such an argument, it is removed from the schema the model sees and filled
+      from the `ToolContext` at call time (a model-sent value is replaced; a missing
+      context value is an error result). Tools that do not declare it never receive it,
+      and no other `ToolContext` value is ever sent to the server.
     - `timeout`: seconds to wait for each server answer (also each tool's `timeout`).
 
     Results: the text content of the result, joined by newlines (non-text content is
@@ -257,11 +259,10 @@ class McpToolset:
             await stack.enter_async_context(session)
             await session.initialize()
         except Exception as exc:
-            with anyio.CancelScope(shield=True):
-                try:
-                    await stack.aclose()
-                except Exception:  # the original failure is the one to report
-                    logger.debug("closing a failed MCP connection raised", exc_info=True)
+            try:
+                await stack.aclose()
+            except Exception:  # the original failure is the one to report
+                logger.debug("closing a failed MCP connection raised", exc_info=True)
             raise McpConnectionError(
                 f"cannot connect to MCP server {self.name!r}: {_describe(exc)}"
             ) from exc
@@ -356,10 +357,12 @@ class McpToolset:
 
     def _make_tool(self, definition: ToolDefinition) -> Tool:
         server_name = definition.name
-        schema = _hide_arguments(definition.parameters, self.context_arguments)
+        declared = definition.parameters.get("properties") or {}
+        mapped = {a: k for a, k in self.context_arguments.items() if a in declared}
+        schema = _hide_arguments(definition.parameters, mapped)
 
         async def handler(arguments: dict[str, Any], context: ToolContext) -> str:
-            return await self.call(server_name, self._with_context(arguments, context))
+            return await self.call(server_name, _with_context(arguments, context, mapped))
 
         return Tool(
             self.prefix + server_name,
@@ -380,16 +383,6 @@ class McpToolset:
         if isinstance(policy, str):
             raise ChainConfigurationError("requires_approval takes a collection of tool names")
         return definition.name in policy
-
-    def _with_context(self, arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
-        forwarded = {k: v for k, v in arguments.items() if k not in self.context_arguments}
-        for argument, key in self.context_arguments.items():
-            if key not in context:
-                raise McpError(
-                    f"the tool context has no {key!r} value for the MCP argument {argument!r}"
-                )
-            forwarded[argument] = context[key]
-        return forwarded
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -470,6 +463,20 @@ def result_text(result: CallToolResult) -> str:
     return "\n".join(parts)
 
 
+def _with_context(
+    arguments: Mapping[str, Any], context: ToolContext, mapped: Mapping[str, str]
+) -> dict[str, Any]:
+    """The arguments to send: the model's, with the mapped context values put in."""
+    forwarded = {k: v for k, v in arguments.items() if k not in mapped}
+    for argument, key in mapped.items():
+        if key not in context:
+            raise McpError(
+                f"the tool context has no {key!r} value for the MCP argument {argument!r}"
+            )
+        forwarded[argument] = context[key]
+    return forwarded
+
+
 def _hide_arguments(schema: Mapping[str, Any], hidden: Collection[str]) -> dict[str, Any]:
     result = dict(schema)
     if not hidden:
@@ -492,15 +499,37 @@ def _describe(exc: BaseException) -> str:
 
 @asynccontextmanager
 async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-    """The streamable-HTTP transport over an HTTP client it opens and closes itself."""
+    """The streamable-HTTP transport over an HTTP client it opens and closes itself.
+
+    The SDK lets a failed connection escape its transport's task group, which would
+    cancel the caller's whole `async with` block; the client's transport turns such
+    failures into a JSON-RPC "connection closed" error for the one request instead.
+    """
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
+    from mcp_types import CONNECTION_CLOSED
+
+    class Unreachable(httpx2.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self.inner = httpx2.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            try:
+                return await self.inner.handle_async_request(request)
+            except httpx2.TransportError as exc:
+                error = {"code": CONNECTION_CLOSED, "message": f"unreachable ({_describe(exc)})"}
+                return httpx2.Response(
+                    503,
+                    json={"jsonrpc": "2.0", "id": None, "error": error},
+                    request=request,
+                )
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
 
     timeout = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults: reads wait for events
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as client,
-        streamable_http_client(url, http_client=client) as streams,
-    ):
+    client = httpx2.AsyncClient(headers=headers, timeout=timeout, transport=Unreachable())
+    async with client, streamable_http_client(url, http_client=client) as streams:
         yield streams
 
 

@@ -44,6 +44,11 @@ def build_server() -> MCPServer:
         return json.dumps(ctx.request_context.params.get("arguments"), sort_keys=True)
 
     @server.tool()
+    def header_value(name: str, ctx: Context) -> str:
+        """The value of an HTTP request header the server received ('' if none)."""
+        return (ctx.headers or {}).get(name.lower(), "")
+
+    @server.tool()
     def reject(reason: str) -> str:
         """Answer with a JSON-RPC error instead of a result."""
         raise MCPError(-32602, f"rejected: {reason}")
