@@ -558,3 +558,22 @@ async def test_a_resume_that_carries_the_history_gets_no_second_copy() -> None:
     assert list(inner.requests[1].messages) == [*pending_request.messages, PENDING_MESSAGE]
     stored = await store.load("c")
     assert list(stored) == [*pending_request.messages, PENDING_MESSAGE, RESULT, FINAL]
+
+
+@pytest.mark.anyio
+async def test_resume_shaped_like_the_approval_advisor_is_saved_once() -> None:
+    """The resume re-sends history + turn + the call + its results; the response repeats them."""
+    store = InMemoryChatMemoryStore()
+    await _seed(store)
+    inner = _ApprovalLike((RESULT, FINAL))
+    chain = _approval_chain(store, inner)
+    user = UserMessage(content="delete my files")
+    pending = await chain.call([user], conversation_id="c")
+    assert pending.pending_approval is not None
+    saved_by_approval = inner.requests[0].messages + pending.messages
+    resumed = await chain.call(
+        ChatRequest(messages=(*saved_by_approval, RESULT)), conversation_id="c"
+    )
+    assert resumed.message == FINAL
+    assert list(inner.requests[1].messages) == [*saved_by_approval, RESULT]
+    assert list(await store.load("c")) == [*saved_by_approval, RESULT, FINAL]
