@@ -145,8 +145,17 @@ class MemoryAdvisor(Advisor):
             else:
                 self._locks[conversation_id] = (lock, users - 1)
 
+    async def _load(self, conversation_id: str) -> tuple[Message, ...]:
+        load_tail = getattr(self.store, "load_tail", None)
+        if self.max_messages is not None and load_tail is not None:
+            # The window depends on the last max_messages messages only; one more tells
+            # trim_history that older ones exist (so the cut point is checked).
+            tail: tuple[Message, ...] = await load_tail(conversation_id, self.max_messages + 1)
+            return tail
+        return await self.store.load(conversation_id)
+
     async def _prepare(self, request: ChatRequest, conversation_id: str) -> _Turn:
-        history = await self.store.load(conversation_id)
+        history = await self._load(conversation_id)
         stored_system = [m for m in history if isinstance(m, SystemMessage)]
         past = [m for m in history if not isinstance(m, SystemMessage)]
         request_system = [m for m in request.messages if isinstance(m, SystemMessage)]

@@ -18,7 +18,7 @@ import anyio.to_thread
 from pydantic import TypeAdapter
 
 from ..core.errors import AdvisorChainError
-from ..core.messages import Message
+from ..core.messages import Message, SystemMessage
 
 T = TypeVar("T")
 
@@ -36,6 +36,10 @@ class ChatMemoryStore(Protocol):
 
     `append` adds a whole turn at once: an implementation must write the messages of one
     call atomically (all or none), so two turns never interleave message by message.
+
+    A store may also offer `load_tail(conversation_id, last)`: every stored system message
+    and the last `last` other messages, in stored order. `MemoryAdvisor` with
+    `max_messages` uses it when present, so long conversations are not read whole.
     """
 
     async def load(self, conversation_id: str) -> tuple[Message, ...]:
@@ -63,6 +67,10 @@ class InMemoryChatMemoryStore:
     async def load(self, conversation_id: str) -> tuple[Message, ...]:
         """Every message stored for the conversation, oldest first."""
         return tuple(self._conversations.get(conversation_id, ()))
+
+    async def load_tail(self, conversation_id: str, last: int) -> tuple[Message, ...]:
+        """The stored system messages and the last `last` other messages, in order."""
+        return _tail(self._conversations.get(conversation_id, ()), last)
 
     async def append(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Add `messages` at the end of the conversation."""
@@ -100,6 +108,7 @@ class SQLiteChatMemoryStore:
                 f"CREATE TABLE IF NOT EXISTS {table} ("
                 " conversation_id TEXT NOT NULL,"
                 " seq INTEGER NOT NULL,"
+                " role TEXT NOT NULL,"
                 " message TEXT NOT NULL,"
                 " PRIMARY KEY (conversation_id, seq))"
             )
@@ -146,11 +155,30 @@ class SQLiteChatMemoryStore:
         rows = await self._run(load)
         return tuple(_MESSAGE.validate_json(row) for row in rows)
 
+    async def load_tail(self, conversation_id: str, last: int) -> tuple[Message, ...]:
+        """The stored system messages and the last `last` other messages, in order."""
+
+        def load(connection: sqlite3.Connection) -> list[tuple[int, str]]:
+            system = connection.execute(
+                f"SELECT seq, message FROM {self.table}"
+                " WHERE conversation_id = ? AND role = 'system'",
+                (conversation_id,),
+            ).fetchall()
+            recent = connection.execute(
+                f"SELECT seq, message FROM {self.table}"
+                " WHERE conversation_id = ? AND role != 'system' ORDER BY seq DESC LIMIT ?",
+                (conversation_id, max(0, last)),
+            ).fetchall()
+            return sorted(system + recent)
+
+        rows = await self._run(load)
+        return tuple(_MESSAGE.validate_json(text) for _, text in rows)
+
     async def append(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Add `messages` at the end of the conversation, in one transaction."""
         if not messages:
             return
-        encoded = [_MESSAGE.dump_json(m).decode() for m in messages]
+        encoded = [(m.role, _MESSAGE.dump_json(m).decode()) for m in messages]
 
         def append(connection: sqlite3.Connection) -> None:
             connection.execute("BEGIN IMMEDIATE")
@@ -160,8 +188,12 @@ class SQLiteChatMemoryStore:
                     (conversation_id,),
                 ).fetchone()
                 connection.executemany(
-                    f"INSERT INTO {self.table} (conversation_id, seq, message) VALUES (?, ?, ?)",
-                    [(conversation_id, last + 1 + i, text) for i, text in enumerate(encoded)],
+                    f"INSERT INTO {self.table} (conversation_id, seq, role, message)"
+                    " VALUES (?, ?, ?, ?)",
+                    [
+                        (conversation_id, last + 1 + i, role, text)
+                        for i, (role, text) in enumerate(encoded)
+                    ],
                 )
             except BaseException:
                 connection.execute("ROLLBACK")
@@ -179,6 +211,12 @@ class SQLiteChatMemoryStore:
             )
 
         await self._run(clear)
+
+
+def _tail(messages: Sequence[Message], last: int) -> tuple[Message, ...]:
+    others = [i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)]
+    keep = set(others[max(0, len(others) - last) :] if last > 0 else [])
+    return tuple(m for i, m in enumerate(messages) if isinstance(m, SystemMessage) or i in keep)
 
 
 __all__ = [

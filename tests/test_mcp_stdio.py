@@ -307,3 +307,19 @@ def test_the_repr_names_the_server_only(errlog: TextIO) -> None:
         sys.executable, [SERVER, "--token", "sk-arg"], env={"TOKEN": "sk-env"}, errlog=errlog
     )
     assert "sk-" not in repr(toolset)
+
+
+@pytest.mark.anyio
+async def test_a_catalog_of_hundreds_of_tools(errlog: TextIO) -> None:
+    toolset = McpToolset.stdio(
+        sys.executable, [SERVER], env={"CALC_EXTRA_TOOLS": "300"}, errlog=errlog, prefix="c."
+    )
+    async with toolset:
+        tools = await toolset.tools()
+        constants = [t for t in tools if t.name.startswith("c.constant_")]
+        assert len(constants) == 300
+        assert len({t.name for t in tools}) == len(tools)
+        model = ScriptedChatModel([_call("c.constant_299", "c1"), "299"])
+        chain = Chain([ToolCallingAdvisor()], model=model, tools=tools)
+        response = await chain.call("the last one?")
+    assert _tool_messages(response)[0].content == "299"

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import anyio
@@ -146,3 +146,65 @@ async def test_two_tables_in_one_file_are_separate(tmp_path: Path) -> None:
         await one.append("c", [UserMessage(content="in one")])
         assert await two.load("c") == ()
         assert "one" in repr(one)
+
+
+@pytest.mark.anyio
+async def test_load_tail_keeps_every_system_message_and_the_last_others(
+    store: ChatMemoryStore,
+) -> None:
+    history: list[Message] = [
+        SystemMessage(content="s1"),
+        UserMessage(content="u1"),
+        AssistantMessage(content="a1"),
+        SystemMessage(content="s2"),
+        UserMessage(content="u2"),
+        AssistantMessage(content="a2"),
+    ]
+    await store.append("c", history)
+    load_tail = store.load_tail  # type: ignore[attr-defined]
+    others = [m for m in history if not isinstance(m, SystemMessage)]
+    for last in range(len(others) + 2):
+        kept = others[max(0, len(others) - last) :] if last else []
+        expected = [m for m in history if isinstance(m, SystemMessage) or m in kept]
+        assert list(await load_tail("c", last)) == expected, last
+    assert await load_tail("unknown", 3) == ()
+
+
+class _LoadOnly:
+    """A store with only the protocol's required methods (no `load_tail`)."""
+
+    def __init__(self) -> None:
+        self.inner = InMemoryChatMemoryStore()
+
+    async def load(self, conversation_id: str) -> tuple[Message, ...]:
+        return await self.inner.load(conversation_id)
+
+    async def append(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        await self.inner.append(conversation_id, messages)
+
+    async def clear(self, conversation_id: str) -> None:
+        await self.inner.clear(conversation_id)
+
+
+@pytest.mark.anyio
+async def test_a_tail_loading_store_sends_the_same_window(store: ChatMemoryStore) -> None:
+    plain = _LoadOnly()
+    turns: list[Message] = [SystemMessage(content="sys")]
+    for n in range(4):
+        call = ToolCall(id=f"c{n}", name="add", arguments="{}")
+        turns += [
+            UserMessage(content=f"u{n}"),
+            AssistantMessage(tool_calls=(call,)),
+            ToolMessage(tool_call_id=f"c{n}", name="add", content="2"),
+            AssistantMessage(content=f"a{n}"),
+        ]
+    await store.append("c", turns)
+    await plain.append("c", turns)
+    for max_messages in range(len(turns) + 2):  # each turn also grows both histories alike
+        sent = []
+        for memory_store in (store, plain):
+            model = ScriptedChatModel(["ok"])
+            chain = Chain([MemoryAdvisor(memory_store, max_messages=max_messages)], model=model)
+            await chain.call("next", conversation_id="c")
+            sent.append(model.requests[0].messages)
+        assert sent[0] == sent[1], max_messages

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 
 from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
@@ -16,7 +17,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 
 def build_server() -> MCPServer:
-    """A fresh server with a calculator, a failing tool, and tools that change the list."""
+    """A fresh server with a calculator, a failing tool, and tools that change the list.
+
+    `CALC_EXTRA_TOOLS=N` in the environment adds N tools `constant_000`... (a big catalog).
+    """
     server = MCPServer("calc")
 
     @server.tool()
@@ -66,7 +70,18 @@ def build_server() -> MCPServer:
         sys.stderr.flush()
         os._exit(3)
 
+    for i in range(int(os.environ.get("CALC_EXTRA_TOOLS", "0"))):
+        server.add_tool(
+            _constant(i), name=f"constant_{i:03d}", description=f"Return the number {i}."
+        )
     return server
+
+
+def _constant(i: int) -> Callable[[], int]:
+    def constant() -> int:
+        return i
+
+    return constant
 
 
 def _double(x: int) -> int:
