@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import pytest
@@ -112,3 +113,11 @@ def test_the_http_repr_and_name_hide_credentials() -> None:
     )
     assert toolset.name == "https://example.test:8443/mcp"
     assert "secret" not in repr(toolset)
+
+
+def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # what a missing package looks like
+    with pytest.raises(ImportError, match=r"install the 'mcp' extra"):
+        McpToolset.stdio("server")
+    with pytest.raises(ImportError, match=r"advisorchain\[mcp\]"):
+        McpToolset.http("http://127.0.0.1:1/mcp")

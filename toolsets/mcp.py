@@ -60,7 +60,7 @@ class McpToolError(McpError):
 def _require_mcp() -> None:
     try:
         import mcp  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    except ImportError as exc:
         raise ImportError(
             "McpToolset needs the MCP SDK: install the 'mcp' extra "
             "(pip install 'advisorchain[mcp]')"
