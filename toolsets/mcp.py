@@ -196,8 +196,10 @@ class McpToolset:
 
         `headers` (e.g. `Authorization`) go with every request and are never shown in
         reprs or errors; or pass a configured `httpx2.AsyncClient` (the SDK's HTTP
-        client) as `http_client`, which the toolset then does not close. `name` defaults
-        to the URL without credentials or query.
+        client) as `http_client`, which the toolset then does not close (with your own
+        client, an unreachable server fails as the SDK makes it fail: its transport task
+        group raises out of the `async with` block). `name` defaults to the URL without
+        credentials or query.
         """
         _require_mcp()
         from mcp.client.streamable_http import streamable_http_client
