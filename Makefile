@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
-TEST_EXTRAS := dev,postgres
+TEST_EXTRAS := dev,postgres,mcp
 
 .PHONY: setup test check
 

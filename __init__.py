@@ -4,7 +4,16 @@ chain = Chain([ToolCallingAdvisor()], model=model, tools=[get_weather])
 response = await chain.call("What's the weather in Paris?")
 """
 
-from .advisors import LoggingAdvisor, ToolCallingAdvisor, TracingAdvisor
+from .advisors import (
+    ChatMemoryStore,
+    ConversationIdError,
+    InMemoryChatMemoryStore,
+    LoggingAdvisor,
+    MemoryAdvisor,
+    SQLiteChatMemoryStore,
+    ToolCallingAdvisor,
+    TracingAdvisor,
+)
 from .core.advisor import Advisor, CallNext, StreamNext, ToolHook, ToolNext, advisor
 from .core.assembly import StreamAssembler
 from .core.chain import Chain, Prompt
@@ -75,14 +84,18 @@ __all__ = [
     "CallNext",
     "Chain",
     "ChainConfigurationError",
+    "ChatMemoryStore",
     "ChatModel",
     "ChatOptions",
     "ChatRequest",
     "ChatResponse",
+    "ConversationIdError",
     "FinishReason",
+    "InMemoryChatMemoryStore",
     "InvalidResponseError",
     "InvalidToolArguments",
     "LoggingAdvisor",
+    "MemoryAdvisor",
     "Message",
     "PendingApproval",
     "Prompt",
@@ -92,6 +105,7 @@ __all__ = [
     "RateLimitError",
     "ResponseCompleted",
     "ResultConverter",
+    "SQLiteChatMemoryStore",
     "ScriptExhaustedError",
     "StreamAssembler",
     "StreamEvent",

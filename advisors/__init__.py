@@ -22,6 +22,13 @@ from .approval import (
     SQLiteApprovalStore,
 )
 from .logging import LoggingAdvisor
+from .memory import ConversationIdError, MemoryAdvisor, trim_history
+from .memory_stores import (
+    ChatMemoryStore,
+    ChatMemoryStoreError,
+    InMemoryChatMemoryStore,
+    SQLiteChatMemoryStore,
+)
 from .tool_calling import ToolCallingAdvisor
 from .tracing import TracingAdvisor
 
@@ -36,16 +43,23 @@ __all__ = [
     "Approver",
     "AuditRecord",
     "CallbackApprover",
+    "ChatMemoryStore",
+    "ChatMemoryStoreError",
     "ConsoleApprover",
+    "ConversationIdError",
     "Defer",
     "DeferredApprover",
     "InMemoryApprovalStore",
+    "InMemoryChatMemoryStore",
     "InvalidApprovalDecisions",
     "LoggingAdvisor",
+    "MemoryAdvisor",
     "PendingApproval",
     "PostgresApprovalStore",
     "Reject",
     "SQLiteApprovalStore",
+    "SQLiteChatMemoryStore",
     "ToolCallingAdvisor",
     "TracingAdvisor",
+    "trim_history",
 ]
