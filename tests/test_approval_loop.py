@@ -20,6 +20,7 @@ from advisorchain import (
     ToolResult,
     tool,
 )
+from advisorchain.core.suspension import ResumedTurn
 from advisorchain.providers import ScriptedChatModel
 
 
@@ -93,10 +94,10 @@ class Resumer(Advisor):
         decisions: Mapping[str, Any],
         request: ChatRequest,
         advisors: Sequence[Advisor],
-    ) -> ChatRequest | None:
+    ) -> ResumedTurn | None:
         if pending_id != self.known:
             return None
-        return request.appended(*decisions["messages"])
+        return ResumedTurn(request=request.appended(*decisions["messages"]))
 
 
 @pytest.mark.anyio
