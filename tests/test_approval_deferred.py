@@ -3,6 +3,7 @@ every store: in memory, SQLite, and a real PostgreSQL server."""
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ from advisorchain import (
     AssistantMessage,
     Chain,
     ChainConfigurationError,
+    LoggingAdvisor,
     ResponseCompleted,
     TextDelta,
     ToolCall,
@@ -586,3 +588,110 @@ async def test_waiting_lists_pending_approvals_by_conversation(
     chain, _ = fresh_chain(placement, stores(), ["ok"])
     await chain.resume(first, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"})
     assert [r.id for r in await stores().waiting()] == [second]
+
+
+@pytest.mark.anyio
+async def test_the_canonical_chain_defers_and_resumes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The project's chain: logging outside the tool loop, approval inside it."""
+    path = tmp_path / "approvals.db"
+
+    def canonical(replies: list[Any]) -> tuple[Chain, ScriptedChatModel]:
+        model = ScriptedChatModel(replies)
+        approvals = ApprovalAdvisor(DeferredApprover(), store=SQLiteApprovalStore(path))
+        return Chain([LoggingAdvisor(), ToolCallingAdvisor(), approvals], model=model), model
+
+    caplog.set_level(logging.INFO, logger="advisorchain")
+    bank = Bank()
+    chain, _ = canonical([[call("transfer", "c1", to="bob", amount=5), call("balance", "c2")]])
+    response = await chain.call(
+        "pay bob", tools=bank.tools, tool_context={"tenant": "t"}, conversation_id="conv-1"
+    )
+    assert response.finish_reason == "approval_pending" and bank.sent == []
+    pending = response.pending_approval
+    assert pending is not None
+    record = await SQLiteApprovalStore(path).get(pending.id)
+    assert record is not None and record.conversation_id == "conv-1"
+    assert record.messages == (UserMessage(content="pay bob"), *response.messages)
+
+    worker = Bank()
+    chain, model = canonical(["Paid bob."])
+    resumed = await chain.resume(
+        pending.id, {"c1": Approve(by="alice")}, tools=worker.tools, tool_context={"tenant": "t"}
+    )
+    assert resumed.text == "Paid bob." and worker.sent == [("bob", 5, "c1", "t")]
+    assert model.requests[0].messages == (*record.messages, resumed.messages[0])
+    (audit,) = await SQLiteApprovalStore(path).audit(pending.id)
+    assert (audit.decision, audit.decided_by) == ("approved", "alice")
+    # the logging advisor, outside the loop, sees each turn once, the resumed result included
+    turns = [r for r in caplog.records if getattr(r, "event", None) == "turn"]
+    assert [(r.finish_reason, r.tool_calls) for r in turns] == [  # type: ignore[attr-defined]
+        ("approval_pending", 1),
+        ("stop", 1),
+    ]
+    tool_calls = [r for r in caplog.records if getattr(r, "event", None) == "tool_call"]
+    assert sorted((r.call_id, r.outcome) for r in tool_calls) == [  # type: ignore[attr-defined]
+        ("c1", "ok"),
+        ("c1", "pending"),
+        ("c2", "ok"),
+    ]
+
+
+class Memory(Advisor):
+    """Stands for a memory advisor outside the loop: records what each turn shows it."""
+
+    def __init__(self) -> None:
+        self.turns: list[tuple[object, tuple[Any, ...]]] = []
+
+    async def call(self, request: Any, next: Any) -> Any:
+        response = await next(request)
+        self.turns.append((request.context.get("advisorchain.resumed"), response.messages))
+        return response
+
+    async def stream(self, request: Any, next: Any) -> Any:
+        async for event in next(request):
+            if isinstance(event, ResponseCompleted):
+                resumed = request.context.get("advisorchain.resumed")
+                self.turns.append((resumed, event.response.messages))
+            yield event
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["call", "stream"])
+async def test_links_outside_the_loop_see_a_resumed_turn_and_its_results(
+    placement: str, mode: str
+) -> None:
+    store = InMemoryApprovalStore()
+    memory = Memory()
+    model = ScriptedChatModel(
+        [[call("transfer", "c1", to="bob", amount=5), call("balance", "c2")], "Paid bob."]
+    )
+    approvals = ApprovalAdvisor(DeferredApprover(), store=store)
+    bank = Bank()
+    chain = Chain([memory, *links(approvals, placement)], model=model, tools=bank.tools)
+
+    async def run(turn: Any) -> Any:
+        if mode == "call":
+            return await turn()
+        events = [e async for e in turn(stream=True)]
+        assert isinstance(events[-1], ResponseCompleted)
+        return events[-1].response
+
+    def first(stream: bool = False) -> Any:
+        return (chain.stream if stream else chain.call)("pay bob", tool_context={"tenant": "t"})
+
+    suspended = await run(first)
+    pending = suspended.pending_approval
+
+    def resume(stream: bool = False) -> Any:
+        go = chain.resume_stream if stream else chain.resume
+        return go(pending.id, {"c1": Approve()}, tool_context={"tenant": "t"})
+
+    resumed = await run(resume)
+    assert [flag for flag, _ in memory.turns] == [None, pending.id]
+    # what the memory would store (user message once, then each turn's messages) is the
+    # complete transcript: the resumed result sits between the two turns' messages
+    stored = (UserMessage(content="pay bob"), *memory.turns[0][1], *memory.turns[1][1])
+    assert stored == (*model.requests[-1].messages, resumed.message)
+    assert bank.sent == [("bob", 5, "c1", "t")]
