@@ -44,7 +44,7 @@ class TurnResumer(Protocol):
         request: ChatRequest,
         advisors: Sequence[Advisor],
     ) -> ResumedTurn | None:
-        """Prepare the request that continues the suspended turn `pending_id`."""
+        """Claim the suspended turn `pending_id`; how it continues, or `None`."""
         ...
 
 
