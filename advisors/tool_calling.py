@@ -21,6 +21,7 @@ from ..core.messages import AssistantMessage, Message
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse, PendingApproval
 from ..core.streams import closing_stream
+from ..core.suspension import SuspendedTurn, suspend, take_resumed
 from ..core.usage import Usage
 
 
@@ -36,8 +37,12 @@ class ToolCallingAdvisor(Advisor):
     with a `pending` result (a deferred approval): then the turn ends with
     `finish_reason="approval_pending"`, the round's assistant message as `message`, the
     finished calls' results in `messages`, and a `PendingApproval` naming the waiting
-    calls; `Chain.resume` continues it. Only the links after it are called again
-    each round; the links before it see the whole turn once.
+    calls. Before returning that response, the loop awaits the suspension handlers that
+    hooks registered in the turn's `request.context` (`core.suspension.on_suspend`) with
+    the whole turn, so a hook saves it wherever it sits in the chain. `Chain.resume`
+    continues it: the continued turn's response (and stream) starts with the results of
+    the calls that waited. Only the links after it are called again each round; the
+    links before it see the whole turn once.
 
     The returned response carries the usage of every round and, in `messages`, every
     message the turn added. Streaming passes text deltas through as they arrive, hides
@@ -79,10 +84,13 @@ class ToolCallingAdvisor(Advisor):
             tool_round = await turn.execute(self.manager, response)
             done = turn.round_finished(response, tool_round)
             if done is not None:
+                await turn.suspend_if_waiting(done)
                 return done
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
         turn = _Turn(request)
+        for event in turn.resumed_events:
+            yield event
         while True:
             response: ChatResponse | None = None
             async with closing_stream(next(turn.request)) as events:
@@ -111,18 +119,26 @@ class ToolCallingAdvisor(Advisor):
                     yield ToolCallFinished(call, message, result.outcome, duration)
             done = turn.round_finished(response, tool_round)
             if done is not None:
+                await turn.suspend_if_waiting(done)
                 yield ResponseCompleted(done)
                 return
 
 
 class _Turn:
-    """The state of one turn of the loop: transcript so far, messages added, usage."""
+    """The state of one turn of the loop: transcript so far, messages added, usage.
 
-    __slots__ = ("added", "request", "usage")
+    A resumed turn starts with the results the resume produced as messages already added.
+    """
+
+    __slots__ = ("added", "initial", "request", "resumed_count", "resumed_events", "usage")
 
     def __init__(self, request: ChatRequest) -> None:
+        self.initial = request
         self.request = request
-        self.added: list[Message] = []
+        resumed = take_resumed(request.context)
+        self.added: list[Message] = list(resumed.messages) if resumed else []
+        self.resumed_count = len(self.added)
+        self.resumed_events = resumed.events if resumed else ()
         self.usage = Usage()
 
     def model_answered(self, response: ChatResponse) -> ChatResponse | None:
@@ -183,6 +199,15 @@ class _Turn:
             )
         self.request = self.request.appended(*response.messages, *tool_round.messages)
         return None
+
+    async def suspend_if_waiting(self, done: ChatResponse) -> None:
+        """Hand a turn that ends waiting for approval to the suspension handlers."""
+        if done.pending_approval is None:
+            return
+        # a resumed turn's first messages are already at the end of its initial transcript
+        added = done.messages[self.resumed_count :]
+        turn = SuspendedTurn(pending=done.pending_approval, request=self.initial, messages=added)
+        await suspend(self.request.context, turn)
 
     def _final(self, response: ChatResponse) -> ChatResponse:
         return ChatResponse(

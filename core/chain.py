@@ -17,6 +17,7 @@ from .options import ChatOptions
 from .request import ChatRequest
 from .response import ChatResponse
 from .streams import closing_stream
+from .suspension import ResumedTurn, start_resumed, take_resumed
 from .tools import Tool, merge_tools
 
 _log = logging.getLogger("advisorchain")
@@ -30,9 +31,10 @@ class TurnResumer(Protocol):
     """An advisor that can continue a turn it suspended (`ApprovalAdvisor` does).
 
     `resume_turn` receives a request carrying the resumer's tools and tool context but no
-    messages, and returns the request that continues the turn through the whole chain
-    (saved transcript, completed by whatever the decisions produced), or `None` when
-    `pending_id` is not one of its own.
+    messages, and returns the `ResumedTurn`: the request that continues the turn through
+    the whole chain (saved transcript, completed by whatever the decisions produced) and
+    the messages and events the resume produced; or `None` when `pending_id` is not one of
+    its own.
     """
 
     async def resume_turn(
@@ -41,8 +43,8 @@ class TurnResumer(Protocol):
         decisions: Mapping[str, Any],
         request: ChatRequest,
         advisors: Sequence[Advisor],
-    ) -> ChatRequest | None:
-        """Prepare the request that continues the suspended turn `pending_id`."""
+    ) -> ResumedTurn | None:
+        """Claim the suspended turn `pending_id`; how it continues, or `None`."""
         ...
 
 
@@ -239,10 +241,21 @@ class Chain:
         `Approve(arguments=...)`, `Reject(reason)`). Possibly in another process: pass the
         tools again (by name, as the suspended turn had them) and the tool context (never
         persisted). The advisor that suspended the turn executes the approved calls, then
-        the turn goes on through the whole chain like a `call`.
+        the turn goes on through the whole chain like a `call`, with the saved transcript
+        completed by the new results. The response's `messages` start with those results
+        (the tool loop puts them there, so every link outside the loop sees them).
+
+        The continued turn's `request.context["advisorchain.resumed"]` (`core.suspension.
+        RESUMED`) holds `pending_id`: its transcript is the suspended turn's, whose user
+        message and history the links outside the loop already saw once. A memory advisor
+        reads it to neither prepend its history again nor store that user message twice.
         """
-        request = await self._resume_request(pending_id, decisions, tools, tool_context)
-        return await self._call_next(request)
+        resumed = await self._resume(pending_id, decisions, tools, tool_context)
+        response = await self._call_next(resumed.request)
+        unclaimed = take_resumed(resumed.request.context)  # a chain without a tool loop
+        if unclaimed is not None:
+            response = replace(response, messages=unclaimed.messages + response.messages)
+        return response
 
     async def resume_stream(
         self,
@@ -252,19 +265,33 @@ class Chain:
         tools: Iterable[Tool] = (),
         tool_context: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[StreamEvent]:
-        """`resume` as a stream of events, like `stream`."""
-        request = await self._resume_request(pending_id, decisions, tools, tool_context)
-        async with closing_stream(self.stream(request)) as events:
+        """`resume` as a stream of events, like `stream`; it first reports the calls the
+        resume ran (`ToolCallStarted`, `ToolCallFinished`)."""
+        resumed = await self._resume(pending_id, decisions, tools, tool_context)
+        context = resumed.request.context
+        unclaimed: ResumedTurn | None = None
+        first = True
+        async with closing_stream(self.stream(resumed.request)) as events:
             async for event in events:
+                if first:  # a tool loop took the resumed results when it started
+                    first = False
+                    unclaimed = take_resumed(context)
+                    for reported in unclaimed.events if unclaimed else ():
+                        yield reported
+                if unclaimed is not None and isinstance(event, ResponseCompleted):
+                    response = event.response
+                    event = ResponseCompleted(
+                        replace(response, messages=unclaimed.messages + response.messages)
+                    )
                 yield event
 
-    async def _resume_request(
+    async def _resume(
         self,
         pending_id: str,
         decisions: Mapping[str, Any],
         tools: Iterable[Tool],
         tool_context: Mapping[str, Any] | None,
-    ) -> ChatRequest:
+    ) -> ResumedTurn:
         resumers = [a for a in self.advisors if isinstance(a, TurnResumer)]
         if not resumers:
             raise ChainConfigurationError(
@@ -272,9 +299,10 @@ class Chain:
             )
         base = self.request((), tools=tools, tool_context=tool_context)
         for resumer in resumers:
-            request = await resumer.resume_turn(pending_id, decisions, base, self.advisors)
-            if request is not None:
-                return request
+            resumed = await resumer.resume_turn(pending_id, decisions, base, self.advisors)
+            if resumed is not None:
+                start_resumed(resumed, pending_id)
+                return resumed
         raise ApprovalNotFound(f"no pending approval with id {pending_id!r}")
 
 

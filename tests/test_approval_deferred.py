@@ -3,6 +3,7 @@ every store: in memory, SQLite, and a real PostgreSQL server."""
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -13,9 +14,11 @@ import anyio
 import pytest
 
 from advisorchain import (
+    Advisor,
     AssistantMessage,
     Chain,
     ChainConfigurationError,
+    LoggingAdvisor,
     ResponseCompleted,
     TextDelta,
     ToolCall,
@@ -134,22 +137,37 @@ def call(name: str, id: str, **arguments: Any) -> ToolCall:
     return ToolCall.from_arguments(name, arguments, id=id)
 
 
-def fresh_chain(store: ApprovalStore, replies: list[Any]) -> tuple[Chain, ScriptedChatModel]:
+@pytest.fixture(params=["before", "after"])
+def placement(request: pytest.FixtureRequest) -> str:
+    """Where the ApprovalAdvisor sits: before (outside) or after (inside) the tool loop."""
+    value: str = request.param
+    return value
+
+
+def links(advisor: Advisor, placement: str) -> list[Advisor]:
+    """The advisor and the tool loop, in the order `placement` names."""
+    loop = ToolCallingAdvisor()
+    return [advisor, loop] if placement == "before" else [loop, advisor]
+
+
+def fresh_chain(
+    placement: str, store: ApprovalStore, replies: list[Any]
+) -> tuple[Chain, ScriptedChatModel]:
     """A new chain (no tools of its own), as another process would build it."""
     model = ScriptedChatModel(replies)
-    chain = Chain(
-        [ApprovalAdvisor(DeferredApprover(), store=store), ToolCallingAdvisor()], model=model
-    )
+    chain = Chain(links(ApprovalAdvisor(DeferredApprover(), store=store), placement), model=model)
     return chain, model
 
 
 async def suspend(
-    stores: StoreFactory, calls: list[ToolCall] | None = None
+    placement: str, stores: StoreFactory, calls: list[ToolCall] | None = None
 ) -> tuple[str, Bank, Any]:
     """Run a turn that ends waiting for approval; its pending id, bank and response."""
     bank = Bank()
     chain, _ = fresh_chain(
-        stores(), [calls or [call("transfer", "c1", to="bob", amount=5), call("balance", "c2")]]
+        placement,
+        stores(),
+        [calls or [call("transfer", "c1", to="bob", amount=5), call("balance", "c2")]],
     )
     response = await chain.call(
         "pay bob",
@@ -165,8 +183,11 @@ async def suspend(
 
 
 @pytest.mark.anyio
-async def test_pending_turn_is_saved_and_resumed_in_a_fresh_chain(stores: StoreFactory) -> None:
-    pending_id, bank, response = await suspend(stores)
+@pytest.mark.parametrize("resume_at", ["before", "after"])
+async def test_pending_turn_is_saved_and_resumed_in_a_fresh_chain(
+    stores: StoreFactory, placement: str, resume_at: str
+) -> None:
+    pending_id, bank, response = await suspend(placement, stores)
     assert response.finish_reason == "approval_pending"
     assert [c.id for c in response.pending_approval.calls] == ["c1"]
     assert bank.sent == [] and bank.reads == 1
@@ -176,6 +197,8 @@ async def test_pending_turn_is_saved_and_resumed_in_a_fresh_chain(stores: StoreF
     assert record is not None and record.status == "pending"
     assert record.conversation_id == "conv-9"
     assert record.options == {"temperature": 0.25, "stop": ["END"], "extra": {"seed": 7}}
+    # the transcript up to and including the tool-call message, then the finished results
+    assert record.messages == (UserMessage(content="pay bob"), *response.messages)
     assert set(record.tool_names) == {"transfer", "balance"}
     assert [c.call.call_id for c in record.calls] == ["c1"]
     assert dict(record.calls[0].call.arguments) == {"to": "bob", "amount": 5}
@@ -186,7 +209,7 @@ async def test_pending_turn_is_saved_and_resumed_in_a_fresh_chain(stores: StoreF
         assert b"pay bob" in stored and b"t-secret-1" not in stored
 
     worker = Bank()
-    chain, model = fresh_chain(stores(), ["Paid bob."])
+    chain, model = fresh_chain(resume_at, stores(), ["Paid bob."])
     resumed = await chain.resume(
         pending_id,
         {"c1": Approve(by="alice")},
@@ -223,16 +246,16 @@ async def test_pending_turn_is_saved_and_resumed_in_a_fresh_chain(stores: StoreF
 
 @pytest.mark.anyio
 async def test_second_resume_after_completion_is_refused_and_changes_nothing(
-    stores: StoreFactory,
+    stores: StoreFactory, placement: str
 ) -> None:
-    pending_id, _, _ = await suspend(stores)
+    pending_id, _, _ = await suspend(placement, stores)
     worker = Bank()
-    chain, _ = fresh_chain(stores(), ["ok"])
+    chain, _ = fresh_chain(placement, stores(), ["ok"])
     await chain.resume(
         pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
     )
     before = (await stores().get(pending_id), await stores().audit())
-    chain, model = fresh_chain(stores(), ["again"])
+    chain, model = fresh_chain(placement, stores(), ["again"])
     with pytest.raises(ApprovalAlreadyResolved, match="already resolved"):
         await chain.resume(
             pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
@@ -242,8 +265,11 @@ async def test_second_resume_after_completion_is_refused_and_changes_nothing(
 
 
 @pytest.mark.anyio
-async def test_rejected_and_edited_decisions_on_resume(stores: StoreFactory) -> None:
+async def test_rejected_and_edited_decisions_on_resume(
+    stores: StoreFactory, placement: str
+) -> None:
     pending_id, _, _ = await suspend(
+        placement,
         stores,
         [
             call("transfer", "c1", to="bob", amount=5),
@@ -252,7 +278,7 @@ async def test_rejected_and_edited_decisions_on_resume(stores: StoreFactory) -> 
         ],
     )
     worker = Bank()
-    chain, model = fresh_chain(stores(), ["done"])
+    chain, model = fresh_chain(placement, stores(), ["done"])
     resumed = await chain.resume(
         pending_id,
         {
@@ -275,10 +301,10 @@ async def test_rejected_and_edited_decisions_on_resume(stores: StoreFactory) -> 
 
 
 @pytest.mark.anyio
-async def test_stream_path_defers_and_resumes(stores: StoreFactory) -> None:
+async def test_stream_path_defers_and_resumes(stores: StoreFactory, placement: str) -> None:
     bank = Bank()
     chain, _ = fresh_chain(
-        stores(), [[call("transfer", "c1", to="bob", amount=5), call("balance", "c2")]]
+        placement, stores(), [[call("transfer", "c1", to="bob", amount=5), call("balance", "c2")]]
     )
     events = [e async for e in chain.stream("pay", tools=bank.tools, tool_context={"tenant": "t"})]
     assert [type(e).__name__ for e in events] == [
@@ -293,10 +319,13 @@ async def test_stream_path_defers_and_resumes(stores: StoreFactory) -> None:
     assert isinstance(completed, ResponseCompleted)
     assert completed.response.finish_reason == "approval_pending"
     pending = completed.response.pending_approval
-    assert pending is not None and await stores().get(pending.id) is not None
+    assert pending is not None
+    record = await stores().get(pending.id)
+    assert record is not None
+    assert record.messages == (UserMessage(content="pay"), *completed.response.messages)
 
     worker = Bank()
-    chain, _ = fresh_chain(stores(), ["Paid bob."])
+    chain, _ = fresh_chain(placement, stores(), ["Paid bob."])
     resumed = [
         e
         async for e in chain.resume_stream(
@@ -314,11 +343,11 @@ async def test_stream_path_defers_and_resumes(stores: StoreFactory) -> None:
 
 @pytest.mark.anyio
 async def test_bad_input_gets_clear_errors_and_leaves_the_store_unchanged(
-    stores: StoreFactory,
+    stores: StoreFactory, placement: str
 ) -> None:
-    pending_id, _, _ = await suspend(stores)
+    pending_id, _, _ = await suspend(placement, stores)
     worker = Bank()
-    chain, model = fresh_chain(stores(), ["never"])
+    chain, model = fresh_chain(placement, stores(), ["never"])
     before = await stores().get(pending_id)
 
     async def resume(pid: str, decisions: Any, tools: Any = worker.tools) -> None:
@@ -346,15 +375,15 @@ async def test_bad_input_gets_clear_errors_and_leaves_the_store_unchanged(
 
 
 @pytest.mark.anyio
-async def test_racing_resumes_execute_the_call_once(stores: StoreFactory) -> None:
-    pending_id, _, _ = await suspend(stores)
+async def test_racing_resumes_execute_the_call_once(stores: StoreFactory, placement: str) -> None:
+    pending_id, _, _ = await suspend(placement, stores)
     worker = Bank()
     loser_failed = anyio.Event()
     worker.before_transfer = loser_failed.wait  # the winner holds its claim until the loser lost
     outcomes: list[str] = []
 
     async def resume() -> None:
-        chain, _ = fresh_chain(stores(), ["Paid."])
+        chain, _ = fresh_chain(placement, stores(), ["Paid."])
         try:
             response = await chain.resume(
                 pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
@@ -378,29 +407,31 @@ class Crash(BaseException):
 
 
 @pytest.mark.anyio
-async def test_crash_between_claim_and_result_reports_unknown(stores: StoreFactory) -> None:
-    pending_id, _, _ = await suspend(stores)
+async def test_crash_between_claim_and_result_reports_unknown(
+    stores: StoreFactory, placement: str
+) -> None:
+    pending_id, _, _ = await suspend(placement, stores)
     crashing = Bank()
 
     async def die() -> None:
         raise Crash
 
     crashing.before_transfer = die
-    chain, _ = fresh_chain(stores(), ["never"])
+    chain, _ = fresh_chain(placement, stores(), ["never"])
     with pytest.raises(Crash):
         await chain.resume(
             pending_id, {"c1": Approve()}, tools=crashing.tools, tool_context={"tenant": "t"}
         )
 
     worker = Bank()
-    chain, _ = fresh_chain(stores(), ["too soon"])
+    chain, _ = fresh_chain(placement, stores(), ["too soon"])
     with pytest.raises(ApprovalAlreadyResolved, match="another worker"):
         await chain.resume(
             pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
         )
 
     later = stores(clock=lambda: 4e9)  # the first claim's lease has run out
-    chain, model = fresh_chain(later, ["I do not know whether bob was paid."])
+    chain, model = fresh_chain(placement, later, ["I do not know whether bob was paid."])
     resumed = await chain.resume(
         pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
     )
@@ -414,8 +445,11 @@ async def test_crash_between_claim_and_result_reports_unknown(stores: StoreFacto
 
 
 @pytest.mark.anyio
-async def test_calls_decided_but_not_started_run_after_a_takeover(stores: StoreFactory) -> None:
+async def test_calls_decided_but_not_started_run_after_a_takeover(
+    stores: StoreFactory, placement: str
+) -> None:
     pending_id, _, _ = await suspend(
+        placement,
         stores,
         [call("transfer", "c1", to="bob", amount=1), call("transfer", "c2", to="ann", amount=2)],
     )
@@ -427,7 +461,7 @@ async def test_calls_decided_but_not_started_run_after_a_takeover(stores: StoreF
             raise Crash
 
     crashing.before_transfer = maybe_die
-    chain, _ = fresh_chain(stores(), ["never"])
+    chain, _ = fresh_chain(placement, stores(), ["never"])
     with pytest.raises(Crash):
         await chain.resume(
             pending_id,
@@ -438,7 +472,7 @@ async def test_calls_decided_but_not_started_run_after_a_takeover(stores: StoreF
     assert crashing.sent == [("bob", 1, "c1", "t")]
 
     worker = Bank()
-    chain, model = fresh_chain(stores(clock=lambda: 4e9), ["ok"])
+    chain, model = fresh_chain(placement, stores(clock=lambda: 4e9), ["ok"])
     resumed = await chain.resume(
         pending_id,
         {"c1": Approve(), "c2": Reject("changed my mind")},
@@ -455,7 +489,9 @@ async def test_calls_decided_but_not_started_run_after_a_takeover(stores: StoreF
 
 
 @pytest.mark.anyio
-async def test_inline_and_deferred_decisions_in_one_round(stores: StoreFactory) -> None:
+async def test_inline_and_deferred_decisions_in_one_round(
+    stores: StoreFactory, placement: str
+) -> None:
     bank = Bank()
 
     def decide(request: Any) -> Any:
@@ -465,7 +501,7 @@ async def test_inline_and_deferred_decisions_in_one_round(stores: StoreFactory) 
         [[call("transfer", "c1", to="bob", amount=5), call("transfer", "c2", to="eve", amount=500)]]
     )
     chain = Chain(
-        [ApprovalAdvisor(CallbackApprover(decide), store=stores()), ToolCallingAdvisor()],
+        links(ApprovalAdvisor(CallbackApprover(decide), store=stores()), placement),
         model=model,
         tools=bank.tools,
     )
@@ -517,10 +553,12 @@ def test_postgres_store_names_its_extra_when_psycopg_is_missing(
 
 
 @pytest.mark.anyio
-async def test_a_continuation_reusing_a_resumed_call_id_waits_again(stores: StoreFactory) -> None:
-    pending_id, _, _ = await suspend(stores)
+async def test_a_continuation_reusing_a_resumed_call_id_waits_again(
+    stores: StoreFactory, placement: str
+) -> None:
+    pending_id, _, _ = await suspend(placement, stores)
     worker = Bank()
-    chain, _ = fresh_chain(stores(), [call("transfer", "c1", to="eve", amount=900)])
+    chain, _ = fresh_chain(placement, stores(), [call("transfer", "c1", to="eve", amount=900)])
     response = await chain.resume(
         pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
     )
@@ -529,16 +567,131 @@ async def test_a_continuation_reusing_a_resumed_call_id_waits_again(stores: Stor
     assert response.pending_approval is not None and response.pending_approval.id != pending_id
     record = await stores().get(response.pending_approval.id)
     assert record is not None and record.status == "pending"
+    # saved once each: the first transcript, the resumed result, the new tool-call message
+    first = await stores().get(pending_id)
+    assert first is not None
+    resumed_result, asking_again = response.messages
+    assert isinstance(resumed_result, ToolMessage) and resumed_result.tool_call_id == "c1"
+    assert record.messages == (*first.messages, resumed_result, asking_again)
 
 
 @pytest.mark.anyio
-async def test_waiting_lists_pending_approvals_by_conversation(stores: StoreFactory) -> None:
-    first, _, _ = await suspend(stores)
-    second, _, _ = await suspend(stores)
+async def test_waiting_lists_pending_approvals_by_conversation(
+    stores: StoreFactory, placement: str
+) -> None:
+    first, _, _ = await suspend(placement, stores)
+    second, _, _ = await suspend(placement, stores)
     assert {r.id for r in await stores().waiting()} == {first, second}
     assert {r.id for r in await stores().waiting("conv-9")} == {first, second}
     assert await stores().waiting("other") == []
     worker = Bank()
-    chain, _ = fresh_chain(stores(), ["ok"])
+    chain, _ = fresh_chain(placement, stores(), ["ok"])
     await chain.resume(first, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"})
     assert [r.id for r in await stores().waiting()] == [second]
+
+
+@pytest.mark.anyio
+async def test_the_canonical_chain_defers_and_resumes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The project's chain: logging outside the tool loop, approval inside it."""
+    path = tmp_path / "approvals.db"
+
+    def canonical(replies: list[Any]) -> tuple[Chain, ScriptedChatModel]:
+        model = ScriptedChatModel(replies)
+        approvals = ApprovalAdvisor(DeferredApprover(), store=SQLiteApprovalStore(path))
+        return Chain([LoggingAdvisor(), ToolCallingAdvisor(), approvals], model=model), model
+
+    caplog.set_level(logging.INFO, logger="advisorchain")
+    bank = Bank()
+    chain, _ = canonical([[call("transfer", "c1", to="bob", amount=5), call("balance", "c2")]])
+    response = await chain.call(
+        "pay bob", tools=bank.tools, tool_context={"tenant": "t"}, conversation_id="conv-1"
+    )
+    assert response.finish_reason == "approval_pending" and bank.sent == []
+    pending = response.pending_approval
+    assert pending is not None
+    record = await SQLiteApprovalStore(path).get(pending.id)
+    assert record is not None and record.conversation_id == "conv-1"
+    assert record.messages == (UserMessage(content="pay bob"), *response.messages)
+
+    worker = Bank()
+    chain, model = canonical(["Paid bob."])
+    resumed = await chain.resume(
+        pending.id, {"c1": Approve(by="alice")}, tools=worker.tools, tool_context={"tenant": "t"}
+    )
+    assert resumed.text == "Paid bob." and worker.sent == [("bob", 5, "c1", "t")]
+    assert model.requests[0].messages == (*record.messages, resumed.messages[0])
+    (audit,) = await SQLiteApprovalStore(path).audit(pending.id)
+    assert (audit.decision, audit.decided_by) == ("approved", "alice")
+    # the logging advisor, outside the loop, sees each turn once, the resumed result included
+    turns = [r for r in caplog.records if getattr(r, "event", None) == "turn"]
+    assert [(r.finish_reason, r.tool_calls) for r in turns] == [  # type: ignore[attr-defined]
+        ("approval_pending", 1),
+        ("stop", 1),
+    ]
+    tool_calls = [r for r in caplog.records if getattr(r, "event", None) == "tool_call"]
+    assert sorted((r.call_id, r.outcome) for r in tool_calls) == [  # type: ignore[attr-defined]
+        ("c1", "ok"),
+        ("c1", "pending"),
+        ("c2", "ok"),
+    ]
+
+
+class Memory(Advisor):
+    """Stands for a memory advisor outside the loop: records what each turn shows it."""
+
+    def __init__(self) -> None:
+        self.turns: list[tuple[object, tuple[Any, ...]]] = []
+
+    async def call(self, request: Any, next: Any) -> Any:
+        response = await next(request)
+        self.turns.append((request.context.get("advisorchain.resumed"), response.messages))
+        return response
+
+    async def stream(self, request: Any, next: Any) -> Any:
+        async for event in next(request):
+            if isinstance(event, ResponseCompleted):
+                resumed = request.context.get("advisorchain.resumed")
+                self.turns.append((resumed, event.response.messages))
+            yield event
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["call", "stream"])
+async def test_links_outside_the_loop_see_a_resumed_turn_and_its_results(
+    placement: str, mode: str
+) -> None:
+    store = InMemoryApprovalStore()
+    memory = Memory()
+    model = ScriptedChatModel(
+        [[call("transfer", "c1", to="bob", amount=5), call("balance", "c2")], "Paid bob."]
+    )
+    approvals = ApprovalAdvisor(DeferredApprover(), store=store)
+    bank = Bank()
+    chain = Chain([memory, *links(approvals, placement)], model=model, tools=bank.tools)
+
+    async def run(turn: Any) -> Any:
+        if mode == "call":
+            return await turn()
+        events = [e async for e in turn(stream=True)]
+        assert isinstance(events[-1], ResponseCompleted)
+        return events[-1].response
+
+    def first(stream: bool = False) -> Any:
+        return (chain.stream if stream else chain.call)("pay bob", tool_context={"tenant": "t"})
+
+    suspended = await run(first)
+    pending = suspended.pending_approval
+
+    def resume(stream: bool = False) -> Any:
+        go = chain.resume_stream if stream else chain.resume
+        return go(pending.id, {"c1": Approve()}, tool_context={"tenant": "t"})
+
+    resumed = await run(resume)
+    assert [flag for flag, _ in memory.turns] == [None, pending.id]
+    # what the memory would store (user message once, then each turn's messages) is the
+    # complete transcript: the resumed result sits between the two turns' messages
+    stored = (UserMessage(content="pay bob"), *memory.turns[0][1], *memory.turns[1][1])
+    assert stored == (*model.requests[-1].messages, resumed.message)
+    assert bank.sent == [("bob", 5, "c1", "t")]

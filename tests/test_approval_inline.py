@@ -11,8 +11,8 @@ import anyio.to_thread
 import pytest
 
 from advisorchain import (
+    Advisor,
     Chain,
-    ChainConfigurationError,
     ToolCall,
     ToolCallFinished,
     ToolCallingAdvisor,
@@ -80,21 +80,37 @@ class Recorder:
         return result
 
 
+@pytest.fixture(params=["before", "after"])
+def placement(request: pytest.FixtureRequest) -> str:
+    """Where the ApprovalAdvisor sits: before (outside) or after (inside) the tool loop."""
+    value: str = request.param
+    return value
+
+
+def links(advisor: Advisor, placement: str) -> list[Advisor]:
+    """The advisor and the tool loop, in the order `placement` names."""
+    loop = ToolCallingAdvisor()
+    return [advisor, loop] if placement == "before" else [loop, advisor]
+
+
 def build(
-    bank: Bank, replies: list[Any], approver: Any, **options: Any
+    placement: str, bank: Bank, replies: list[Any], approver: Any, **options: Any
 ) -> tuple[Chain, ScriptedChatModel]:
     model = ScriptedChatModel(replies)
     advisor = ApprovalAdvisor(approver, **options)
-    chain = Chain([advisor, ToolCallingAdvisor()], model=model, tools=[bank.transfer, bank.balance])
+    chain = Chain(links(advisor, placement), model=model, tools=[bank.transfer, bank.balance])
     return chain, model
 
 
 @pytest.mark.anyio
-async def test_approved_call_runs_and_the_approver_sees_it() -> None:
+async def test_approved_call_runs_and_the_approver_sees_it(placement: str) -> None:
     bank = Bank()
     recorder = Recorder(lambda r: [Approve()])
     chain, model = build(
-        bank, [call("transfer", "c1", to="bob", amount=5), "Done."], CallbackApprover(recorder)
+        placement,
+        bank,
+        [call("transfer", "c1", to="bob", amount=5), "Done."],
+        CallbackApprover(recorder),
     )
     response = await chain.call("pay bob 5", conversation_id="conv-1")
     assert response.text == "Done."
@@ -112,19 +128,20 @@ async def test_approved_call_runs_and_the_approver_sees_it() -> None:
 
 
 @pytest.mark.anyio
-async def test_calls_that_need_no_approval_do_not_ask() -> None:
+async def test_calls_that_need_no_approval_do_not_ask(placement: str) -> None:
     bank = Bank()
     recorder = Recorder(lambda r: [Approve()])
-    chain, _ = build(bank, [call("balance", "c1"), "100"], CallbackApprover(recorder))
+    chain, _ = build(placement, bank, [call("balance", "c1"), "100"], CallbackApprover(recorder))
     assert (await chain.call("balance?")).text == "100"
     assert recorder.requests == []
     assert bank.reads == 1
 
 
 @pytest.mark.anyio
-async def test_edited_arguments_are_used_and_validated() -> None:
+async def test_edited_arguments_are_used_and_validated(placement: str) -> None:
     bank = Bank()
     chain, model = build(
+        placement,
         bank,
         [call("transfer", "c1", to="bob", amount=500), "ok"],
         CallbackApprover(lambda r: {"c1": Approve({"to": "bob", "amount": 50}, by="alice")}),
@@ -134,6 +151,7 @@ async def test_edited_arguments_are_used_and_validated() -> None:
 
     bank = Bank()
     chain, model = build(
+        placement,
         bank,
         [call("transfer", "c1", to="bob", amount=500), "ok"],
         CallbackApprover(lambda r: {"c1": Approve({"to": "bob", "amount": "lots"})}),
@@ -145,9 +163,10 @@ async def test_edited_arguments_are_used_and_validated() -> None:
 
 
 @pytest.mark.anyio
-async def test_rejected_call_is_not_run_and_the_model_reads_the_reason() -> None:
+async def test_rejected_call_is_not_run_and_the_model_reads_the_reason(placement: str) -> None:
     bank = Bank()
     chain, model = build(
+        placement,
         bank,
         [call("transfer", "c1", to="eve", amount=5), "I could not pay eve."],
         CallbackApprover(lambda r: [Reject("eve is not a known payee")]),
@@ -161,10 +180,13 @@ async def test_rejected_call_is_not_run_and_the_model_reads_the_reason() -> None
 
 
 @pytest.mark.anyio
-async def test_mixed_parallel_round_asks_once_for_all_calls_that_need_approval() -> None:
+async def test_mixed_parallel_round_asks_once_for_all_calls_that_need_approval(
+    placement: str,
+) -> None:
     bank = Bank()
     recorder = Recorder(lambda r: {"c1": Approve(), "c3": Reject("too much")})
     chain, model = build(
+        placement,
         bank,
         [
             [
@@ -187,7 +209,9 @@ async def test_mixed_parallel_round_asks_once_for_all_calls_that_need_approval()
 
 
 @pytest.mark.anyio
-async def test_the_round_waits_for_the_decision_while_unapproved_calls_run() -> None:
+async def test_the_round_waits_for_the_decision_while_unapproved_calls_run(
+    placement: str,
+) -> None:
     bank = Bank()
     balance_done = anyio.Event()
 
@@ -206,7 +230,7 @@ async def test_the_round_waits_for_the_decision_while_unapproved_calls_run() -> 
         [[call("transfer", "c1", to="bob", amount=1), call("balance", "c2")], "ok"]
     )
     chain = Chain(
-        [Watch(CallbackApprover(approver)), ToolCallingAdvisor()],
+        links(Watch(CallbackApprover(approver)), placement),
         model=model,
         tools=[bank.transfer, bank.balance],
     )
@@ -227,10 +251,11 @@ async def test_the_round_waits_for_the_decision_while_unapproved_calls_run() -> 
         lambda r: [Approve(arguments=["not", "a", "mapping"])],  # type: ignore[arg-type]
     ],
 )
-async def test_failing_or_malformed_approver_rejects(answer: Any) -> None:
+async def test_failing_or_malformed_approver_rejects(answer: Any, placement: str) -> None:
     bank = Bank()
     store = InMemoryApprovalStore()
     chain, model = build(
+        placement,
         bank,
         [call("transfer", "c1", to="bob", amount=5), "sorry"],
         CallbackApprover(Recorder(answer)),
@@ -246,7 +271,7 @@ async def test_failing_or_malformed_approver_rejects(answer: Any) -> None:
 
 
 @pytest.mark.anyio
-async def test_approver_timeout_rejects() -> None:
+async def test_approver_timeout_rejects(placement: str) -> None:
     bank = Bank()
 
     async def never(request: ApprovalRequest) -> Decisions:
@@ -254,6 +279,7 @@ async def test_approver_timeout_rejects() -> None:
         raise AssertionError
 
     chain, model = build(
+        placement,
         bank,
         [call("transfer", "c1", to="bob", amount=5), "sorry"],
         CallbackApprover(never),
@@ -266,7 +292,7 @@ async def test_approver_timeout_rejects() -> None:
 
 
 @pytest.mark.anyio
-async def test_every_call_gets_exactly_one_result_in_order() -> None:
+async def test_every_call_gets_exactly_one_result_in_order(placement: str) -> None:
     bank = Bank()
     calls = [call("transfer", f"c{i}", to="bob", amount=i) for i in range(6)] + [
         call("balance", "b"),
@@ -274,6 +300,7 @@ async def test_every_call_gets_exactly_one_result_in_order() -> None:
         call("nope", "unknown"),
     ]
     chain, model = build(
+        placement,
         bank,
         [calls, "done"],
         CallbackApprover(
@@ -287,7 +314,7 @@ async def test_every_call_gets_exactly_one_result_in_order() -> None:
 
 
 @pytest.mark.anyio
-async def test_policy_decides_and_may_show_values_but_not_the_context() -> None:
+async def test_policy_decides_and_may_show_values_but_not_the_context(placement: str) -> None:
     bank = Bank()
     recorder = Recorder(lambda r: [Approve()])
 
@@ -297,6 +324,7 @@ async def test_policy_decides_and_may_show_values_but_not_the_context() -> None:
         return False
 
     chain, _ = build(
+        placement,
         bank,
         [[call("transfer", "c1", to="bob", amount=5), call("balance", "c2")], "ok"],
         CallbackApprover(recorder),
@@ -311,10 +339,11 @@ async def test_policy_decides_and_may_show_values_but_not_the_context() -> None:
 
 
 @pytest.mark.anyio
-async def test_audit_records_every_decision() -> None:
+async def test_audit_records_every_decision(placement: str) -> None:
     bank = Bank()
     store = InMemoryApprovalStore()
     chain, _ = build(
+        placement,
         bank,
         [
             [
@@ -340,9 +369,10 @@ async def test_audit_records_every_decision() -> None:
 
 
 @pytest.mark.anyio
-async def test_stream_path_reports_rejection() -> None:
+async def test_stream_path_reports_rejection(placement: str) -> None:
     bank = Bank()
     chain, _ = build(
+        placement,
         bank,
         [call("transfer", "c1", to="bob", amount=5), "ok"],
         CallbackApprover(lambda r: [Reject("not today")]),
@@ -352,18 +382,13 @@ async def test_stream_path_reports_rejection() -> None:
     assert bank.sent == []
 
 
-def test_approval_advisor_must_sit_outside_the_loop() -> None:
-    with pytest.raises(ChainConfigurationError, match="before the ToolCallingAdvisor"):
-        Chain(
-            [ToolCallingAdvisor(), ApprovalAdvisor(CallbackApprover(lambda r: []))],
-            model=ScriptedChatModel([]),
-        )
+def test_approval_advisor_needs_an_approver() -> None:
     with pytest.raises(TypeError, match="not an Approver"):
         ApprovalAdvisor(lambda r: [])  # type: ignore[arg-type]
 
 
 @pytest.mark.anyio
-async def test_console_approver_approve_edit_reject() -> None:
+async def test_console_approver_approve_edit_reject(placement: str) -> None:
     bank = Bank()
     answers = iter(
         ["x", "a", "e", "{bad", "e", '{"to": "bob", "amount": 2}', "r", "eve is unknown"]
@@ -372,6 +397,7 @@ async def test_console_approver_approve_edit_reject() -> None:
     console = ConsoleApprover(input_fn=lambda: next(answers), output=output, user="ops")
     store = InMemoryApprovalStore()
     chain, model = build(
+        placement,
         bank,
         [
             [
@@ -437,10 +463,11 @@ async def test_console_input_does_not_block_the_event_loop() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_call_id_repeated_in_a_later_round_is_asked_about_again() -> None:
+async def test_a_call_id_repeated_in_a_later_round_is_asked_about_again(placement: str) -> None:
     bank = Bank()
     recorder = Recorder(lambda r: [Approve()] if len(recorder.requests) == 1 else [Reject("no")])
     chain, model = build(
+        placement,
         bank,
         [
             call("transfer", "call_0", to="bob", amount=1),

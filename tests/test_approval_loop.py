@@ -1,4 +1,5 @@
-"""The generic core behind deferral: `pending` results, `round_calls`, `Chain.resume`."""
+"""The generic core behind deferral: `pending` results, `round_calls`, suspension handlers,
+`Chain.resume`."""
 
 from __future__ import annotations
 
@@ -10,16 +11,24 @@ import pytest
 from advisorchain import (
     Advisor,
     ApprovalNotFound,
+    AssistantMessage,
     Chain,
+    ChatOptions,
     ChatRequest,
+    ResponseCompleted,
     ToolCall,
+    ToolCallFinished,
     ToolCallingAdvisor,
+    ToolCallStarted,
     ToolInvocation,
     ToolMessage,
     ToolNext,
     ToolResult,
+    UserMessage,
+    advisor,
     tool,
 )
+from advisorchain.core.suspension import RESUMED, ResumedTurn, SuspendedTurn, on_suspend
 from advisorchain.providers import ScriptedChatModel
 
 
@@ -93,16 +102,14 @@ class Resumer(Advisor):
         decisions: Mapping[str, Any],
         request: ChatRequest,
         advisors: Sequence[Advisor],
-    ) -> ChatRequest | None:
+    ) -> ResumedTurn | None:
         if pending_id != self.known:
             return None
-        return request.appended(*decisions["messages"])
+        return ResumedTurn(request=request.appended(*decisions["messages"]))
 
 
 @pytest.mark.anyio
 async def test_resume_asks_each_resumer_and_runs_the_whole_chain() -> None:
-    from advisorchain import UserMessage
-
     model = ScriptedChatModel(["resumed"])
     chain = Chain([Resumer("a"), Resumer("b"), ToolCallingAdvisor()], model=model)
     response = await chain.resume("b", {"messages": [UserMessage(content="hi")]})
@@ -110,3 +117,118 @@ async def test_resume_asks_each_resumer_and_runs_the_whole_chain() -> None:
     assert model.requests[0].messages == (UserMessage(content="hi"),)
     with pytest.raises(ApprovalNotFound, match="'c'"):
         await chain.resume("c", {})
+
+
+class SavesWhenHeld(HoldEverySecondCall):
+    """Registers a suspension handler for each call it holds; records what it is handed."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.fail = fail
+        self.suspended: list[SuspendedTurn] = []
+
+    async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+        result = await super().call_tool(invocation, next)
+        if result.outcome == "pending":
+            on_suspend(invocation.request.context, self.save)
+        return result
+
+    async def save(self, turn: SuspendedTurn) -> None:
+        if self.fail:
+            raise OSError("disk full")
+        self.suspended.append(turn)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["call", "stream"])
+async def test_the_loop_hands_a_suspended_turn_to_the_handlers_before_it_returns(
+    mode: str,
+) -> None:
+    hook = SavesWhenHeld()
+    history = [UserMessage(content="earlier"), AssistantMessage(content="ok")]
+    chain = Chain(
+        [ToolCallingAdvisor(), hook],
+        model=ScriptedChatModel(["first", calls()]),
+        tools=[echo],
+        options=ChatOptions(temperature=0.5),
+    )
+    await chain.call("hello")  # a round without a held call: no handler, nothing handed over
+    assert hook.suspended == []
+    prompt = [*history, UserMessage(content="go")]
+    if mode == "call":
+        response = await chain.call(prompt, conversation_id="conv")
+    else:
+        events = [e async for e in chain.stream(prompt, conversation_id="conv")]
+        completed = events[-1]
+        assert isinstance(completed, ResponseCompleted)
+        response = completed.response
+    (turn,) = hook.suspended
+    assert turn.pending == response.pending_approval
+    assert turn.request.messages == tuple(prompt)
+    assert turn.request.conversation_id == "conv" and turn.request.options.temperature == 0.5
+    assert [t.name for t in turn.request.tools] == ["echo"]
+    assert turn.messages == response.messages
+    assert turn.transcript == (*prompt, *response.messages)
+
+
+@pytest.mark.anyio
+async def test_a_failing_suspension_handler_fails_the_turn() -> None:
+    chain = Chain(
+        [SavesWhenHeld(fail=True), ToolCallingAdvisor()],
+        model=ScriptedChatModel([calls()]),
+        tools=[echo],
+    )
+    with pytest.raises(OSError, match="disk full"):
+        await chain.call("go")
+
+
+class Reporter(Advisor):
+    """A `TurnResumer` whose resume produced one tool result (and its stream events)."""
+
+    async def resume_turn(
+        self,
+        pending_id: str,
+        decisions: Mapping[str, Any],
+        request: ChatRequest,
+        advisors: Sequence[Advisor],
+    ) -> ResumedTurn:
+        call = ToolCall.from_arguments("echo", {"text": "hold"}, id="c2")
+        result = ToolMessage(tool_call_id="c2", name="echo", content="held")
+        transcript = (UserMessage(content="go"), AssistantMessage(tool_calls=(call,)), result)
+        return ResumedTurn(
+            request=request.with_messages(transcript),
+            messages=(result,),
+            events=(ToolCallStarted(call), ToolCallFinished(call, result, "ok", 0.0)),
+        )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("loop", [True, False])
+async def test_a_resumed_turn_starts_with_the_resumed_results_once(loop: bool) -> None:
+    links: list[Advisor] = [Reporter(), ToolCallingAdvisor()] if loop else [Reporter()]
+    chain = Chain(links, model=ScriptedChatModel(["done", "done"]))
+    response = await chain.resume("a", {})
+    assert [m.content for m in response.messages] == ["held", "done"]
+    events = [e async for e in chain.resume_stream("a", {})]
+    assert [type(e).__name__ for e in events[:2]] == ["ToolCallStarted", "ToolCallFinished"]
+    assert sum(isinstance(e, ToolCallFinished) for e in events) == 1
+    completed = events[-1]
+    assert isinstance(completed, ResponseCompleted)
+    assert [m.content for m in completed.response.messages] == ["held", "done"]
+
+
+@pytest.mark.anyio
+async def test_a_resumed_turn_is_marked_for_every_link() -> None:
+    seen: list[object] = []
+
+    async def outer(request: ChatRequest, next: Any) -> Any:
+        seen.append(request.context.get(RESUMED))
+        return await next(request)
+
+    chain = Chain(
+        [advisor(outer), Reporter(), ToolCallingAdvisor()], model=ScriptedChatModel(["a", "b"])
+    )
+    await chain.call("new turn")
+    await chain.resume("approval_1", {})
+    assert seen == [None, "approval_1"]
+    assert RESUMED == "advisorchain.resumed"

@@ -5,23 +5,20 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeAlias, TypeGuard
 
 import anyio
 
-from ...core.advisor import Advisor, CallNext, StreamNext, ToolNext
+from ...core.advisor import Advisor, ToolNext
 from ...core.context import ToolContext
-from ...core.errors import ChainConfigurationError
-from ...core.events import ResponseCompleted, StreamEvent
 from ...core.invocation import ToolInvocation, ToolResult
-from ...core.messages import Message, ToolCall
+from ...core.messages import ToolCall
 from ...core.request import ChatRequest
-from ...core.response import ChatResponse
-from ...core.streams import closing_stream
+from ...core.suspension import ResumedTurn, SuspendedTurn, on_suspend
 from ...core.tools import Tool
-from ..tool_calling import ToolCallingAdvisor
 from .approvers import Approver, DeferredApprover
 from .resume import options_to_dict, rejected, resume_turn
 from .sqlite_store import SQLiteApprovalStore
@@ -62,8 +59,7 @@ class TurnApprovals:
     rounds: dict[tuple[object, ...], _Round] = field(default_factory=dict)
     deferred: dict[str, ApprovalCall] = field(default_factory=dict)
     resumed: set[str] = field(default_factory=set)
-    resumed_messages: tuple[Message, ...] = ()
-    resumed_events: tuple[StreamEvent, ...] = ()
+    saving: bool = False
 
 
 class ApprovalAdvisor(Advisor):
@@ -83,11 +79,12 @@ class ApprovalAdvisor(Advisor):
     takes longer than `timeout` seconds, or answers a call with anything but a decision
     rejects that call (fail closed).
 
-    `Defer()` (what `DeferredApprover` always answers) answers with a `pending` result:
-    the loop finishes the round's other calls, then ends the turn with
-    `finish_reason="approval_pending"`. This advisor's `call`/`stream` hooks, outside the
-    loop, then save the turn (transcript, finished results, pending calls, options, tool
-    names; never the tool context) in `store`, under the `PendingApproval`'s id.
+    `Defer()` (what `DeferredApprover` always answers) answers with a `pending` result
+    and registers a suspension handler in the turn's `request.context`: the loop finishes
+    the round's other calls, ends the turn with `finish_reason="approval_pending"`, and
+    awaits the handler before returning, which saves the turn (transcript up to the
+    tool-call message, finished results, pending calls, options, tool names,
+    conversation id; never the tool context) in `store`, under the `PendingApproval`'s id.
     `Chain.resume(id, decisions, tools=..., tool_context=...)` continues it, in any
     process: it claims the approval atomically, runs each approved call at most once
     (in call order, through the chain's `call_tool` hooks), reports rejected ones, and
@@ -96,7 +93,9 @@ class ApprovalAdvisor(Advisor):
 
     Every decision is written to `store` as an `AuditRecord`. The default store is a
     SQLite file (`approvals.db`) with a `DeferredApprover`, memory otherwise. The advisor
-    must sit before (outside) the chain's `ToolCallingAdvisor`.
+    has only a `call_tool` hook, so it works at any position: before the chain's
+    `ToolCallingAdvisor` or after it (inside the loop), as the project's canonical
+    `[LoggingAdvisor(), ToolCallingAdvisor(), ApprovalAdvisor(...)]` places it.
     """
 
     def __init__(
@@ -130,13 +129,6 @@ class ApprovalAdvisor(Advisor):
                 self._store = InMemoryApprovalStore()
         return self._store
 
-    def check_chain(self, advisors: Sequence[Advisor], position: int) -> None:
-        """Refuse a position inside the tool loop, where a pending turn cannot be saved."""
-        if any(isinstance(a, ToolCallingAdvisor) for a in advisors[:position]):
-            raise ChainConfigurationError(
-                "ApprovalAdvisor must come before the ToolCallingAdvisor in the chain"
-            )
-
     def turn(self, request: ChatRequest) -> TurnApprovals:
         """This advisor's state for the turn of `request`."""
         state = request.context.get(self._key)
@@ -144,49 +136,27 @@ class ApprovalAdvisor(Advisor):
             state = request.context[self._key] = TurnApprovals()
         return state
 
-    # -- the turn: save what is pending, prepend what a resume produced -------------------
-
-    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
-        """Run the turn; save it if it ended waiting for a deferred approval."""
-        turn = self.turn(request)
-        response = await next(request)
-        return await self._finish(request, turn, response)
-
-    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        """Like `call`; a resumed turn first reports the calls the resume ran."""
-        turn = self.turn(request)
-        for event in turn.resumed_events:
-            yield event
-        async with closing_stream(next(request)) as events:
-            async for event in events:
-                if isinstance(event, ResponseCompleted):
-                    event = ResponseCompleted(await self._finish(request, turn, event.response))
-                yield event
-
-    async def _finish(
-        self, request: ChatRequest, turn: TurnApprovals, response: ChatResponse
-    ) -> ChatResponse:
-        pending = response.pending_approval
-        if pending is not None and any(c.id in turn.deferred for c in pending.calls):
-            calls = tuple(
-                PendingCall(call=turn.deferred.get(c.id) or _describe(request, c))
-                for c in pending.calls
+    async def _save(self, turn: TurnApprovals, suspended: SuspendedTurn) -> None:
+        """Save a suspended turn that waits for calls this advisor deferred."""
+        pending = suspended.pending
+        if not any(c.id in turn.deferred for c in pending.calls):
+            return
+        request = suspended.request
+        await self.store.save(
+            PendingRecord(
+                id=pending.id,
+                status="pending",
+                conversation_id=request.conversation_id,
+                created_at=time.time(),
+                messages=suspended.transcript,
+                options=options_to_dict(request.options),
+                tool_names=tuple(t.name for t in request.tools),
+                calls=tuple(
+                    PendingCall(call=turn.deferred.get(c.id) or _describe(request, c))
+                    for c in pending.calls
+                ),
             )
-            await self.store.save(
-                PendingRecord(
-                    id=pending.id,
-                    status="pending",
-                    conversation_id=request.conversation_id,
-                    created_at=time.time(),
-                    messages=request.messages + response.messages,
-                    options=options_to_dict(request.options),
-                    tool_names=tuple(t.name for t in request.tools),
-                    calls=calls,
-                )
-            )
-        if turn.resumed_messages:
-            response = replace(response, messages=turn.resumed_messages + response.messages)
-        return response
+        )
 
     async def resume_turn(
         self,
@@ -194,8 +164,8 @@ class ApprovalAdvisor(Advisor):
         decisions: Mapping[str, Any],
         request: ChatRequest,
         advisors: Sequence[Advisor],
-    ) -> ChatRequest | None:
-        """Claim and execute a deferred approval; the request that continues its turn."""
+    ) -> ResumedTurn | None:
+        """Claim and execute a deferred approval; how its turn continues."""
         return await resume_turn(self, pending_id, decisions, request, advisors)
 
     # -- each tool execution ----------------------------------------------------------------
@@ -210,6 +180,9 @@ class ApprovalAdvisor(Advisor):
             return await next(invocation)
         decision = await self._decision(turn, invocation)
         if isinstance(decision, Defer):
+            if not turn.saving:
+                turn.saving = True
+                on_suspend(invocation.request.context, partial(self._save, turn))
             return ToolResult(content="Waiting for approval.", outcome="pending")
         if isinstance(decision, Reject):
             return rejected(decision.reason)

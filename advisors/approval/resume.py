@@ -16,6 +16,7 @@ from ...core.manager import ToolCallingManager
 from ...core.messages import AssistantMessage, Message, ToolCall
 from ...core.options import ChatOptions
 from ...core.request import ChatRequest
+from ...core.suspension import ResumedTurn
 from ..tool_calling import ToolCallingAdvisor
 from .types import (
     ApprovalAlreadyResolved,
@@ -114,7 +115,7 @@ async def resume_turn(
     decisions: Mapping[str, Any],
     request: ChatRequest,
     advisors: Sequence[Advisor],
-) -> ChatRequest | None:
+) -> ResumedTurn | None:
     """The body of `ApprovalAdvisor.resume_turn`.
 
     Nothing is written before the decisions and tools are checked; then the claim makes
@@ -170,9 +171,9 @@ async def resume_turn(
         ]
     turn.resumed.clear()  # the continuation's own calls are asked about again
     await store.complete(pending_id, token)
-    turn.resumed_messages = tuple(messages)
-    turn.resumed_events = tuple(events)
-    return base.appended(*messages)
+    return ResumedTurn(
+        request=base.appended(*messages), messages=tuple(messages), events=tuple(events)
+    )
 
 
 async def _settle(
