@@ -15,6 +15,7 @@ from ..core.messages import Message, SystemMessage, ToolMessage, UserMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.streams import closing_stream
+from ..core.suspension import RESUMED
 from .memory_stores import ChatMemoryStore
 from .tool_calling import ToolCallingAdvisor
 
@@ -40,9 +41,11 @@ class MemoryAdvisor(Advisor):
     messages, tool results, final answer). Nothing is saved when the call raises, when a
     stream fails or is abandoned before its `ResponseCompleted`, or when the response is
     waiting for approval (`finish_reason="approval_pending"`): a pending turn is saved
-    once, by the call that completes it. A request that already starts with the history
-    it would get (a resume that re-sends the pending turn's transcript) gets no second
-    copy, and a response message that repeats the end of the request is saved once.
+    once, by the `Chain.resume` that completes it. A resumed turn (marked by
+    `request.context["advisorchain.resumed"]`) already carries its history, so none is
+    prepended, and it is saved from its user message on. A request that already starts
+    with the history it would get gets no second copy, and a response message that
+    repeats the end of the request is saved once.
 
     `max_messages` bounds the history sent to the model (the store keeps everything):
     the oldest messages go first, the window starts at a user message when one fits
@@ -155,6 +158,12 @@ class MemoryAdvisor(Advisor):
         return await self.store.load(conversation_id)
 
     async def _prepare(self, request: ChatRequest, conversation_id: str) -> _Turn:
+        if request.context.get(RESUMED) is not None:
+            # `Chain.resume` re-sends the suspended turn's whole transcript, which already
+            # holds the history it was given; the turn itself starts at its user message.
+            start = max(request.last_user_index, 0)
+            prepared = replace(request, conversation_id=conversation_id)
+            return _Turn(conversation_id, prepared, request.messages[start:])
         history = await self._load(conversation_id)
         stored_system = [m for m in history if isinstance(m, SystemMessage)]
         past = [m for m in history if not isinstance(m, SystemMessage)]

@@ -1,0 +1,124 @@
+"""Memory and deferred approval together: a suspended turn is stored once, complete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisorchain import (
+    AssistantMessage,
+    Chain,
+    Message,
+    ResponseCompleted,
+    ToolCall,
+    ToolCallingAdvisor,
+    ToolMessage,
+    UserMessage,
+    tool,
+)
+from advisorchain.advisors import (
+    ApprovalAdvisor,
+    Approve,
+    DeferredApprover,
+    InMemoryApprovalStore,
+    MemoryAdvisor,
+    SQLiteChatMemoryStore,
+)
+from advisorchain.providers import ScriptedChatModel
+
+cancelled: list[str] = []
+
+
+@tool(requires_approval=True)
+def cancel_order(order_id: str) -> str:
+    """Cancel an order."""
+    cancelled.append(order_id)
+    return f"cancelled {order_id}"
+
+
+@tool
+def order_status(order_id: str) -> str:
+    """Status of an order."""
+    return f"{order_id}: open"
+
+
+def assert_valid_history(messages: tuple[Message, ...]) -> None:
+    open_calls: set[str] = set()
+    for m in messages:
+        if isinstance(m, AssistantMessage):
+            assert not open_calls, f"unanswered tool calls {open_calls}"
+            open_calls = {c.id for c in m.tool_calls}
+        elif isinstance(m, ToolMessage):
+            assert m.tool_call_id in open_calls, f"orphan tool result {m.tool_call_id}"
+            open_calls.discard(m.tool_call_id)
+        else:
+            assert not open_calls, f"unanswered tool calls {open_calls}"
+    assert not open_calls
+
+
+def chain(memory: SQLiteChatMemoryStore, approvals: InMemoryApprovalStore, script: Any) -> Chain:
+    return Chain(
+        [
+            MemoryAdvisor(memory),
+            ToolCallingAdvisor(),
+            ApprovalAdvisor(DeferredApprover(), store=approvals),
+        ],
+        model=ScriptedChatModel(script),
+        tools=[cancel_order, order_status],
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("turn_in_between", [False, True])
+async def test_suspended_turn_is_stored_once_when_resumed(
+    tmp_path: Path, streamed: bool, turn_in_between: bool
+) -> None:
+    cancelled.clear()
+    memory = SQLiteChatMemoryStore(tmp_path / "memory.db")
+    approvals = InMemoryApprovalStore()
+    first = chain(memory, approvals, ["Hello!"])
+    await first.call("hi", conversation_id="c1")
+    second = chain(
+        memory,
+        approvals,
+        [
+            [
+                ToolCall.from_arguments("order_status", {"order_id": "A1"}, id="s1"),
+                ToolCall.from_arguments("cancel_order", {"order_id": "A1"}, id="x1"),
+            ],
+        ],
+    )
+    pending = await second.call("cancel A1", conversation_id="c1")
+    assert pending.finish_reason == "approval_pending" and pending.pending_approval is not None
+    assert len(await memory.load("c1")) == 2  # the pending turn is not stored yet
+    if turn_in_between:
+        await chain(memory, approvals, ["Still there."]).call("hello?", conversation_id="c1")
+    before = len(await memory.load("c1"))
+
+    resumer = chain(memory, approvals, ["A1 is cancelled."])
+    if streamed:
+        events = [
+            e async for e in resumer.resume_stream(pending.pending_approval.id, {"x1": Approve()})
+        ]
+        final = events[-1]
+        assert isinstance(final, ResponseCompleted)
+        assert final.response.text == "A1 is cancelled."
+    else:
+        response = await resumer.resume(pending.pending_approval.id, {"x1": Approve()})
+        assert response.text == "A1 is cancelled."
+    assert cancelled == ["A1"]
+
+    history = await memory.load("c1")
+    assert [m.role for m in history[before:]] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert history[before] == UserMessage(content="cancel A1")
+    assert sum(m == UserMessage(content="hi") for m in history) == 1
+    assert_valid_history(history)
+
+    third = chain(memory, approvals, ["You're welcome."])
+    await third.call("thanks", conversation_id="c1")
+    sent = third.model.requests[0].messages  # type: ignore[attr-defined]
+    assert sent[:-1] == history
+    assert_valid_history(await memory.load("c1"))
