@@ -23,34 +23,27 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
-from types import TracebackType
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import httpx
 
 from ..core.assembly import StreamAssembler
 from ..core.errors import StreamInterruptedError
-from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
+from ..core.events import TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage
 from ..core.options import ChatOptions
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.streams import closing_stream
 from ..core.usage import Usage
-from .errors import InvalidResponseError, ProviderError
+from .errors import ProviderError
 from .http import (
-    HTTPClient,
     RetryPolicy,
-    Secret,
-    api_key_from_env,
-    close_response,
     error_for_status,
     json_dumps,
     plain,
-    redact,
-    sse_events,
 )
+from .http_model import HTTPChatModel
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 """The official API's base URL."""
@@ -82,7 +75,7 @@ _ERROR_STATUSES = {
 }
 
 
-class AnthropicChatModel:
+class AnthropicChatModel(HTTPChatModel):
     """A chat model behind `POST {base_url}/v1/messages`.
 
     The API key is `api_key`, else `ANTHROPIC_API_KEY`, read at the first call; the base
@@ -95,6 +88,7 @@ class AnthropicChatModel:
     """
 
     provider_name = "anthropic"
+    endpoint = "/v1/messages"
 
     def __init__(
         self,
@@ -109,47 +103,28 @@ class AnthropicChatModel:
         retry_policy: RetryPolicy | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        self.model_name = model
-        self.base_url = (
-            base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
-        ).rstrip("/")
-        self.max_tokens = max_tokens
-        self._api_key = Secret(api_key) if api_key else None
-        self._headers = dict(headers or {})
-        self._http = HTTPClient(
-            provider=self.provider_name,
+        super().__init__(
+            model,
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL,
+            api_key=api_key,
+            api_key_env="ANTHROPIC_API_KEY",
+            key_required=True,
             http_client=http_client,
             timeout=timeout,
-            retry=retry_policy or RetryPolicy(max_retries=max_retries),
+            max_retries=max_retries,
+            retry_policy=retry_policy,
+            headers=headers,
         )
+        self.max_tokens = max_tokens
 
-    def __repr__(self) -> str:
-        return f"AnthropicChatModel(model_name={self.model_name!r}, base_url={self.base_url!r})"
+    def _auth_headers(self, key: str | None) -> dict[str, str]:
+        return {"x-api-key": key or "", "anthropic-version": ANTHROPIC_VERSION}
 
-    async def __aenter__(self) -> AnthropicChatModel:
-        return self
+    def _parse(self, payload: Any) -> ChatResponse:
+        return message_response(payload)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the HTTP client this model created (an injected one is left open)."""
-        await self._http.aclose()
-
-    def _key(self) -> str:
-        if self._api_key is None:
-            self._api_key = api_key_from_env(
-                "ANTHROPIC_API_KEY", provider=self.provider_name, required=True
-            )
-        return self._api_key.reveal()
-
-    def _request_headers(self, key: str) -> dict[str, str]:
-        return {**self._headers, "x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
+    def _stream_state(self) -> _StreamState:
+        return _StreamState()
 
     def _body(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
         options = request.options
@@ -183,47 +158,6 @@ class AnthropicChatModel:
             body["stream"] = True
         body.update(plain(options.extra))
         return body
-
-    async def call(self, request: ChatRequest) -> ChatResponse:
-        """Answer `request` with one Messages request."""
-        key = self._key()
-        payload = await self._http.post_json(
-            f"{self.base_url}/v1/messages",
-            self._body(request, stream=False),
-            headers=self._request_headers(key),
-            secret=key,
-        )
-        try:
-            return message_response(payload)
-        except ProviderError:
-            raise
-        except (LookupError, TypeError, ValueError, AttributeError) as exc:
-            raise InvalidResponseError(
-                f"anthropic: unexpected response shape ({type(exc).__name__}: {exc})",
-                status_code=200,
-                body=redact(json.dumps(payload), key),
-                provider=self.provider_name,
-            ) from exc
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """Answer `request` as a stream: text and tool-call deltas, then the response."""
-        key = self._key()
-        response = await self._http.send(
-            f"{self.base_url}/v1/messages",
-            self._body(request, stream=True),
-            headers=self._request_headers(key),
-            secret=key,
-            stream=True,
-        )
-        state = _StreamState()
-        try:
-            async with closing_stream(sse_events(response, provider="anthropic")) as events:
-                async for event in events:
-                    for delta in state.receive(event.data):
-                        yield delta
-        finally:
-            await close_response(response)
-        yield ResponseCompleted(state.response())
 
 
 def wire_tool_choice(options: ChatOptions) -> dict[str, Any] | None:

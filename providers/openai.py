@@ -18,33 +18,26 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from types import TracebackType
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import httpx
 
 from ..core.assembly import StreamAssembler
 from ..core.errors import StreamInterruptedError
-from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
+from ..core.events import TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, new_call_id
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.streams import closing_stream
 from ..core.usage import Usage
-from .errors import InvalidResponseError, ProviderError
+from .errors import ProviderError
 from .http import (
-    HTTPClient,
     RetryPolicy,
-    Secret,
-    api_key_from_env,
-    close_response,
     error_for_status,
     error_message,
     plain,
-    redact,
-    sse_events,
 )
+from .http_model import HTTPChatModel
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 """The official API's base URL."""
@@ -60,7 +53,7 @@ _FINISH_REASONS = {
 }
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(HTTPChatModel):
     """A chat model behind `POST {base_url}/chat/completions`.
 
     `base_url` defaults to `OPENAI_BASE_URL` from the environment, else the official
@@ -80,6 +73,7 @@ class OpenAIChatModel:
     """
 
     provider_name = "openai"
+    endpoint = "/chat/completions"
 
     def __init__(
         self,
@@ -96,60 +90,39 @@ class OpenAIChatModel:
         max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None,
         stream_usage: bool = True,
     ) -> None:
-        self._key_required = api_key_env is not None
+        key_required = api_key_env is not None
         if base_url is None:
             base_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
             api_key_env = api_key_env or "OPENAI_API_KEY"
-        self.model_name = model
-        self.base_url = base_url.rstrip("/")
-        self._official = self.base_url == OPENAI_BASE_URL
-        if self._official:
+        official = base_url.rstrip("/") == OPENAI_BASE_URL
+        if official:
             api_key_env = api_key_env or "OPENAI_API_KEY"
-            self._key_required = True
-        self._api_key = Secret(api_key) if api_key else None
-        self._api_key_env = api_key_env
-        self._headers = dict(headers or {})
-        self._max_tokens_param = max_tokens_param or (
-            "max_completion_tokens" if self._official else "max_tokens"
-        )
-        self._stream_usage = stream_usage
-        self._http = HTTPClient(
-            provider=self.provider_name,
+            key_required = True
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            api_key_env=api_key_env,
+            key_required=key_required,
             http_client=http_client,
             timeout=timeout,
-            retry=retry_policy or RetryPolicy(max_retries=max_retries),
+            max_retries=max_retries,
+            retry_policy=retry_policy,
+            headers=headers,
         )
+        self._max_tokens_param = max_tokens_param or (
+            "max_completion_tokens" if official else "max_tokens"
+        )
+        self._stream_usage = stream_usage
 
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel(model_name={self.model_name!r}, base_url={self.base_url!r})"
+    def _auth_headers(self, key: str | None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
-    async def __aenter__(self) -> OpenAIChatModel:
-        return self
+    def _parse(self, payload: Any) -> ChatResponse:
+        return completion_response(payload)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the HTTP client this model created (an injected one is left open)."""
-        await self._http.aclose()
-
-    def _key(self) -> str | None:
-        if self._api_key is None and self._api_key_env:
-            self._api_key = api_key_from_env(
-                self._api_key_env, provider=self.provider_name, required=self._key_required
-            )
-        return self._api_key.reveal() if self._api_key else None
-
-    def _request_headers(self, key: str | None) -> dict[str, str]:
-        headers = dict(self._headers)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
+    def _stream_state(self) -> _StreamState:
+        return _StreamState()
 
     def _body(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
         options = request.options
@@ -187,47 +160,6 @@ class OpenAIChatModel:
                 body["stream_options"] = {"include_usage": True}
         body.update(plain(options.extra))
         return body
-
-    async def call(self, request: ChatRequest) -> ChatResponse:
-        """Answer `request` with one Chat Completions request."""
-        key = self._key()
-        payload = await self._http.post_json(
-            f"{self.base_url}/chat/completions",
-            self._body(request, stream=False),
-            headers=self._request_headers(key),
-            secret=key,
-        )
-        try:
-            return completion_response(payload)
-        except ProviderError:
-            raise
-        except (LookupError, TypeError, ValueError, AttributeError) as exc:
-            raise InvalidResponseError(
-                f"openai: unexpected response shape ({type(exc).__name__}: {exc})",
-                status_code=200,
-                body=redact(json.dumps(payload), key),
-                provider=self.provider_name,
-            ) from exc
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """Answer `request` as a stream: text and tool-call deltas, then the response."""
-        key = self._key()
-        response = await self._http.send(
-            f"{self.base_url}/chat/completions",
-            self._body(request, stream=True),
-            headers=self._request_headers(key),
-            secret=key,
-            stream=True,
-        )
-        state = _StreamState()
-        try:
-            async with closing_stream(sse_events(response, provider="openai")) as events:
-                async for event in events:
-                    for delta in state.receive(event.data):
-                        yield delta
-        finally:
-            await close_response(response)
-        yield ResponseCompleted(state.response())
 
 
 def wire_tool_choice(choice: str) -> str | dict[str, Any]:
