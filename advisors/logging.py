@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..core.advisor import Advisor, CallNext, StreamNext, ToolNext
 from ..core.events import ResponseCompleted, StreamEvent
@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 
 LOGGER_NAME = "advisorchain"
 """The logger `LoggingAdvisor` writes to unless given another."""
+
+
+_StreamLog: TypeAlias = Callable[
+    [ChatRequest, float, ChatResponse | None, float | None, BaseException | None], None
+]
 
 
 class LoggingAdvisor(Advisor):
@@ -107,30 +112,8 @@ class LoggingAdvisor(Advisor):
         self._log_turn(request, start, response, None, None)
         return response
 
-    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        if not self.logger.isEnabledFor(self.error_level):
-            async with closing_stream(next(request)) as events:
-                async for event in events:
-                    yield event
-            return
-        start = time.perf_counter()
-        first: float | None = None
-        response: ChatResponse | None = None
-        try:
-            async with closing_stream(next(request)) as events:
-                async for event in events:
-                    if first is None:
-                        first = time.perf_counter() - start
-                    if isinstance(event, ResponseCompleted):
-                        response = event.response
-                    yield event
-        except BaseException as exc:
-            if response is None:
-                self._log_turn(request, start, None, first, exc)
-            else:
-                self._log_turn(request, start, response, first, None)
-            raise
-        self._log_turn(request, start, response, first, None)
+    def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
+        return self._observe(request, next, self._log_turn)
 
     def _log_turn(
         self,
@@ -192,9 +175,13 @@ class LoggingAdvisor(Advisor):
         self._log_model(request, start, response, None, None)
         return response
 
-    async def stream_model(
-        self, request: ChatRequest, next: StreamNext
+    def stream_model(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
+        return self._observe(request, next, self._log_model)
+
+    async def _observe(
+        self, request: ChatRequest, next: StreamNext, log: _StreamLog
     ) -> AsyncIterator[StreamEvent]:
+        """Pass a stream on, timing it and its first chunk; `log` it when it ends."""
         if not self.logger.isEnabledFor(self.error_level):
             async with closing_stream(next(request)) as events:
                 async for event in events:
@@ -213,11 +200,11 @@ class LoggingAdvisor(Advisor):
                     yield event
         except BaseException as exc:
             if response is None:
-                self._log_model(request, start, None, first, exc)
+                log(request, start, None, first, exc)
             else:
-                self._log_model(request, start, response, first, None)
+                log(request, start, response, first, None)
             raise
-        self._log_model(request, start, response, first, None)
+        log(request, start, response, first, None)
 
     def _log_model(
         self,
