@@ -149,7 +149,9 @@ async def test_keyword_index_ranks_by_bm25() -> None:
 
 
 def test_match_expression_quotes_every_word_and_caps_their_number() -> None:
-    assert match_expression('weather" OR NEAR(x*') == '"weather" OR "or" OR "near" OR "x"'
+    assert match_expression('weather" OR NEAR(x*') == '"weather" OR "near" OR "x"'
+    assert match_expression("the weather in the city") == '"weather" OR "city"'
+    assert match_expression("of the") == '"of" OR "the"'  # nothing else to search with
     assert match_expression("") == ""
     assert match_expression(" ".join(f"w{i}" for i in range(500))).count(" OR ") == 63
 

@@ -13,6 +13,12 @@ from .index import ToolIndex, document, words
 
 _MAX_TERMS = 64
 
+STOP_WORDS = frozenset(
+    """a an and are as at be been but by can could do does for from had has have how i if in
+    into is it its me my of on or our please so than that the their them then there these
+    they this to us was we were what when where which while who will with would you your""".split()
+)
+
 
 class KeywordIndex:
     """Ranks tools by BM25 over their name words, description and parameters.
@@ -88,6 +94,12 @@ class KeywordIndex:
 
 
 def match_expression(query: str) -> str:
-    """An FTS5 query matching any word of `query`: every word a quoted literal, OR-joined."""
-    unique = list(dict.fromkeys(words(query)))[:_MAX_TERMS]
+    """An FTS5 query matching any word of `query`: every word a quoted literal, OR-joined.
+
+    English function words are left out (they match nearly every tool and cost time,
+    not ranking), unless the query has nothing else.
+    """
+    unique = list(dict.fromkeys(words(query)))
+    content = [w for w in unique if w not in STOP_WORDS]
+    unique = (content or unique)[:_MAX_TERMS]
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in unique)
