@@ -367,3 +367,19 @@ async def test_the_search_tool_answers_any_query(query: str) -> None:
     result = response.messages[1]
     assert isinstance(result, ToolMessage) and not result.is_error
     assert set(parse_results(result.content)) <= {name for name, _ in TOPICS}
+
+
+@pytest.mark.anyio
+async def test_large_catalog_is_fingerprinted_off_the_loop_and_indexed_once() -> None:
+    counting = CountingIndex()
+    topics = [(f"tool_{i}", f"Does thing number {i}.") for i in range(300)]
+    topics.append(("get_weather", "Current weather and forecast for a city."))
+    model = ScriptedChatModel(weather_search)
+    chain = Chain(
+        [ToolCallingAdvisor(), ToolSearchAdvisor(counting)], model=model, tools=make_tools(topics)
+    )
+    await chain.call("weather")
+    await chain.call("weather")
+    assert len(counting.builds) == 1 and len(counting.builds[0]) == 301
+    assert "get_weather" in names(model.requests[1])
+    assert len(model.requests[1].tools) <= 6
