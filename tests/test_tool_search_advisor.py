@@ -383,3 +383,15 @@ async def test_large_catalog_is_fingerprinted_off_the_loop_and_indexed_once() ->
     assert len(counting.builds) == 1 and len(counting.builds[0]) == 301
     assert "get_weather" in names(model.requests[1])
     assert len(model.requests[1].tools) <= 6
+
+
+@pytest.mark.anyio
+async def test_prepare_builds_the_index_before_the_first_search() -> None:
+    counting = CountingIndex()
+    advisor = ToolSearchAdvisor(counting)
+    model = ScriptedChatModel(weather_search)
+    chain = Chain([ToolCallingAdvisor(), advisor], model=model, tools=make_tools())
+    await advisor.prepare(chain.tools)
+    assert len(counting.builds) == 1 and "search_tools" not in counting.builds[0]
+    await chain.call("weather")
+    assert len(counting.builds) == 1

@@ -144,6 +144,16 @@ class ToolSearchAdvisor(Advisor):
         found = [by_name[n] for n in names if n in by_name]
         return ToolResult(content=format_results(found[: self.max_results]))
 
+    async def prepare(self, tools: Iterable[Tool]) -> None:
+        """Build and cache the index for this catalog now, before the first search needs it.
+
+        Give the tools in the order requests carry them (e.g. `chain.tools`); the search
+        tool itself is skipped. Useful with a slow index (embeddings of a large catalog).
+        """
+        catalog = [t.definition for t in tools if t is not self.search_tool]
+        if catalog:
+            await self.indexes.get(catalog)
+
     def narrow(self, request: ChatRequest) -> ChatRequest:
         """The request one model call should see (the caller's request is not changed)."""
         catalog = [t for t in request.tools if t is not self.search_tool]
