@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import statistics
@@ -248,6 +249,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "machine": {
             "python": platform.python_version(),
             "cpu": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(),
+            "load_average_at_start": os.getloadavg()[0],
         },
         "catalog_tools": len(catalog),
         "queries": len(queries),
