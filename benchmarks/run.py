@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # `python benchmarks/run.py`: make `benchmarks` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)  # not benchmarks/ itself
 
 from benchmarks import (  # noqa: E402
     concurrency,
     overhead,
     parallel,
-    profile,
+    profiling,
     streaming,
     sync_tools,
 )
@@ -81,8 +81,8 @@ def _run_section(name: str, quick: bool) -> tuple[dict[str, Any], str]:
         report = concurrency.run(ns=(1, 100) if quick else (1, 100, 1000))
         return report, concurrency.render(report)
     if name == "profile":
-        report = asyncio.run(profile.run(turns=500 if quick else 3000))
-        return report, profile.render(report)
+        report = asyncio.run(profiling.run(turns=500 if quick else 3000))
+        return report, profiling.render(report)
     raise ValueError(f"unknown section {name!r}")
 
 

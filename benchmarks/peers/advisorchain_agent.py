@@ -5,17 +5,18 @@ Per round: the chain's request goes to the scripted model, which returns `ToolCa
 from the tool signature), runs the calls concurrently (a task group for two calls),
 converts the results to `ToolMessage`s and appends them to an immutable request copy.
 
-The `links` variant adds, in this order, `LoggingAdvisor`, `TracingAdvisor` (no
-OpenTelemetry SDK configured: the no-op tracer), `ToolSearchAdvisor` and an
-`ApprovalAdvisor` whose `CallbackApprover` approves everything; both tools are marked
-`requires_approval`. Those advisors come from other branches: when they are missing,
-`build` raises `Unavailable`.
+The `links` variant is `[LoggingAdvisor, TracingAdvisor, ApprovalAdvisor,
+ToolCallingAdvisor, ToolSearchAdvisor]`: logging at INFO into a `NullHandler`, tracing
+with no OpenTelemetry SDK configured (the no-op tracer), approval by a
+`CallbackApprover` that approves every call (both tools are marked
+`requires_approval`, so every call is asked about), and tool search inside the loop
+(with two tools, below its threshold: it passes the request through). Those advisors
+come from other branches: when they are missing, `build` raises `Unavailable`.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import logging
 from typing import Any
 
 from advisorchain import (
@@ -32,7 +33,7 @@ from advisorchain.core.messages import UserMessage
 from advisorchain.providers import ScriptedChatModel
 
 from .. import scenario
-from .errors import Unavailable
+from .errors import Unavailable, bench_logger
 
 NAME = "advisorchain"
 
@@ -81,11 +82,13 @@ def make_tools(kind: scenario.ToolKind, *, requires_approval: bool = False) -> l
     return [get_weather_sync, get_time_sync]
 
 
-def links() -> list[Advisor]:
-    """Logging, tracing, tool search and auto-approval links, in chain order."""
+def links() -> tuple[list[Advisor], list[Advisor]]:
+    """The links outside the tool loop (logging, tracing, auto-approval) and inside it
+    (tool search, which must sit after the `ToolCallingAdvisor`)."""
     try:
         from advisorchain.advisors import (  # type: ignore[attr-defined]
             ApprovalAdvisor,
+            Approve,
             CallbackApprover,
             LoggingAdvisor,
             ToolSearchAdvisor,
@@ -96,30 +99,28 @@ def links() -> list[Advisor]:
             f"links variant needs LoggingAdvisor, TracingAdvisor, ToolSearchAdvisor, "
             f"ApprovalAdvisor and CallbackApprover ({exc})"
         ) from None
-    logger = logging.getLogger("benchmarks.advisorchain")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
 
-    def approve_all(*args: Any, **kwargs: Any) -> bool:
-        return True
+    def approve_all(request: Any) -> list[Any]:
+        return [Approve() for _ in request.calls]
 
     try:
-        return [
-            LoggingAdvisor(logger=logger),
-            TracingAdvisor(),
-            ToolSearchAdvisor(),
+        outside = [
+            LoggingAdvisor(bench_logger("advisorchain")),
+            TracingAdvisor(),  # no tracer provider configured: OpenTelemetry's no-op tracer
             ApprovalAdvisor(CallbackApprover(approve_all)),
         ]
+        inside = [ToolSearchAdvisor()]  # 2 tools: below its threshold, it passes through
     except TypeError as exc:
         raise Unavailable(f"links variant: an advisor's constructor changed ({exc})") from None
+    return outside, inside
 
 
 def build_chain(
     variant: str, tool_kind: scenario.ToolKind | str = "async", model: Any = None
 ) -> Chain:
     """The chain for `variant`, around `model` (default: the scenario's scripted model)."""
-    advisors: list[Advisor] = links() if variant == "links" else []
-    advisors.append(ToolCallingAdvisor())
+    outside, inside = links() if variant == "links" else ([], [])
+    advisors = [*outside, ToolCallingAdvisor(), *inside]
     return Chain(
         advisors,
         model=model or ScriptedChatModel(reply),

@@ -16,20 +16,19 @@ LangSmith and no built-in tool search without an LLM.
 from __future__ import annotations
 
 import importlib.metadata
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .. import scenario
-from .errors import Unavailable
+from .errors import Unavailable, bench_logger
 
 NAME = "langchain"
 
 
 def version() -> str:
-    """Installed versions of langchain and langgraph."""
-    v = importlib.metadata.version
-    return f"langchain {v('langchain')}, langgraph {v('langgraph')}"
+    """Installed versions of langchain, langchain-core and langgraph."""
+    names = ("langchain", "langchain-core", "langgraph")
+    return ", ".join(f"{n} {importlib.metadata.version(n)}" for n in names)
 
 
 async def build(variant: str, tool_kind: scenario.ToolKind | str = "async") -> scenario.Turn:
@@ -118,9 +117,7 @@ async def build(variant: str, tool_kind: scenario.ToolKind | str = "async") -> s
 
     middleware: list[Any] = []
     if variant == "links":
-        logger = logging.getLogger("benchmarks.langchain")
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
+        logger = bench_logger("langchain")
 
         class LogAndApprove(AgentMiddleware):  # type: ignore[type-arg]
             async def awrap_model_call(

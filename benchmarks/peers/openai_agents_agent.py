@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from .. import scenario
-from .errors import Unavailable
+from .errors import Unavailable, bench_logger
 
 NAME = "openai_agents"
 
@@ -101,9 +100,7 @@ async def build(variant: str, tool_kind: scenario.ToolKind | str = "async") -> s
     if variant == "links":
         set_tracing_disabled(False)
         set_trace_processors([])
-        logger = logging.getLogger("benchmarks.openai_agents")
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
+        logger = bench_logger("openai_agents")
 
         @tool_input_guardrail
         def approve_all(data: Any) -> Any:

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import logging
 from typing import Any
 
 from .. import scenario
-from .errors import Unavailable
+from .errors import Unavailable, bench_logger
 
 NAME = "pydantic_ai"
 
@@ -94,9 +93,7 @@ async def build(variant: str, tool_kind: scenario.ToolKind | str = "async") -> s
 
     capabilities: list[Any] = []
     if variant == "links":
-        logger = logging.getLogger("benchmarks.pydantic_ai")
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
+        logger = bench_logger("pydantic_ai")
 
         class LogAndApprove(AbstractCapability[Any]):
             async def wrap_model_request(
