@@ -149,6 +149,9 @@ async def run(
     for entry in results.values():
         if base is not None:
             entry["ratio_vs_advisorchain"] = entry["turn"]["median_ms"] / base["turn"]["median_ms"]
+            entry["cpu_ratio_vs_advisorchain"] = (
+                entry["cpu"]["median_ms"] / base["cpu"]["median_ms"]
+            )
     return {
         "variant": variant,
         "tool_kind": tool_kind,
@@ -156,6 +159,10 @@ async def run(
         "results": results,
         "skipped": skipped,
     }
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
 
 
 def render(report: dict[str, Any]) -> str:
@@ -172,7 +179,8 @@ def render(report: dict[str, Any]) -> str:
                 rounds,
                 r["memory"]["peak_kib"],
                 r["memory"]["retained_kib"],
-                f"{r.get('ratio_vs_advisorchain', float('nan')):.2f}x",
+                _ratio(r.get("ratio_vs_advisorchain")),
+                _ratio(r.get("cpu_ratio_vs_advisorchain")),
                 r["version"],
             ]
         )
@@ -185,7 +193,8 @@ def render(report: dict[str, Any]) -> str:
             "rounds 1/2/3 median",
             "peak KiB",
             "retained KiB",
-            "vs advisorchain",
+            "wall vs advisorchain",
+            "CPU vs advisorchain",
             "version",
         ],
         rows,
