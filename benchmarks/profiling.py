@@ -16,17 +16,17 @@ from typing import Any
 
 from .peers import advisorchain_agent
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
 def _ours(filename: str) -> bool:
-    inside = filename.startswith(_ROOT)
+    inside = os.path.realpath(filename).startswith(_ROOT)
     return inside and "/.venv" not in filename and "/benchmarks/" not in filename
 
 
 def _where(filename: str) -> str:
     if _ours(filename):
-        return "advisorchain/" + os.path.relpath(filename, _ROOT)
+        return "advisorchain/" + os.path.relpath(os.path.realpath(filename), _ROOT)
     for marker in ("site-packages/", "lib/python3"):
         if marker in filename:
             return filename.split(marker, 1)[1]
