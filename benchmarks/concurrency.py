@@ -63,6 +63,8 @@ def server(latency_ms: float = 0.0) -> Any:
     finally:
         process.terminate()
         process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def advisorchain_client(base_url: str, http: httpx.AsyncClient) -> Conversation | str:

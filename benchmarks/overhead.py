@@ -111,6 +111,7 @@ async def run(
     turns: int = 1000,
     warmup: int = 200,
     block: int = 50,
+    memory_samples: int = 15,
 ) -> dict[str, Any]:
     """Measure every framework of `frameworks`; results keyed by framework name."""
     subjects: list[_Subject] = []
@@ -143,7 +144,7 @@ async def run(
             "turn": summary(subject.totals),
             "cpu": summary(subject.cpu),
             "rounds": [summary(r) for r in subject.rounds],
-            "memory": await memory(subject),
+            "memory": await memory(subject, memory_samples),
         }
     base = results.get("advisorchain")
     for entry in results.values():
