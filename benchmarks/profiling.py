@@ -20,6 +20,8 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
 def _ours(filename: str) -> bool:
+    if not os.path.isabs(filename):  # built-ins: "~"
+        return False
     inside = os.path.realpath(filename).startswith(_ROOT)
     return inside and "/.venv" not in filename and "/benchmarks/" not in filename
 
