@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import functools
 import json
 import os
 import platform
@@ -22,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 if __package__ in (None, ""):  # `python benchmarks/run.py`: make `benchmarks` importable
     sys.path[0] = str(Path(__file__).resolve().parent.parent)  # not benchmarks/ itself
@@ -64,7 +67,20 @@ def _run_section(name: str, quick: bool) -> tuple[dict[str, Any], str]:
     if name == "overhead":
         warmup = 100 if quick else 300
         report = asyncio.run(overhead.run(variant="bare", turns=turns, warmup=warmup))
-        return report, overhead.render(report)
+        on_trio = anyio.run(
+            functools.partial(
+                overhead.run, frameworks=("advisorchain",), turns=turns, warmup=warmup
+            ),
+            backend="trio",
+        )
+        report["advisorchain_on_trio"] = on_trio["results"]["advisorchain"]
+        trio = report["advisorchain_on_trio"]
+        text = overhead.render(report) + (
+            f"\n\nadvisorchain on trio (the peers need asyncio): turn median "
+            f"{trio['turn']['median_ms']:.3f} ms, p99 {trio['turn']['p99_ms']:.3f} ms, "
+            f"CPU median {trio['cpu']['median_ms']:.3f} ms"
+        )
+        return report, text
     if name == "links":
         report = asyncio.run(overhead.run(variant="links", turns=turns // 2, warmup=100))
         return report, overhead.render(report)
