@@ -6,8 +6,9 @@ Two measurements:
   function by default), and through a dedicated `ThreadPoolExecutor` with
   `loop.run_in_executor` (asyncio only);
 - the whole 3-round turn of the overhead scenario with the same two tools written as
-  async functions, as sync functions in worker threads, and as sync functions declared
-  non-blocking (`@tool(run_inline=True)`), in advisorchain and in the hand-written loop.
+  async functions, as sync functions in worker threads (in every framework: each runs
+  sync tools in its worker threads), and as sync functions declared non-blocking
+  (`@tool(run_inline=True)`; the hand-written loop calls them directly).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import anyio.to_thread
 
 from . import overhead
+from .peers import PEERS
 from .stats import table
 
 
@@ -63,20 +65,31 @@ async def _probe(calls: int) -> dict[str, float]:
     return medians
 
 
-async def run(*, calls: int = 2000, turns: int = 500) -> dict[str, Any]:
-    """Probe one call each way, then the whole turn with each kind of tool."""
+async def run(
+    *, calls: int = 2000, turns: int = 500, frameworks: tuple[str, ...] = PEERS
+) -> dict[str, Any]:
+    """Probe one call each way, then the whole turn with each kind of tool.
+
+    Every framework of `frameworks` runs the sync tools in its worker threads; the async
+    and inline kinds run in advisorchain and the hand-written loop only (the peers'
+    async numbers are the overhead section's; they have no inline option).
+    """
     probe = await _probe(calls)
     turn: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
     for kind in ("async", "inline", "sync"):
+        names = frameworks if kind == "sync" else ("advisorchain", "handwritten")
         report = await overhead.run(
             variant="bare",
             tool_kind=kind,
-            frameworks=("advisorchain", "handwritten"),
+            frameworks=tuple(n for n in names if n in frameworks),
             turns=turns,
-            warmup=100,
+            warmup=min(100, turns),
+            memory_samples=1,
         )
         turn[kind] = {name: r["turn"] for name, r in report["results"].items()}
-    return {"probe_us": probe, "turn_ms": turn}
+        skipped.update(report["skipped"])
+    return {"probe_us": probe, "turn_ms": turn, "skipped": skipped}
 
 
 def render(report: dict[str, Any]) -> str:
@@ -84,22 +97,25 @@ def render(report: dict[str, Any]) -> str:
     probe = table(
         ["one trivial sync call", "median us"], [[k, v] for k, v in report["probe_us"].items()]
     )
-    labels = {
-        "async": "async tools",
-        "inline": "sync, run_inline=True",
-        "sync": "sync, worker threads",
-    }
+    turn_ms = report["turn_ms"]
+    names = list(turn_ms["sync"])
     rows = []
-    for kind, frameworks in report["turn_ms"].items():
-        rows.append(
-            [
-                labels[kind],
-                frameworks["advisorchain"]["median_ms"],
-                frameworks["advisorchain"]["p99_ms"],
-                frameworks["handwritten"]["median_ms"],
-            ]
-        )
+    for name in names:
+        row: list[object] = [name]
+        for kind in ("async", "inline", "sync"):
+            entry = turn_ms[kind].get(name)
+            row += [entry["median_ms"], entry["p99_ms"]] if entry else ["-", "-"]
+        rows.append(row)
     turns = table(
-        ["3-round turn, 3 tool calls", "advisorchain median", "p99", "hand-written median"], rows
+        [
+            "3-round turn, 3 tool calls (ms)",
+            "async tools",
+            "p99",
+            "sync, run_inline=True",
+            "p99",
+            "sync, worker threads",
+            "p99",
+        ],
+        rows,
     )
     return probe + "\n\n" + turns

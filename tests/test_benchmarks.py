@@ -70,16 +70,20 @@ def test_handwritten_has_no_links_variant() -> None:
     assert "no middleware" in report["skipped"]["handwritten"]
 
 
-def test_sync_tool_kinds_all_complete_the_turn() -> None:
-    from benchmarks import overhead
+def test_sync_tools_runs_every_kind_of_tool() -> None:
+    from benchmarks import sync_tools
 
-    for kind in ("sync", "inline"):
-        report = asyncio.run(
-            overhead.run(
-                tool_kind=kind, frameworks=("advisorchain",), turns=2, warmup=1, memory_samples=1
-            )
-        )
-        assert report["results"]["advisorchain"]["turns"] == 2
+    report = asyncio.run(
+        sync_tools.run(calls=5, turns=2, frameworks=("advisorchain", "handwritten"))
+    )
+    assert set(report["probe_us"]) == {
+        "inline",
+        "anyio.to_thread.run_sync",
+        "dedicated ThreadPoolExecutor",
+    }
+    for kind in ("async", "inline", "sync"):
+        assert set(report["turn_ms"][kind]) == {"advisorchain", "handwritten"}
+    assert "| advisorchain |" in sync_tools.render(report)
 
 
 def test_parallel_runs_every_n_on_both_backends() -> None:
