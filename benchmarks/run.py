@@ -5,8 +5,9 @@
     python -m benchmarks.run --only overhead,streaming
 
 Sections: overhead (bare tool loop, all frameworks), links (logging, tracing, tool search,
-auto-approval), sync_tools, parallel, streaming, concurrency, profile. Needs the `bench`
-extra (`pip install -e '.[bench]'`); `bash benchmarks/bench.sh` sets everything up.
+auto-approval), link_costs (what each advisorchain link adds), sync_tools, parallel,
+streaming, concurrency, profile. Needs the `bench` extra (`pip install -e '.[bench]'`);
+`bash benchmarks/bench.sh` sets everything up.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ if __package__ in (None, ""):  # `python benchmarks/run.py`: make `benchmarks` i
 
 from benchmarks import (  # noqa: E402
     concurrency,
+    links,
     overhead,
     parallel,
     profiling,
@@ -38,7 +40,16 @@ from benchmarks import (  # noqa: E402
     sync_tools,
 )
 
-SECTIONS = ("overhead", "links", "sync_tools", "parallel", "streaming", "concurrency", "profile")
+SECTIONS = (
+    "overhead",
+    "links",
+    "link_costs",
+    "sync_tools",
+    "parallel",
+    "streaming",
+    "concurrency",
+    "profile",
+)
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -84,6 +95,9 @@ def _run_section(name: str, quick: bool) -> tuple[dict[str, Any], str]:
     if name == "links":
         report = asyncio.run(overhead.run(variant="links", turns=turns // 2, warmup=100))
         return report, overhead.render(report)
+    if name == "link_costs":
+        report = asyncio.run(links.run(turns=turns // 2, warmup=100))
+        return report, links.render(report)
     if name == "sync_tools":
         report = asyncio.run(sync_tools.run(calls=500 if quick else 3000, turns=turns // 2))
         return report, sync_tools.render(report)

@@ -163,3 +163,15 @@ def test_concurrency_runs_n_conversations_without_failures() -> None:
     )
     for row in report["results"].get("advisorchain", []):
         assert row["failures"] == 0
+
+
+def test_link_costs_runs_where_the_links_exist() -> None:
+    from benchmarks import links
+
+    report = asyncio.run(links.run(turns=2, warmup=1, block=1))
+    if report["skipped"]:  # the links come from other branches
+        assert "LoggingAdvisor" in report["skipped"]
+        assert "skipped" in links.render(report)
+    else:
+        assert list(report["results"])[0] == "bare loop"
+        assert len(report["results"]) == 6
