@@ -70,7 +70,7 @@ def server(latency_ms: float = 0.0) -> Any:
 def advisorchain_client(base_url: str, http: httpx.AsyncClient) -> Conversation | str:
     """A conversation through `OpenAIChatModel`, or why it cannot run."""
     try:
-        from advisorchain.providers import OpenAIChatModel  # type: ignore[attr-defined]
+        from advisorchain.providers import OpenAIChatModel
     except ImportError as exc:
         return f"advisorchain.providers.OpenAIChatModel is not available ({exc})"
     model = OpenAIChatModel("bench", base_url=base_url, api_key="bench-key", http_client=http)

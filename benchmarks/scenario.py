@@ -34,7 +34,9 @@ ROUNDS: tuple[tuple[Call, ...], ...] = (
 WEATHER_DOC = "Current weather in a city."
 TIME_DOC = "Local time in a city."
 
-ToolKind: TypeAlias = Literal["async", "sync"]
+ToolKind: TypeAlias = Literal["async", "sync", "inline"]
+"""Async tools; sync tools in worker threads; sync tools run inline (advisorchain's
+`run_inline=True`, a direct call in the hand-written loop; the peers have no such option)."""
 Turn: TypeAlias = Callable[[], Awaitable[str]]
 
 MARKS: list[float] = []

@@ -54,7 +54,7 @@ def reply(request: ChatRequest) -> list[ToolCall] | str:
     return [ToolCall.from_arguments(name, args, id=call_id) for call_id, name, args in step]
 
 
-def make_tools(kind: scenario.ToolKind, *, requires_approval: bool = False) -> list[Tool]:
+def make_tools(kind: str, *, requires_approval: bool = False) -> list[Tool]:
     """`get_weather` and `get_time` as async tools, or as sync tools in worker threads
     (`sync`), or as sync tools declared non-blocking (`inline`)."""
     options: dict[str, Any] = {"requires_approval": requires_approval}
@@ -86,7 +86,7 @@ def links() -> tuple[list[Advisor], list[Advisor]]:
     """The links outside the tool loop (logging, tracing, auto-approval) and inside it
     (tool search, which must sit after the `ToolCallingAdvisor`)."""
     try:
-        from advisorchain.advisors import (  # type: ignore[attr-defined]
+        from advisorchain.advisors import (
             ApprovalAdvisor,
             Approve,
             CallbackApprover,
@@ -115,20 +115,18 @@ def links() -> tuple[list[Advisor], list[Advisor]]:
     return outside, inside
 
 
-def build_chain(
-    variant: str, tool_kind: scenario.ToolKind | str = "async", model: Any = None
-) -> Chain:
+def build_chain(variant: str, tool_kind: str = "async", model: Any = None) -> Chain:
     """The chain for `variant`, around `model` (default: the scenario's scripted model)."""
     outside, inside = links() if variant == "links" else ([], [])
     advisors = [*outside, ToolCallingAdvisor(), *inside]
     return Chain(
         advisors,
         model=model or ScriptedChatModel(reply),
-        tools=make_tools(tool_kind, requires_approval=variant == "links"),  # type: ignore[arg-type]
+        tools=make_tools(tool_kind, requires_approval=variant == "links"),
     )
 
 
-async def build(variant: str, tool_kind: scenario.ToolKind | str = "async") -> scenario.Turn:
+async def build(variant: str, tool_kind: str = "async") -> scenario.Turn:
     """A turn function for `variant`."""
     model = ScriptedChatModel(reply)
     chain = build_chain(variant, tool_kind, model)

@@ -52,7 +52,7 @@ async def model(messages: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-async def build(variant: str, tool_kind: scenario.ToolKind | str = "async") -> scenario.Turn:
+async def build(variant: str, tool_kind: str = "async") -> scenario.Turn:
     """A turn function (only the bare variant exists)."""
     if variant != "bare":
         raise Unavailable("the hand-written loop has no middleware")

@@ -31,7 +31,7 @@ def version() -> str:
     return ", ".join(f"{n} {importlib.metadata.version(n)}" for n in names)
 
 
-async def build(variant: str, tool_kind: scenario.ToolKind | str = "async") -> scenario.Turn:
+async def build(variant: str, tool_kind: str = "async") -> scenario.Turn:
     """A turn function for `variant`."""
     try:
         from langchain.agents import create_agent

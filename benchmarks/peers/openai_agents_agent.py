@@ -29,7 +29,7 @@ def version() -> str:
     return f"openai-agents {importlib.metadata.version('openai-agents')}"
 
 
-async def build(variant: str, tool_kind: scenario.ToolKind | str = "async") -> scenario.Turn:
+async def build(variant: str, tool_kind: str = "async") -> scenario.Turn:
     """A turn function for `variant`."""
     try:
         from agents import (

@@ -28,7 +28,7 @@ def version() -> str:
     return f"pydantic-ai-slim {importlib.metadata.version('pydantic-ai-slim')}"
 
 
-async def build(variant: str, tool_kind: scenario.ToolKind | str = "async") -> scenario.Turn:
+async def build(variant: str, tool_kind: str = "async") -> scenario.Turn:
     """A turn function for `variant`."""
     try:
         from pydantic_ai import Agent
