@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 TEST_EXTRAS := dev,postgres,mcp,embeddings
 
-.PHONY: setup test check
+.PHONY: setup test check bench
 
 setup:
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -22,3 +22,7 @@ check: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	bash .ci/typecheck
+
+# Side-by-side benchmarks with the peers (own venv: .venv-bench); tables in README.md.
+bench:
+	bash benchmarks/bench.sh

@@ -1,0 +1,84 @@
+"""What each advisorchain link adds to the bare turn: logging, tracing, approval, tool search.
+
+The overhead scenario's turn through `[link, ToolCallingAdvisor]` (tool search: after the
+loop) for each link alone, and through all of them, against the bare loop; all chains
+interleaved in one process, CPU time of the event-loop thread per turn. Logging emits at
+INFO into a `NullHandler` (records are built), tracing uses OpenTelemetry's no-op tracer,
+approval asks a `CallbackApprover` that approves every call (both tools require approval
+only in the approval chains), tool search has two tools (below its threshold).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+from advisorchain import Advisor, Chain, ToolCallingAdvisor
+from advisorchain.core.messages import UserMessage
+from advisorchain.providers import ScriptedChatModel
+
+from . import scenario
+from .peers import advisorchain_agent
+from .peers.errors import Unavailable
+from .stats import table
+
+
+async def run(*, turns: int = 1000, warmup: int = 200, block: int = 50) -> dict[str, Any]:
+    """CPU median per turn for each configuration, and what it adds to the bare loop."""
+    try:
+        outside, inside = advisorchain_agent.links()
+    except Unavailable as exc:
+        return {"results": {}, "skipped": str(exc)}
+    logging_link, tracing_link, approval_link = outside
+    configs: dict[str, tuple[list[Advisor], list[Advisor], bool]] = {
+        "bare loop": ([], [], False),
+        "+ LoggingAdvisor": ([logging_link], [], False),
+        "+ TracingAdvisor": ([tracing_link], [], False),
+        "+ ApprovalAdvisor": ([approval_link], [], True),
+        "+ ToolSearchAdvisor": ([], inside, False),
+        "all four": (outside, inside, True),
+    }
+    prompt = (UserMessage(content=scenario.PROMPT),)
+    subjects = {}
+    for name, (before, after, approval) in configs.items():
+        model = ScriptedChatModel(advisorchain_agent.reply)
+        chain = Chain(
+            [*before, ToolCallingAdvisor(), *after],
+            model=model,
+            tools=advisorchain_agent.make_tools("async", requires_approval=approval),
+        )
+
+        async def turn(chain: Chain = chain, model: ScriptedChatModel = model) -> str:
+            response = await chain.call(prompt)
+            model.requests.clear()
+            return response.text
+
+        if await turn() != scenario.ANSWER:
+            raise AssertionError(f"{name}: wrong answer")
+        for _ in range(warmup):
+            await turn()
+        subjects[name] = turn
+    samples: dict[str, list[float]] = {name: [] for name in subjects}
+    for _ in range(max(1, turns // block)):
+        for name, turn in subjects.items():
+            for _ in range(block):
+                start = time.thread_time()
+                await turn()
+                samples[name].append(time.thread_time() - start)
+    base = statistics.median(samples["bare loop"])
+    results = {}
+    for name, values in samples.items():
+        median = statistics.median(values)
+        results[name] = {"cpu_median_us": median * 1e6, "added_us": (median - base) * 1e6}
+    return {"results": results, "skipped": None}
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as a Markdown table."""
+    if report["skipped"]:
+        return f"_skipped: {report['skipped']}_"
+    rows = [
+        [name, r["cpu_median_us"], f"{r['added_us']:+.1f}"] for name, r in report["results"].items()
+    ]
+    return table(["advisorchain chain", "CPU median us per turn", "added us"], rows)

@@ -1,0 +1,177 @@
+"""The benchmark harness runs its scenarios correctly (no timings are asserted here).
+
+These check that the benchmarks do what they claim on the frameworks that need no extra
+install (advisorchain and the hand-written floor): the scripted scenario really takes
+three rounds and three tool calls, results have the reported shape, the test server
+speaks the streamed Chat Completions protocol. Peers are exercised by the benchmark run
+itself (`python -m benchmarks.run`), which needs the `bench` extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _benchmarks_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+
+
+def test_overhead_runs_the_scenario_in_each_framework() -> None:
+    from benchmarks import overhead, scenario
+
+    calls_before = scenario.TOOL_CALLS[0]
+    report = asyncio.run(
+        overhead.run(
+            frameworks=("advisorchain", "handwritten"),
+            turns=6,
+            warmup=2,
+            block=2,
+            memory_samples=3,
+        )
+    )
+    results = report["results"]
+    assert set(results) == {"advisorchain", "handwritten"}
+    for entry in results.values():
+        assert entry["turns"] == 6
+        assert len(entry["rounds"]) == 3
+        assert entry["memory"]["peak_kib"] > 0
+    assert results["advisorchain"]["ratio_vs_advisorchain"] == 1.0
+    # one checked turn + warm-up + measured turns + memory turns, three tools each
+    assert scenario.TOOL_CALLS[0] - calls_before == 3 * 2 * (1 + 2 + 6 + 4)
+    assert "| advisorchain |" in overhead.render(report)
+
+
+def test_overhead_check_rejects_a_framework_that_skips_a_round() -> None:
+    from benchmarks import overhead, scenario
+
+    async def short_turn() -> str:
+        scenario.mark()
+        return scenario.ANSWER
+
+    subject = overhead._Subject("broken", "0", short_turn)
+    with pytest.raises(AssertionError, match="1 model calls, 0 tool calls"):
+        asyncio.run(overhead.check(subject))
+
+
+def test_handwritten_has_no_links_variant() -> None:
+    from benchmarks import overhead
+
+    report = asyncio.run(overhead.run(variant="links", frameworks=("handwritten",), turns=1))
+    assert report["results"] == {}
+    assert "no middleware" in report["skipped"]["handwritten"]
+
+
+def test_sync_tools_runs_every_kind_of_tool() -> None:
+    from benchmarks import sync_tools
+
+    report = asyncio.run(
+        sync_tools.run(calls=5, turns=2, frameworks=("advisorchain", "handwritten"))
+    )
+    assert set(report["probe_us"]) == {
+        "inline",
+        "anyio.to_thread.run_sync",
+        "dedicated ThreadPoolExecutor",
+    }
+    for kind in ("async", "inline", "sync"):
+        assert set(report["turn_ms"][kind]) == {"advisorchain", "handwritten"}
+    assert "| advisorchain |" in sync_tools.render(report)
+
+
+def test_parallel_runs_every_n_on_both_backends() -> None:
+    from benchmarks import parallel
+
+    report = parallel.run(ns=(1, 3), repeat=1, backends=("asyncio", "trio"))
+    for rows in report["results"].values():
+        assert [(r["tools"], r["n"]) for r in rows] == [
+            ("async", 1),
+            ("async", 3),
+            ("sync (threads)", 1),
+            ("sync (threads)", 3),
+        ]
+
+
+def test_streaming_counts_every_chunk_on_both_paths() -> None:
+    from benchmarks import streaming
+
+    report = asyncio.run(streaming.run(repeat=2))
+    for result in report["results"].values():
+        assert result["direct"]["chunks"] == result["chain"]["chunks"] == report["chunks"]
+        assert not math.isnan(result["added"]["per_chunk_us"])
+
+
+def test_test_server_streams_a_tool_call_then_text() -> None:
+    import httpx
+
+    from benchmarks import concurrency
+
+    async def converse(base_url: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        async with httpx.AsyncClient() as http:
+            body = {
+                "model": "bench",
+                "stream": True,
+                "stream_options": {"include_usage": True},
+                "messages": [{"role": "user", "content": "Weather?"}],
+            }
+            chunks = []
+            async with http.stream("POST", f"{base_url}/chat/completions", json=body) as r:
+                assert r.headers["content-type"] == "text/event-stream"
+                async for line in r.aiter_lines():
+                    if line.startswith("data: ") and line != "data: [DONE]":
+                        chunks.append(json.loads(line[6:]))
+            body["stream"] = False
+            body["messages"].append({"role": "tool", "tool_call_id": "c", "content": "sunny"})
+            answer = (await http.post(f"{base_url}/chat/completions", json=body)).json()
+            return chunks, answer
+
+    with concurrency.server() as base_url:
+        chunks, answer = asyncio.run(converse(base_url))
+    calls = [
+        c
+        for ch in chunks
+        for choice in ch["choices"]
+        for c in choice["delta"].get("tool_calls", [])
+    ]
+    assert calls[0]["function"]["name"] == "get_weather"
+    arguments = "".join(c["function"]["arguments"] for c in calls)
+    assert json.loads(arguments) == {"city": "Paris"}
+    assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
+    assert chunks[-1]["usage"]["total_tokens"] > 0
+    assert answer["choices"][0]["message"]["content"].startswith("It is sunny")
+    assert answer["choices"][0]["finish_reason"] == "stop"
+
+
+def test_concurrency_runs_n_conversations_without_failures() -> None:
+    from benchmarks import concurrency
+
+    report = concurrency.run(ns=(1, 5))
+    rows = report["results"]["handwritten"]
+    assert [r["n"] for r in rows] == [1, 5]
+    assert all(r["failures"] == 0 for r in rows)
+    # advisorchain runs through OpenAIChatModel where the providers are installed
+    assert (
+        "advisorchain" in report["results"]
+        or "OpenAIChatModel" in report["skipped"]["advisorchain"]
+    )
+    for row in report["results"].get("advisorchain", []):
+        assert row["failures"] == 0
+
+
+def test_link_costs_runs_where_the_links_exist() -> None:
+    from benchmarks import links
+
+    report = asyncio.run(links.run(turns=2, warmup=1, block=1))
+    if report["skipped"]:  # the links come from other branches
+        assert "LoggingAdvisor" in report["skipped"]
+        assert "skipped" in links.render(report)
+    else:
+        assert list(report["results"])[0] == "bare loop"
+        assert len(report["results"]) == 6
