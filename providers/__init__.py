@@ -1,5 +1,6 @@
 """Chat models: the innermost step of a chain."""
 
+from .llamacpp import LlamaCppChatModel
 from .scripted import Reply, ScriptedChatModel
 
-__all__ = ["Reply", "ScriptedChatModel"]
+__all__ = ["LlamaCppChatModel", "Reply", "ScriptedChatModel"]
