@@ -49,7 +49,7 @@ class ModelWeightsError(AdvisorChainError):
 
 
 def default_cache_dir() -> Path:
-    """`$ADVISORCHAIN_CACHE_DIR`, else `$XDG_CACHE_HOME/advisorchain`, else `~/.cache/advisorchain`."""
+    """`$ADVISORCHAIN_CACHE_DIR`, else `$XDG_CACHE_HOME/advisorchain` or `~/.cache/advisorchain`."""
     explicit = os.environ.get("ADVISORCHAIN_CACHE_DIR")
     if explicit:
         return Path(explicit)
