@@ -9,12 +9,13 @@ from typing import Literal, TextIO
 
 import anyio.to_thread
 
+from ..core.errors import ToolCallLimitExceeded
 from ..core.messages import Message, SystemMessage, UserMessage
 from ..core.model import ChatModel
 from ..core.options import ChatOptions
 from .approval import Approver, AutoApprover, RejectingApprover, TerminalApprover
 from .catalog import business_catalog
-from .chain import SYSTEM_PROMPT, build_chain
+from .chain import SMALL_MODEL_SYSTEM_PROMPT, SYSTEM_PROMPT, build_chain
 from .models import ModelOptionError, ModelSpec, create_model, parse_model_option
 from .orders import OrderService
 from .render import TerminalRenderer, TurnStats
@@ -22,7 +23,7 @@ from .tools import OrderTools
 
 DEFAULT_QUESTIONS = (
     "Where is my order A-1001?",
-    "Which orders do I have?",
+    "List all my orders.",
     "What email address do you have on file for me?",
     "Please cancel my order A-1002.",
     "Where is order B-2001?",
@@ -70,11 +71,17 @@ async def run_demo(
         approver = RejectingApprover(renderer.line)
     else:
         approver = TerminalApprover(renderer.line, read)
+    # A 0.5B model answers far better with its tool results shown as text and one tool
+    # round per turn (see ToolResultsAsText); larger models get the plain chain.
+    small_model = getattr(model, "provider_name", None) == "llama.cpp"
+    system = SystemMessage(content=SMALL_MODEL_SYSTEM_PROMPT if small_model else SYSTEM_PROMPT)
     chain = build_chain(
         model,
         tools=tools,
         approver=approver,
         catalog=business_catalog(),
+        max_rounds=1 if small_model else 3,
+        small_model=small_model,
         options=ChatOptions(temperature=0, max_tokens=options.max_tokens),
     )
     session_tools = tools.cancellation_tools if options.may_cancel else []
@@ -87,9 +94,13 @@ async def run_demo(
     turns: list[TurnStats] = []
 
     async def ask(question: str) -> None:
-        messages = [SystemMessage(content=SYSTEM_PROMPT), *history, UserMessage(content=question)]
+        messages = [system, *history, UserMessage(content=question)]
         events = chain.stream(messages, tools=session_tools, tool_context=context)
-        response, stats = await renderer.turn(question, events)
+        try:
+            response, stats = await renderer.turn(question, events)
+        except ToolCallLimitExceeded as exc:
+            renderer.line(f"(turn stopped: {exc})")
+            return
         turns.append(stats)
         if options.interactive:
             history.extend([UserMessage(content=question), *response.messages])

@@ -30,6 +30,9 @@ def _question(request: ChatRequest) -> str:
 def order_assistant_reply(request: ChatRequest) -> Reply:
     """The scripted assistant's next reply to `request`."""
     last = request.messages[-1] if request.messages else None
+    if request.options.tool_choice == "none" and isinstance(last, UserMessage):
+        # No tools allowed: answer with what the transcript says (results shown as text).
+        return last.content.removeprefix("Results:\n").split("\n")[0]
     if isinstance(last, ToolMessage):
         return _after_tool(request, last)
     question = _question(request).lower()
@@ -53,7 +56,8 @@ def _after_tool(request: ChatRequest, result: ToolMessage) -> Reply:
     if result.is_error:
         reason = result.content.split(": ", 1)[-1]
         return f"I could not do that: {reason}"
-    if result.name == "prepare_cancellation" and request.find_tool("cancel_order") is not None:
+    may_call = request.options.tool_choice != "none"
+    if result.name == "prepare_cancellation" and may_call and request.find_tool("cancel_order"):
         order_id = _order_id(result.content)
         if order_id is not None:
             return ToolCall.from_arguments("cancel_order", {"order_id": order_id})

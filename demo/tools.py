@@ -7,7 +7,7 @@ the tools have no such parameters, and their results never mention either.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -70,20 +70,27 @@ class OrderTools:
         return self.service.order(tenant, user, order_id).describe()
 
     @tool(run_inline=True)
-    def get_customer_orders(self, context: ToolContext) -> str:
-        """List all orders of the customer, with their status."""
+    def get_customer_orders(
+        self,
+        context: ToolContext,
+        status: Literal["any", "processing", "shipped", "delivered", "cancelled"] = "any",
+    ) -> str:
+        """List the customer's orders, optionally only those with one status."""
         tenant, user = _who(context)
-        orders = self.service.orders(tenant, user)
+        orders = [o for o in self.service.orders(tenant, user) if status in ("any", o.status)]
         if not orders:
-            return "The customer has no orders."
+            return "The customer has no such orders."
         return " ".join(o.describe() for o in orders)
 
     @tool(run_inline=True, result_converter=mask_emails)
-    def get_customer_contact(self, context: ToolContext) -> dict[str, str]:
-        """The customer's contact details on file (name, email, phone)."""
+    def get_customer_contact(
+        self, context: ToolContext, detail: Literal["all", "email", "phone"] = "all"
+    ) -> dict[str, str]:
+        """The customer's contact details on file: name, email, phone."""
         tenant, user = _who(context)
         customer = self.service.customer(tenant, user)
-        return {"name": customer.name, "email": customer.email, "phone": customer.phone}
+        details = {"name": customer.name, "email": customer.email, "phone": customer.phone}
+        return details if detail == "all" else {"name": customer.name, detail: details[detail]}
 
     @tool(run_inline=True)
     def prepare_cancellation(self, order_id: OrderId, context: ToolContext) -> str:

@@ -127,13 +127,13 @@ async def test_cancellation_tools_only_for_sessions_that_may_cancel() -> None:
 
 @pytest.mark.anyio
 async def test_interactive_session_keeps_history() -> None:
-    lines = iter(["Where is A-1001?", "Which orders do I have?", ""])
+    lines = iter(["Where is A-1001?", "List all my orders.", ""])
     model = scripted_order_model()
     out = io.StringIO()
     turns = await run_demo(
         DemoOptions(interactive=True), out=out, read=lambda prompt: next(lines), model=model
     )
-    assert [t.question for t in turns] == ["Where is A-1001?", "Which orders do I have?"]
+    assert [t.question for t in turns] == ["Where is A-1001?", "List all my orders."]
     last = model.requests[-1].messages
     assert [m.role for m in last][:5] == ["system", "user", "assistant", "tool", "assistant"]
 
@@ -231,3 +231,55 @@ async def test_answer_after_rounds_bounds_a_looping_model() -> None:
     response = await chain.call("Where is A-1001?")
     assert response.text == "Done looping."
     assert len(model.requests) == 3
+
+
+@pytest.mark.anyio
+async def test_small_model_sees_tool_results_as_text_but_the_transcript_keeps_them() -> None:
+    model = scripted_order_model()
+    model.provider_name = "llama.cpp"  # what run_demo treats as a small local model
+    turns = await run_demo(
+        DemoOptions(approval="yes", questions=("Where is A-1001?",)), out=io.StringIO(), model=model
+    )
+    assert turns[0].usage.requests == 2
+    first, second = model.requests
+    assert first.messages[0].content.startswith("You are Qwen")
+    roles = [m.role for m in second.messages]
+    assert roles == ["system", "user", "user"]  # the tool round, rewritten
+    assert second.messages[-1].content.startswith("Results:\nget_order_status: Order A-1001")
+    assert second.options.tool_choice == "none"  # one tool round per turn, then answer
+
+
+@pytest.mark.anyio
+async def test_tool_results_as_text_only_changes_what_the_model_sees() -> None:
+    from advisorchain import ToolCall, ToolCallingAdvisor, ToolMessage
+    from advisorchain.demo.small_model import ToolResultsAsText
+
+    model = ScriptedChatModel(
+        [ToolCall.from_arguments("get_order_status", {"order_id": "A-9"}), "No."]
+    )
+    tools = OrderTools(OrderService.sample())
+    chain = Chain(
+        [ToolCallingAdvisor(), ToolResultsAsText()],
+        model=model,
+        tools=tools.read_tools,
+        tool_context={"tenant_id": TENANT, "user_id": USER},
+    )
+    response = await chain.call("Where is A-9?")
+    assert [m.role for m in response.messages] == ["assistant", "tool", "assistant"]
+    assert isinstance(response.messages[1], ToolMessage) and response.messages[1].is_error
+    sent = model.requests[1].messages
+    assert [m.role for m in sent] == ["user", "user"]
+    assert sent[1].content.startswith("Results:\nget_order_status (failed): ")
+
+
+@pytest.mark.anyio
+async def test_a_model_that_never_stops_calling_tools_is_stopped() -> None:
+    from advisorchain import ToolCall
+
+    model = ScriptedChatModel(
+        lambda request: ToolCall.from_arguments("get_order_status", {"order_id": "A-1001"})
+    )
+    out = io.StringIO()
+    turns = await run_demo(DemoOptions(questions=("Where?", "Again?")), out=out, model=model)
+    assert out.getvalue().count("(turn stopped:") == 2
+    assert turns == []
