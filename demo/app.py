@@ -23,7 +23,7 @@ from .tools import OrderTools
 
 DEFAULT_QUESTIONS = (
     "Where is my order A-1001?",
-    "List all my orders.",
+    "Which orders do I have?",
     "What email address do you have on file for me?",
     "Please cancel my order A-1002.",
     "Where is order B-2001?",
