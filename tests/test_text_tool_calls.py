@@ -11,6 +11,7 @@ from advisorchain import (
     ResponseCompleted,
     TextDelta,
     ToolCall,
+    ToolCallDelta,
     ToolCallFinished,
     ToolCallingAdvisor,
     ToolCallStarted,
@@ -203,3 +204,18 @@ async def test_wrapped_model_call_and_tool_choice_none() -> None:
     assert untouched.text == QWEN
     assert model.model_name == "scripted"
     assert model.provider_name == "scripted"
+
+
+@pytest.mark.anyio
+async def test_stream_adapter_numbers_text_calls_after_structured_ones() -> None:
+    structured = ToolCall.from_arguments("cancel_order", {"order_id": "Z-1"}, id="call_s")
+    inner = ScriptedChatModel([AssistantMessage(content=QWEN, tool_calls=(structured,))])
+    model = TextToolCallModel(inner)
+    chain = Chain(model=model, tools=[get_order_status])
+    events = [e async for e in model.stream(chain.request("?"))]
+    deltas = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert {d.index for d in deltas if d.name == "get_order_status"} == {1}
+    final = events[-1]
+    assert isinstance(final, ResponseCompleted)
+    assert [c.name for c in final.response.tool_calls] == ["cancel_order", "get_order_status"]
+    assert final.response.tool_calls[0].id == "call_s"
