@@ -58,7 +58,9 @@ class LlamaCppChatModel:
     `llama_cpp.Llama(...)`; `llama` injects an already built `Llama`-like object.
 
     Usage is exact for `call`; for `stream` llama.cpp reports none, so it is counted
-    from the streamed chunks and the context length (approximate).
+    from the streamed chunks and the context length (approximate). A stream stops
+    generating at the next token once its consumer stops; a cancelled `call` waits for
+    its generation to end (llama.cpp cannot be interrupted), so keep `max_tokens` small.
     """
 
     provider_name = "llama.cpp"
