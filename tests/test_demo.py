@@ -3,7 +3,9 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from pathlib import Path
 
+import anyio
 import pytest
 
 from advisorchain import ChatRequest, ToolContext, dump_messages
@@ -283,3 +285,20 @@ async def test_a_model_that_never_stops_calling_tools_is_stopped() -> None:
     turns = await run_demo(DemoOptions(questions=("Where?", "Again?")), out=out, model=model)
     assert out.getvalue().count("(turn stopped:") == 2
     assert turns == []
+
+
+def test_demo_on_the_real_local_model(local_model_path: Path) -> None:
+    """One question through the whole demo on Qwen 0.5B: structure, not wording."""
+    from advisorchain.providers import LlamaCppChatModel
+
+    model = LlamaCppChatModel(local_model_path, n_ctx=2048)
+    out = io.StringIO()
+    options = DemoOptions(approval="no", questions=("Where is my order A-1001?",), max_tokens=60)
+    turns = anyio.run(lambda: run_demo(options, out=out, model=model))
+    shown = out.getvalue()
+    assert '-> get_order_status(order_id="A-1001")  ok' in shown
+    assert "<tool_call>" not in shown
+    (turn,) = turns
+    assert turn.tool_calls == 1 and turn.usage.requests == 2
+    answer = shown.split("assistant> ", 1)[1].split("\n", 1)[0]
+    assert answer.strip()
