@@ -52,6 +52,7 @@ from .core.model import ChatModel
 from .core.options import ChatOptions, ToolChoice
 from .core.request import ChatRequest
 from .core.response import ChatResponse, FinishReason, PendingApproval
+from .core.text_tool_calls import TextToolCallModel, parse_text_tool_calls
 from .core.tools import (
     InvalidToolArguments,
     ResultConverter,
@@ -113,6 +114,7 @@ __all__ = [
     "StreamNext",
     "SystemMessage",
     "TextDelta",
+    "TextToolCallModel",
     "Tool",
     "ToolCall",
     "ToolCallDelta",
@@ -142,6 +144,7 @@ __all__ = [
     "describe_exception",
     "dump_messages",
     "load_messages",
+    "parse_text_tool_calls",
     "tool",
     "tools_from",
 ]

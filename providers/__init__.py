@@ -12,6 +12,7 @@ from .errors import (
 )
 from .factory import model_from_name
 from .http import RetryPolicy
+from .llamacpp import LlamaCppChatModel
 from .openai import OpenAIChatModel
 from .scripted import Reply, ScriptedChatModel
 
@@ -20,6 +21,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "InvalidResponseError",
+    "LlamaCppChatModel",
     "OpenAIChatModel",
     "ProviderError",
     "ProviderTimeoutError",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,3 +53,21 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Run each `@pytest.mark.anyio` test on both backends."""
     backend: str = request.param
     return backend
+
+
+@pytest.fixture(scope="session")
+def local_model_path() -> Path:
+    """The embedded demo model (the `local` extra), assembled and verified.
+
+    Skipped when the extra is not installed, except in CI (`CI` set), where it must be.
+    """
+    try:
+        import llama_cpp  # noqa: F401
+
+        from advisorchain.providers.local_weights import ensure_local_model
+
+        return ensure_local_model()
+    except ImportError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"the 'local' extra is not installed: {exc}")

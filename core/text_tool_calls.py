@@ -1,0 +1,409 @@
+"""Tool calls that a model wrote as text, turned into real `ToolCall`s.
+
+Small models often answer with a tool call written in their text instead of a structured
+one: Qwen writes `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, others a
+fenced ```json block or a bare JSON object. This module recognizes the three forms (an
+object, or a list of objects, with `name` and `arguments` or `parameters`, optionally
+wrapped as `{"type": "function", "function": {...}}`), but only for tools attached to
+the request: anything else stays text.
+
+- `parse_text_tool_calls(text, names)`: a complete text.
+- `TextToolCallParser`: the incremental form. It holds back text that might still turn
+  into a tool call (an open `<tool_call>`, fence or `{`), so a call never reaches the
+  user as text, and releases it as soon as it turns out to be plain text.
+- `apply_text_tool_calls(response, names)` / `parse_text_tool_call_stream(events, names)`:
+  the same over a `ChatResponse` / a stream of events.
+- `TextToolCallModel(model)`: wraps any `ChatModel` with both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+
+from .events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
+from .messages import AssistantMessage, ToolCall, new_call_id
+from .model import ChatModel
+from .request import ChatRequest
+from .response import ChatResponse
+from .streams import closing_stream
+
+_OPEN_TAG = "<tool_call>"
+_CLOSE_TAG = "</tool_call>"
+_FENCE = "```"
+_FENCE_LANGUAGES = ("", "json", "tool_call")
+_CALL_KEYS = ("name", "arguments", "parameters", "function", "type", "id")
+"""Keys a tool-call object may have (and so may start with)."""
+
+_HOLD = -1
+"""`_Step.end` of a candidate that needs more text before it can be decided."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedText:
+    """A text split into what stays text and the tool calls written in it."""
+
+    text: str
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """What the scanner decided about the candidate at the current position."""
+
+    end: int  # the index after the decided span, or _HOLD
+    calls: tuple[ToolCall, ...] = ()
+    plain_fence: bool = False  # the span opened a code fence that is not a tool call
+
+
+class TextToolCallParser:
+    """Incrementally splits a model's text into plain text and tool calls.
+
+    `feed(text)` returns the pieces that are decided (strings to show, `ToolCall`s), in
+    order; text that may still become a tool call is held until it is decided.
+    `finish()` decides everything held: an unclosed `<tool_call>` or fence whose JSON is
+    complete still counts as a call. Feeding a text in any split gives the same pieces,
+    joined, as feeding it whole.
+    """
+
+    __slots__ = ("_buffer", "_in_plain_fence", "_names")
+
+    def __init__(self, tool_names: Iterable[str]) -> None:
+        self._names = frozenset(tool_names)
+        self._buffer = ""
+        self._in_plain_fence = False
+
+    def feed(self, text: str) -> list[str | ToolCall]:
+        """Add `text`; returns the pieces decided so far."""
+        self._buffer += text
+        return self._scan(final=False)
+
+    def finish(self) -> list[str | ToolCall]:
+        """Decide and return everything still held (the model has finished)."""
+        return self._scan(final=True)
+
+    def _scan(self, *, final: bool) -> list[str | ToolCall]:
+        s = self._buffer
+        out: list[str | ToolCall] = []
+        i = 0
+        while i < len(s):
+            if self._in_plain_fence:
+                close = s.find(_FENCE, i)
+                if close < 0:
+                    partial = None if final else _partial_start(s, _FENCE, i)
+                    end = len(s) if partial is None else partial
+                    _emit(out, s[i:end])
+                    i = end
+                    break
+                _emit(out, s[i : close + len(_FENCE)])
+                i = close + len(_FENCE)
+                self._in_plain_fence = False
+                continue
+            start = self._next_candidate(s, i, final)
+            if start is None:
+                _emit(out, s[i:])
+                i = len(s)
+                break
+            _emit(out, s[i:start])
+            i = start
+            if s.startswith(_OPEN_TAG, start):
+                step = self._tagged(s, start, final)
+            elif s.startswith(_FENCE, start):
+                step = self._fenced(s, start, final)
+            elif s[start] == "{":
+                step = self._bare(s, start, final)
+            else:
+                step = _Step(_HOLD)  # a marker cut off at the end of the text
+            if step.end == _HOLD:
+                break
+            if step.calls:
+                out.extend(step.calls)
+            else:
+                _emit(out, s[start : step.end])
+            self._in_plain_fence = step.plain_fence
+            i = step.end
+        self._buffer = s[i:]
+        return out
+
+    def _next_candidate(self, s: str, i: int, final: bool) -> int | None:
+        found = [p for p in (s.find(_OPEN_TAG, i), s.find(_FENCE, i), s.find("{", i)) if p >= 0]
+        if not final:
+            for marker in (_OPEN_TAG, _FENCE):
+                partial = _partial_start(s, marker, i)
+                if partial is not None:
+                    found.append(partial)
+        return min(found) if found else None
+
+    def _tagged(self, s: str, start: int, final: bool) -> _Step:
+        body = start + len(_OPEN_TAG)
+        first = _skip_space(s, body)
+        if first < len(s) and s[first] not in "{[":
+            return _Step(body)  # not JSON: the tag is just text
+        close = s.find(_CLOSE_TAG, body)
+        if close < 0:
+            if not final:
+                return _Step(_HOLD)
+            return _Step(len(s), self._calls_in(s[body:]))
+        return _Step(close + len(_CLOSE_TAG), self._calls_in(s[body:close]))
+
+    def _fenced(self, s: str, start: int, final: bool) -> _Step:
+        after = start + len(_FENCE)
+        newline = s.find("\n", after)
+        language = s[after : len(s) if newline < 0 else newline].strip().lower()
+        if newline < 0:
+            if final:
+                return _Step(len(s))
+            if any(lang.startswith(language) for lang in _FENCE_LANGUAGES):
+                return _Step(_HOLD)
+            return _Step(after, plain_fence=True)
+        if language not in _FENCE_LANGUAGES:
+            return _Step(after, plain_fence=True)
+        first = _skip_space(s, newline + 1)
+        if first == len(s):
+            return _Step(len(s) if final else _HOLD)
+        if s[first] not in "{[" or (s[first] == "{" and not _may_be_call_object(s, first)):
+            return _Step(after, plain_fence=True)
+        close = s.find(_FENCE, first)
+        if close < 0:
+            if not final:
+                return _Step(_HOLD)
+            return _Step(len(s), self._calls_in(s[first:]))
+        return _Step(close + len(_FENCE), self._calls_in(s[first:close]))
+
+    def _bare(self, s: str, start: int, final: bool) -> _Step:
+        if not _may_be_call_object(s, start):
+            return _Step(start + 1)
+        end = _json_end(s, start)
+        if end is None:
+            return _Step(start + 1 if final else _HOLD)
+        return _Step(end, self._calls_in(s[start:end]))
+
+    def _calls_in(self, text: str) -> tuple[ToolCall, ...]:
+        """The calls `text` (JSON: one call object or a list of them) holds, else `()`."""
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return ()
+        items = value if isinstance(value, list) else [value]
+        calls = [self._call(item) for item in items]
+        if not calls or any(c is None for c in calls):
+            return ()
+        return tuple(c for c in calls if c is not None)
+
+    def _call(self, item: object) -> ToolCall | None:
+        if not isinstance(item, dict):
+            return None
+        if isinstance(item.get("function"), dict):
+            item = item["function"]
+            assert isinstance(item, dict)
+        if not set(item) <= set(_CALL_KEYS) or item.get("name") not in self._names:
+            return None
+        arguments = item.get("arguments", item.get("parameters"))
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                pass  # kept as written: the tool loop reports the bad JSON to the model
+        if arguments is None:
+            arguments = {}
+        if isinstance(arguments, str):
+            raw = arguments
+        elif isinstance(arguments, dict):
+            raw = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+        else:
+            return None
+        call_id = item.get("id")
+        return ToolCall(
+            id=call_id if isinstance(call_id, str) and call_id else new_call_id(),
+            name=str(item["name"]),
+            arguments=raw,
+        )
+
+
+def _emit(out: list[str | ToolCall], text: str) -> None:
+    if text:
+        out.append(text)
+
+
+def _skip_space(s: str, i: int) -> int:
+    while i < len(s) and s[i].isspace():
+        i += 1
+    return i
+
+
+def _partial_start(s: str, marker: str, i: int) -> int | None:
+    """Where a proper prefix of `marker` ends the text (at or after `i`), if one does."""
+    for k in range(max(i, len(s) - len(marker) + 1), len(s)):
+        if marker.startswith(s[k:]):
+            return k
+    return None
+
+
+def _may_be_call_object(s: str, start: int) -> bool:
+    """Whether the object opening at `start` may still be a tool call (judged by its first key)."""
+    i = _skip_space(s, start + 1)
+    if i == len(s):
+        return True
+    if s[i] != '"':
+        return False
+    close = s.find('"', i + 1)
+    if close < 0:
+        key = s[i + 1 :]
+        return any(k.startswith(key) for k in _CALL_KEYS)
+    return s[i + 1 : close] in _CALL_KEYS
+
+
+def _json_end(s: str, start: int) -> int | None:
+    """The index after the JSON object or array opening at `start`; `None` if unfinished."""
+    depth = 0
+    in_string = escaped = False
+    for i in range(start, len(s)):
+        c = s[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def parse_text_tool_calls(text: str, tool_names: Iterable[str]) -> ParsedText:
+    """Split a complete `text` into plain text and the calls to `tool_names` written in it."""
+    parser = TextToolCallParser(tool_names)
+    pieces = parser.feed(text) + parser.finish()
+    return ParsedText(
+        text="".join(p for p in pieces if isinstance(p, str)),
+        calls=tuple(p for p in pieces if isinstance(p, ToolCall)),
+    )
+
+
+def tool_names_for(request: ChatRequest) -> frozenset[str]:
+    """The tool names a model may call in `request` (none when `tool_choice` is `"none"`)."""
+    if request.options.tool_choice == "none":
+        return frozenset()
+    return frozenset(t.name for t in request.tools)
+
+
+def with_text_calls(response: ChatResponse, text: str, calls: tuple[ToolCall, ...]) -> ChatResponse:
+    """`response` whose message is `text` (stripped) plus `calls` after its own tool calls."""
+    if not calls:
+        return response
+    message = AssistantMessage(
+        content=text.strip() or None, tool_calls=response.message.tool_calls + calls
+    )
+    return ChatResponse(
+        message=message,
+        finish_reason="tool_calls",
+        usage=response.usage,
+        messages=(*response.messages[:-1], message),
+        model=response.model,
+        id=response.id,
+        pending_approval=response.pending_approval,
+    )
+
+
+def apply_text_tool_calls(response: ChatResponse, tool_names: Iterable[str]) -> ChatResponse:
+    """`response` with the tool calls written in its text turned into real ones."""
+    names = frozenset(tool_names)
+    if not names or not response.message.content:
+        return response
+    parsed = parse_text_tool_calls(response.message.content, names)
+    return with_text_calls(response, parsed.text, parsed.calls)
+
+
+async def parse_text_tool_call_stream(
+    events: AsyncIterator[StreamEvent], tool_names: Iterable[str]
+) -> AsyncIterator[StreamEvent]:
+    """`events` with the tool calls written in the text turned into real ones.
+
+    Text that may be a tool call is held back; recognized calls are yielded as
+    `ToolCallDelta`s (after the model's own) just before the final `ResponseCompleted`,
+    whose response carries them. Other events pass through unchanged.
+    """
+    parser = TextToolCallParser(tool_names)
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    next_index = 0
+    async with closing_stream(events) as source:
+        async for event in source:
+            if isinstance(event, TextDelta):
+                for piece in parser.feed(event.text):
+                    if isinstance(piece, str):
+                        text.append(piece)
+                        yield TextDelta(piece)
+                    else:
+                        calls.append(piece)
+            elif isinstance(event, ResponseCompleted):
+                for piece in parser.finish():
+                    if isinstance(piece, str):
+                        text.append(piece)
+                        yield TextDelta(piece)
+                    else:
+                        calls.append(piece)
+                for offset, call in enumerate(calls):
+                    yield ToolCallDelta(next_index + offset, call.id, call.name, call.arguments)
+                yield ResponseCompleted(
+                    with_text_calls(event.response, "".join(text), tuple(calls))
+                )
+            else:
+                if isinstance(event, ToolCallDelta):
+                    next_index = max(next_index, event.index + 1)
+                yield event
+
+
+class TextToolCallModel:
+    """Wraps a `ChatModel` so that tool calls it writes as text become real tool calls.
+
+    Only names of tools attached to the request are recognized, and nothing is parsed
+    when `tool_choice` is `"none"`. Structured tool calls from the model pass through.
+    """
+
+    def __init__(self, model: ChatModel) -> None:
+        self.model = model
+
+    @property
+    def model_name(self) -> str | None:
+        """The wrapped model's name."""
+        return getattr(self.model, "model_name", None)
+
+    @property
+    def provider_name(self) -> str | None:
+        """The wrapped model's provider name."""
+        return getattr(self.model, "provider_name", None)
+
+    def __repr__(self) -> str:
+        return f"TextToolCallModel({self.model!r})"
+
+    async def call(self, request: ChatRequest) -> ChatResponse:
+        """Call the wrapped model and parse its text for tool calls."""
+        return apply_text_tool_calls(await self.model.call(request), tool_names_for(request))
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Stream the wrapped model, holding back and parsing text that is a tool call."""
+        names = tool_names_for(request)
+        if not names:
+            return self.model.stream(request)
+        return parse_text_tool_call_stream(self.model.stream(request), names)
+
+
+__all__ = [
+    "ParsedText",
+    "TextToolCallModel",
+    "TextToolCallParser",
+    "apply_text_tool_calls",
+    "parse_text_tool_call_stream",
+    "parse_text_tool_calls",
+    "tool_names_for",
+    "with_text_calls",
+]

@@ -1,0 +1,113 @@
+"""The order assistant's tools: thin wrappers that delegate to the `OrderService`.
+
+Who is asking (tenant and customer) comes from the tool context, never from the model:
+the tools have no such parameters, and their results never mention either.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ..core.context import ToolContext
+from ..core.tools import Tool, default_result_converter, tool, tools_from
+from .orders import OrderService
+
+OrderId = Annotated[str, Field(description="The order id, like A-1001")]
+
+_EMAIL = re.compile(
+    r"([A-Za-z0-9._%+-])[A-Za-z0-9._%+-]*@([A-Za-z0-9-])[A-Za-z0-9.-]*(\.[A-Za-z]{2,})"
+)
+
+
+def mask_emails(value: Any) -> str:
+    """Result converter: the default text of `value`, with every email address masked.
+
+    `ada.lovelace@example.com` becomes `a***@e***.com`: enough for the customer to
+    recognize, useless to anyone who reads the transcript.
+    """
+    return _EMAIL.sub(r"\1***@\2***\3", default_result_converter(value))
+
+
+def _who(context: ToolContext) -> tuple[str, str]:
+    try:
+        return str(context["tenant_id"]), str(context["user_id"])
+    except KeyError:
+        raise PermissionError("the session has no tenant_id/user_id in its tool context") from None
+
+
+class OrderTools:
+    """The tools over one `OrderService`.
+
+    `read_tools` are attached to every request; `cancellation_tools` only to the requests
+    of sessions that may cancel orders.
+    """
+
+    def __init__(self, service: OrderService) -> None:
+        self.service = service
+
+    @property
+    def read_tools(self) -> list[Tool]:
+        """Look-ups: always attached."""
+        return [self.get_order_status, self.get_customer_orders, self.get_customer_contact]
+
+    @property
+    def cancellation_tools(self) -> list[Tool]:
+        """Changes: attached per request, when the session may cancel."""
+        return [self.prepare_cancellation, self.cancel_order]
+
+    @property
+    def all_tools(self) -> list[Tool]:
+        """Every tool of the assistant."""
+        return tools_from(self)
+
+    @tool(run_inline=True)
+    def get_order_status(self, order_id: OrderId, context: ToolContext) -> str:
+        """Look up the status, items, total and delivery date of one of the customer's orders."""
+        tenant, user = _who(context)
+        return self.service.order(tenant, user, order_id).describe()
+
+    @tool(run_inline=True)
+    def get_customer_orders(
+        self,
+        context: ToolContext,
+        status: Literal["any", "processing", "shipped", "delivered", "cancelled"] = "any",
+    ) -> str:
+        """List the customer's orders, optionally only those with one status."""
+        tenant, user = _who(context)
+        orders = [o for o in self.service.orders(tenant, user) if status in ("any", o.status)]
+        if not orders:
+            return "The customer has no such orders."
+        return " ".join(o.describe() for o in orders)
+
+    @tool(run_inline=True, result_converter=mask_emails)
+    def get_customer_contact(
+        self, context: ToolContext, detail: Literal["all", "email", "phone"] = "all"
+    ) -> dict[str, str]:
+        """The customer's contact details on file: name, email, phone."""
+        tenant, user = _who(context)
+        customer = self.service.customer(tenant, user)
+        details = {"name": customer.name, "email": customer.email, "phone": customer.phone}
+        return details if detail == "all" else {"name": customer.name, detail: details[detail]}
+
+    @tool(run_inline=True)
+    def prepare_cancellation(self, order_id: OrderId, context: ToolContext) -> str:
+        """Check whether an order can be cancelled and what would be refunded. Changes nothing."""
+        tenant, user = _who(context)
+        quote = self.service.quote_cancellation(tenant, user, order_id)
+        return (
+            f"Order {quote.order_id} can be cancelled; {quote.refund:.2f} {quote.currency} "
+            "would be refunded. Call cancel_order to cancel it."
+        )
+
+    @tool(run_inline=True, requires_approval=True)
+    def cancel_order(self, order_id: OrderId, context: ToolContext) -> str:
+        """Cancel one of the customer's orders (needs the customer's approval)."""
+        tenant, user = _who(context)
+        order = self.service.cancel(tenant, user, order_id)
+        return (
+            f"Order {order.id} is cancelled; {order.total:.2f} {order.currency} "
+            "will be refunded within 5 days."
+        )

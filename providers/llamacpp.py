@@ -1,0 +1,328 @@
+"""`LlamaCppChatModel`: a GGUF model run in-process on the CPU with llama-cpp-python.
+
+Needs the `local` extra. Inference runs in worker threads, so the event loop never
+blocks; a stream pulls one chunk per worker-thread call, which works the same on asyncio
+and trio and stops generating as soon as the consumer stops reading. One inference runs
+at a time per loaded model. Tool calls the model writes as text (Qwen's `<tool_call>`)
+become real tool calls (see `core.text_tool_calls`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+
+from ..core.assembly import StreamAssembler
+from ..core.errors import ChainConfigurationError
+from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
+from ..core.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    new_call_id,
+)
+from ..core.request import ChatRequest
+from ..core.response import ChatResponse
+from ..core.text_tool_calls import (
+    apply_text_tool_calls,
+    parse_text_tool_call_stream,
+    tool_names_for,
+)
+from ..core.usage import Usage
+
+DEFAULT_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
+_DONE = object()
+
+
+class LlamaCppChatModel:
+    """A local GGUF model behind the `ChatModel` protocol (llama-cpp-python, in-process).
+
+    `model_path` defaults to the demo model (Qwen2.5-Coder-0.5B-Instruct, assembled from
+    the `local` extra's weight packages on first use). The model is loaded lazily, on
+    the first call or on `await load()`. The chat template embedded in the GGUF file
+    formats the prompt and the tools. A named `tool_choice` makes llama.cpp return a
+    grammar-constrained structured call; otherwise tool calls written as text are
+    parsed (`text_tool_calls=False` turns that off). `llama_options` go to
+    `llama_cpp.Llama(...)`; `llama` injects an already built `Llama`-like object.
+
+    Usage is exact for `call`; for `stream` llama.cpp reports none, so it is counted
+    from the streamed chunks and the context length (approximate). A stream stops
+    generating at the next token once its consumer stops; a cancelled `call` waits for
+    its generation to end (llama.cpp cannot be interrupted), so keep `max_tokens` small.
+    """
+
+    provider_name = "llama.cpp"
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        *,
+        model_name: str | None = None,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        text_tool_calls: bool = True,
+        llama_options: Mapping[str, Any] | None = None,
+        llama: Any = None,
+    ) -> None:
+        self.model_path = Path(model_path) if model_path is not None else None
+        if model_name is None:
+            model_name = self.model_path.stem if self.model_path else DEFAULT_MODEL_NAME
+        self.model_name = model_name
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.text_tool_calls = text_tool_calls
+        self.llama_options = dict(llama_options or {})
+        self.load_seconds: float | None = None
+        self._llama = llama
+        self._lock: anyio.Lock | None = None
+        self._lock_loop: object = None
+
+    def __repr__(self) -> str:
+        return f"LlamaCppChatModel(model_name={self.model_name!r})"
+
+    # -- loading ----------------------------------------------------------------------------
+
+    async def load(self) -> Any:
+        """Load the model now (in a worker thread) unless it is loaded; returns the `Llama`."""
+        async with self._exclusive():
+            return await self._loaded()
+
+    async def _loaded(self) -> Any:
+        if self._llama is None:
+            started = time.perf_counter()
+            self._llama = await anyio.to_thread.run_sync(self._build)
+            self.load_seconds = time.perf_counter() - started
+        return self._llama
+
+    def _build(self) -> Any:
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise ImportError(
+                "LlamaCppChatModel needs llama-cpp-python: install the 'local' extra, "
+                "e.g. pip install -e '.[local]'"
+            ) from exc
+        path = self.model_path
+        if path is None:
+            from .local_weights import ensure_local_model
+
+            path = ensure_local_model()
+        options: dict[str, Any] = {"n_ctx": self.n_ctx, "verbose": False}
+        if self.n_threads is not None:
+            options["n_threads"] = self.n_threads
+        options.update(self.llama_options)
+        return Llama(model_path=str(path), **options)
+
+    def _exclusive(self) -> anyio.Lock:
+        # One inference at a time. anyio locks belong to one event loop, so a model that
+        # moves to another loop (a test run on asyncio, then on trio) gets a fresh lock.
+        loop = anyio.lowlevel.current_token()
+        if self._lock is None or self._lock_loop != loop:
+            self._lock = anyio.Lock()
+            self._lock_loop = loop
+        return self._lock
+
+    # -- the ChatModel protocol ---------------------------------------------------------------
+
+    async def call(self, request: ChatRequest) -> ChatResponse:
+        """Answer `request` in one piece."""
+        kwargs = self._arguments(request)
+        async with self._exclusive():
+            llama = await self._loaded()
+            data = await anyio.to_thread.run_sync(partial(llama.create_chat_completion, **kwargs))
+        response = _response(data, self.model_name)
+        if self.text_tool_calls:
+            response = apply_text_tool_calls(response, tool_names_for(request))
+        return response
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Answer `request` as a stream of events, token by token."""
+        events = self._stream(request)
+        names = tool_names_for(request)
+        if self.text_tool_calls and names:
+            return parse_text_tool_call_stream(events, names)
+        return events
+
+    async def _stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        kwargs = self._arguments(request)
+        assembler = StreamAssembler()
+        finish_reason = "stop"
+        response_id: str | None = None
+        chunks_with_output = 0
+        async with self._exclusive():
+            llama = await self._loaded()
+            chunks: Iterator[dict[str, Any]] = await anyio.to_thread.run_sync(
+                partial(llama.create_chat_completion, stream=True, **kwargs)
+            )
+            try:
+                while True:
+                    chunk = await anyio.to_thread.run_sync(next, chunks, _DONE)
+                    if chunk is _DONE:
+                        break
+                    assert isinstance(chunk, dict)
+                    response_id = response_id or chunk.get("id")
+                    choice = (chunk.get("choices") or [{}])[0]
+                    events = _chunk_events(choice.get("delta") or {})
+                    if events:
+                        chunks_with_output += 1
+                    for event in events:
+                        assembler.add(event)
+                        yield event
+                    finish_reason = choice.get("finish_reason") or finish_reason
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(_close, chunks)
+            context_tokens = int(getattr(llama, "n_tokens", 0) or 0)
+        message = assembler.message()
+        usage = Usage(
+            input_tokens=max(0, context_tokens - chunks_with_output),
+            output_tokens=chunks_with_output,
+            requests=1,
+        )
+        yield ResponseCompleted(
+            ChatResponse(
+                message=message,
+                finish_reason="tool_calls" if message.tool_calls else finish_reason,
+                usage=usage,
+                model=self.model_name,
+                id=response_id,
+            )
+        )
+
+    # -- translation ------------------------------------------------------------------------
+
+    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+        options = request.options
+        kwargs: dict[str, Any] = {"messages": [_message(m) for m in request.messages]}
+        choice = options.tool_choice
+        if request.tools and choice != "none":
+            kwargs["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": _plain(t.definition.parameters),
+                    },
+                }
+                for t in request.tools
+            ]
+            if choice == "required" and len(request.tools) == 1:
+                choice = request.tools[0].name
+            if choice not in (None, "auto", "required"):
+                if request.find_tool(choice) is None:
+                    raise ChainConfigurationError(
+                        f"tool_choice names {choice!r}, which is not attached to the request"
+                    )
+                kwargs["tool_choice"] = {"type": "function", "function": {"name": choice}}
+        for name in ("temperature", "top_p", "max_tokens"):
+            value = getattr(options, name)
+            if value is not None:
+                kwargs[name] = value
+        if options.stop:
+            kwargs["stop"] = list(options.stop)
+        kwargs.update(options.extra)
+        return kwargs
+
+
+def _message(message: Message) -> dict[str, Any]:
+    if isinstance(message, (SystemMessage, UserMessage)):
+        return {"role": message.role, "content": message.content}
+    if isinstance(message, ToolMessage):
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id,
+            "name": message.name,
+            "content": message.content,
+        }
+    data: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
+    if message.tool_calls:
+        data["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": _arguments_value(call)},
+            }
+            for call in message.tool_calls
+        ]
+    return data
+
+
+def _arguments_value(call: ToolCall) -> Any:
+    # Chat templates render arguments with `tojson`: a dict reads as the JSON the model wrote.
+    try:
+        value = json.loads(call.arguments)
+    except ValueError:
+        return call.arguments
+    return value if isinstance(value, dict) else call.arguments
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _chunk_events(delta: Mapping[str, Any]) -> list[TextDelta | ToolCallDelta]:
+    events: list[TextDelta | ToolCallDelta] = []
+    if delta.get("content"):
+        events.append(TextDelta(str(delta["content"])))
+    for position, call in enumerate(delta.get("tool_calls") or ()):
+        function = call.get("function") or {}
+        events.append(
+            ToolCallDelta(
+                index=int(call.get("index", position)),
+                id=call.get("id"),
+                name=function.get("name"),
+                arguments=function.get("arguments") or "",
+            )
+        )
+    return events
+
+
+def _response(data: Mapping[str, Any], model_name: str) -> ChatResponse:
+    choice = data["choices"][0]
+    raw = choice.get("message") or {}
+    calls = tuple(
+        ToolCall(
+            id=call.get("id") or new_call_id(),
+            name=call["function"]["name"],
+            arguments=call["function"].get("arguments") or "{}",
+        )
+        for call in raw.get("tool_calls") or ()
+    )
+    usage = data.get("usage") or {}
+    return ChatResponse(
+        message=AssistantMessage(content=raw.get("content") or None, tool_calls=calls),
+        finish_reason="tool_calls" if calls else (choice.get("finish_reason") or "stop"),
+        usage=Usage(
+            input_tokens=int(usage.get("prompt_tokens", 0)),
+            output_tokens=int(usage.get("completion_tokens", 0)),
+            requests=1,
+        ),
+        model=model_name,
+        id=data.get("id"),
+    )
+
+
+def _close(chunks: Iterator[Any]) -> None:
+    close = getattr(chunks, "close", None)
+    if close is not None:
+        close()
+
+
+__all__ = ["DEFAULT_MODEL_NAME", "LlamaCppChatModel"]

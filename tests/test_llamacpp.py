@@ -1,0 +1,311 @@
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from advisorchain import (
+    Advisor,
+    AssistantMessage,
+    CallNext,
+    Chain,
+    ChainConfigurationError,
+    ChatRequest,
+    ChatResponse,
+    ResponseCompleted,
+    StreamEvent,
+    StreamNext,
+    TextDelta,
+    ToolCall,
+    ToolCallingAdvisor,
+    ToolCallStarted,
+    ToolMessage,
+    UserMessage,
+    tool,
+)
+from advisorchain.providers import LlamaCppChatModel
+
+
+@tool
+def get_order_status(order_id: str) -> str:
+    """Look up the shipping status of one order by its id, e.g. A-1001."""
+    return f"Order {order_id} has shipped with DHL and arrives on Tuesday."
+
+
+def _text_chunk(text: str) -> dict[str, Any]:
+    return {"id": "c1", "choices": [{"delta": {"content": text}, "finish_reason": None}]}
+
+
+class FakeLlama:
+    """Stands in for `llama_cpp.Llama`: records calls, streams scripted chunks."""
+
+    def __init__(self, reply: str = "Hello there", *, gate: threading.Event | None = None):
+        self.reply = reply
+        self.gate = gate
+        self.kwargs: list[dict[str, Any]] = []
+        self.active = 0
+        self.max_active = 0
+        self.closed = 0
+        self.n_tokens = 0
+
+    def create_chat_completion(self, **kwargs: Any) -> Any:
+        self.kwargs.append(kwargs)
+        if kwargs.get("stream"):
+            return self._chunks()
+        self.n_tokens = 20
+        return {
+            "id": "c1",
+            "choices": [{"message": {"content": self.reply}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 5},
+        }
+
+    def _chunks(self) -> Iterator[dict[str, Any]]:
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        try:
+            yield {"id": "c1", "choices": [{"delta": {"role": "assistant"}}]}
+            for i in range(0, len(self.reply), 3):
+                if self.gate is not None and i == 3:
+                    # Generation continues only if the event loop stays free meanwhile.
+                    if not self.gate.wait(timeout=30):
+                        raise AssertionError("the event loop was blocked during inference")
+                yield _text_chunk(self.reply[i : i + 3])
+            self.n_tokens = 10 + len(self.reply) // 3
+            yield {"id": "c1", "choices": [{"delta": {}, "finish_reason": "stop"}]}
+        finally:
+            self.active -= 1
+            self.closed += 1
+
+
+def _request(*messages: Any, **options: Any) -> ChatRequest:
+    chain = Chain(model=LlamaCppChatModel(llama=FakeLlama()), tools=[get_order_status])
+    return chain.request(list(messages) or "hi", **options)
+
+
+@pytest.mark.anyio
+async def test_call_translates_the_request_and_the_response() -> None:
+    fake = FakeLlama("Your order has shipped.")
+    model = LlamaCppChatModel(llama=fake, model_name="fake-qwen")
+    call = ToolCall.from_arguments("get_order_status", {"order_id": "A-1"}, id="call_1")
+    request = _request(
+        UserMessage(content="Where is A-1?"),
+        AssistantMessage(tool_calls=(call,)),
+        ToolMessage(tool_call_id="call_1", name="get_order_status", content="shipped"),
+        temperature=0,
+        max_tokens=16,
+        stop="###",
+        extra={"seed": 7},
+    )
+    response = await model.call(request)
+    assert response.text == "Your order has shipped."
+    assert response.usage.input_tokens == 12 and response.usage.output_tokens == 5
+    assert response.model == "fake-qwen"
+    sent = fake.kwargs[0]
+    assert sent["messages"][1] == {
+        "role": "assistant",
+        "content": "",  # never null: servers and templates reject it
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_order_status", "arguments": {"order_id": "A-1"}},
+            }
+        ],
+    }
+    assert sent["messages"][2]["role"] == "tool"
+    assert sent["tools"][0]["function"]["name"] == "get_order_status"
+    assert sent["tools"][0]["function"]["parameters"]["required"] == ["order_id"]
+    assert "tool_choice" not in sent
+    assert (sent["temperature"], sent["max_tokens"], sent["stop"], sent["seed"]) == (
+        0,
+        16,
+        ["###"],
+        7,
+    )
+
+
+@pytest.mark.anyio
+async def test_tool_choice_mapping() -> None:
+    fake = FakeLlama()
+    model = LlamaCppChatModel(llama=fake)
+    await model.call(_request(tool_choice="get_order_status"))
+    await model.call(_request(tool_choice="required"))  # one tool attached: named
+    await model.call(_request(tool_choice="none"))
+    named = {"type": "function", "function": {"name": "get_order_status"}}
+    assert fake.kwargs[0]["tool_choice"] == named
+    assert fake.kwargs[1]["tool_choice"] == named
+    assert "tools" not in fake.kwargs[2]
+    with pytest.raises(ChainConfigurationError, match="not attached"):
+        await model.call(_request(tool_choice="cancel_order"))
+
+
+@pytest.mark.anyio
+async def test_call_parses_a_tool_call_written_as_text() -> None:
+    text = '<tool_call>\n{"name": "get_order_status", "arguments": {"order_id": "A-7"}}\n'
+    model = LlamaCppChatModel(llama=FakeLlama(text + "</tool_call>"))
+    response = await model.call(_request())
+    assert response.finish_reason == "tool_calls"
+    assert response.message.content is None
+    assert [(c.name, json.loads(c.arguments)) for c in response.tool_calls] == [
+        ("get_order_status", {"order_id": "A-7"})
+    ]
+    raw = LlamaCppChatModel(llama=FakeLlama(text), text_tool_calls=False)
+    assert (await raw.call(_request())).tool_calls == ()
+
+
+@pytest.mark.anyio
+async def test_stream_hides_tool_call_text_and_counts_usage() -> None:
+    text = 'Checking.<tool_call>{"name": "get_order_status", "arguments": {"order_id": "A-7"}}'
+    fake = FakeLlama(text + "</tool_call>")
+    model = LlamaCppChatModel(llama=fake)
+    events = [e async for e in model.stream(_request())]
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert shown == "Checking."
+    final = events[-1]
+    assert isinstance(final, ResponseCompleted)
+    assert final.response.finish_reason == "tool_calls"
+    assert final.response.tool_calls[0].name == "get_order_status"
+    assert final.response.usage.output_tokens > 0
+    assert fake.closed == 1
+
+
+@pytest.mark.anyio
+async def test_structured_streamed_tool_call_with_repeated_id_and_name() -> None:
+    fake = FakeLlama()
+
+    def chunks() -> Iterator[dict[str, Any]]:
+        for part in ('{"order', '_id": ', '"A-9"}'):
+            call = {"index": 0, "id": "call_x", "function": {"name": "get_order_status"}}
+            call["function"]["arguments"] = part
+            yield {"id": "c", "choices": [{"delta": {"tool_calls": [call]}}]}
+        yield {"id": "c", "choices": [{"delta": {}, "finish_reason": "tool_calls"}]}
+
+    fake._chunks = chunks  # type: ignore[method-assign]
+    model = LlamaCppChatModel(llama=fake)
+    events = [e async for e in model.stream(_request(tool_choice="get_order_status"))]
+    final = events[-1]
+    assert isinstance(final, ResponseCompleted)
+    (call,) = final.response.tool_calls
+    assert (call.id, call.name, json.loads(call.arguments)) == (
+        "call_x",
+        "get_order_status",
+        {"order_id": "A-9"},
+    )
+
+
+@pytest.mark.anyio
+async def test_streaming_does_not_block_the_event_loop() -> None:
+    gate = threading.Event()
+    model = LlamaCppChatModel(llama=FakeLlama("abcdefghij", gate=gate))
+    text: list[str] = []
+    first_chunk = anyio.Event()
+
+    async def consume() -> None:
+        async for event in model.stream(_request()):
+            if isinstance(event, TextDelta):
+                text.append(event.text)
+                first_chunk.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(consume)
+        await first_chunk.wait()  # the worker thread now waits for this task to run
+        gate.set()
+    assert "".join(text) == "abcdefghij"
+
+
+@pytest.mark.anyio
+async def test_one_inference_at_a_time() -> None:
+    fake = FakeLlama("a longer reply, streamed in many chunks")
+    model = LlamaCppChatModel(llama=fake)
+    results: list[str] = []
+
+    async def consume() -> None:
+        events = [e async for e in model.stream(_request())]
+        assert isinstance(events[-1], ResponseCompleted)
+        results.append(events[-1].response.text)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(consume)
+        tg.start_soon(model.call, _request())
+    assert fake.max_active == 1
+    assert len(results) == 3
+
+
+@pytest.mark.anyio
+async def test_closing_a_stream_early_stops_generation_and_frees_the_model() -> None:
+    fake = FakeLlama("a reply that is never read to the end")
+    model = LlamaCppChatModel(llama=fake)
+    stream = model.stream(_request())
+    async for event in stream:
+        if isinstance(event, TextDelta):
+            break
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert fake.closed == 1 and fake.active == 0
+    assert (await model.call(_request())).text  # the lock was released
+
+
+def test_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    model = LlamaCppChatModel("/nonexistent.gguf")
+    with pytest.raises(ImportError, match=r"'local' extra"):
+        anyio.run(model.load)
+
+
+# -- the real model ------------------------------------------------------------------------
+
+
+class _AnswerAfterToolResults(Advisor):
+    """After the first tool round, the model must answer in text (keeps the test short)."""
+
+    async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+        return await next(self._adjusted(request))
+
+    async def stream_model(self, request: ChatRequest, next: StreamNext) -> Any:
+        async for event in next(self._adjusted(request)):
+            yield event
+
+    def _adjusted(self, request: ChatRequest) -> ChatRequest:
+        if any(isinstance(m, ToolMessage) for m in request.messages):
+            return request.with_options(tool_choice="none")
+        return request
+
+
+@pytest.fixture(scope="module")
+def local_model(local_model_path: Path) -> LlamaCppChatModel:
+    return LlamaCppChatModel(local_model_path, n_ctx=2048)
+
+
+@pytest.mark.anyio
+async def test_real_model_tool_turn_through_the_text_parser(
+    local_model: LlamaCppChatModel,
+) -> None:
+    chain = Chain(
+        [ToolCallingAdvisor(), _AnswerAfterToolResults()],
+        model=local_model,
+        tools=[get_order_status],
+    )
+    events: list[StreamEvent] = []
+    async for event in chain.stream(
+        "Where is my order A-1001?", tool_choice="auto", temperature=0, max_tokens=48
+    ):
+        events.append(event)
+    started = [e.call for e in events if isinstance(e, ToolCallStarted)]
+    first_round = events[: next(i for i, e in enumerate(events) if isinstance(e, ToolCallStarted))]
+    shown = "".join(e.text for e in first_round if isinstance(e, TextDelta))
+    assert "<tool_call>" not in shown and '"arguments"' not in shown
+    assert [c.name for c in started] == ["get_order_status"]
+    get_order_status.validate_arguments(json.loads(started[0].arguments))
+    final = events[-1]
+    assert isinstance(final, ResponseCompleted)
+    kinds = [type(m).__name__ for m in final.response.messages]
+    assert kinds == ["AssistantMessage", "ToolMessage", "AssistantMessage"]
+    assert final.response.text.strip()
+    assert final.response.usage.requests == 2
+    assert final.response.usage.output_tokens > 0
