@@ -13,8 +13,8 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Literal, TypeAlias
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
 
 import anyio
 
@@ -24,7 +24,7 @@ from .errors import ToolCallLimitExceeded, ToolExecutionError
 from .invocation import ToolInvocation, ToolResult
 from .messages import AssistantMessage, ToolCall, ToolMessage
 from .request import ChatRequest
-from .tools import InvalidToolArguments
+from .tools import InvalidToolArguments, Tool
 
 ToolErrorHandler: TypeAlias = Callable[[BaseException, ToolInvocation], str]
 """Maps a tool's exception to the text the model reads (or raises to stop the turn)."""
@@ -119,7 +119,7 @@ class ToolCallingManager:
             )
         slots: list[ToolResult | None] = [None] * len(calls)
         durations = [0.0] * len(calls)
-        pending: list[tuple[int, ToolInvocation]] = []
+        resolved: list[tuple[int, Tool, dict[str, Any], Any]] = []
         for i, call in enumerate(calls):
             if i in over_limit:
                 slots[i] = ToolResult(
@@ -127,14 +127,18 @@ class ToolCallingManager:
                     outcome="limit",
                 )
                 continue
-            prepared = self.prepare(request, call)
-            if isinstance(prepared, ToolResult):
-                slots[i] = prepared
+            checked = self._resolve(request, call)
+            if isinstance(checked, ToolResult):
+                slots[i] = checked
             else:
-                pending.append((i, prepared))
-        if pending:
-            round_calls = tuple(invocation.call for _, invocation in pending)
-            pending = [(i, replace(inv, round_calls=round_calls)) for i, inv in pending]
+                resolved.append((i, *checked))
+        if resolved:
+            # Built once the round's runnable calls are known (not copied afterwards).
+            round_calls = tuple(calls[i] for i, *_ in resolved)
+            pending = [
+                (i, self._invocation(request, calls[i], tool, arguments, validated, round_calls))
+                for i, tool, arguments, validated in resolved
+            ]
             await self._run_all(request, pending, slots, durations)
         done = tuple(r if r is not None else _cancelled() for r in slots)
         return ToolRound(
@@ -146,6 +150,15 @@ class ToolCallingManager:
 
     def prepare(self, request: ChatRequest, call: ToolCall) -> ToolInvocation | ToolResult:
         """Resolve and validate one call: an invocation ready to run, or an error result."""
+        checked = self._resolve(request, call)
+        if isinstance(checked, ToolResult):
+            return checked
+        return self._invocation(request, call, *checked, ())
+
+    def _resolve(
+        self, request: ChatRequest, call: ToolCall
+    ) -> tuple[Tool, dict[str, Any], Any] | ToolResult:
+        """The tool, parsed arguments and validated form of one call, or an error result."""
         tool = request.find_tool(call.name)
         if tool is None:
             names = ", ".join(t.name for t in request.tools[:30]) or "none"
@@ -174,6 +187,17 @@ class ToolCallingManager:
             return ToolResult(
                 content=f"Error: invalid arguments for {call.name!r}: {exc}", outcome="invalid"
             )
+        return tool, arguments, validated
+
+    @staticmethod
+    def _invocation(
+        request: ChatRequest,
+        call: ToolCall,
+        tool: Tool,
+        arguments: dict[str, Any],
+        validated: Any,
+        round_calls: tuple[ToolCall, ...],
+    ) -> ToolInvocation:
         context = ToolContext(
             request.tool_context,
             call_id=call.id,
@@ -187,6 +211,7 @@ class ToolCallingManager:
             context=context,
             request=request,
             validated=validated,
+            round_calls=round_calls,
         )
 
     def _over_limit(
