@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import re
 import time
+import types
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
+from contextvars import Context, copy_context
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -278,11 +280,33 @@ class ToolCallingManager:
                 durations[i] = time.perf_counter() - start
 
         async with anyio.create_task_group() as group:
-            for i, invocation in pending[1:]:
-                group.start_soon(run_one, i, invocation, group.cancel_scope)
-            # The first call runs in this task (the others start at its first await): one
-            # task fewer to spawn, a third of a 2-call round's cost.
-            await run_one(*pending[0], group.cancel_scope)
+            scope = group.cancel_scope
+            if limiter is not None:
+                for i, invocation in pending[1:]:
+                    group.start_soon(run_one, i, invocation, scope)
+                # The first call runs in this task (the others start at its first await):
+                # one task fewer to spawn, a third of a 2-call round's cost.
+                await run_one(*pending[0], scope)
+            else:
+                # Calls start in order, each when the previous one first suspends (or ends),
+                # as with one task per call; but a call that ends without ever suspending
+                # needs no task: it runs to its end right here. The first suspending call
+                # goes on in this task; the calls after it get tasks. Each call but the
+                # first runs in a copy of the context taken now, as a task started now would.
+                contexts = [copy_context() for _ in pending[1:]]
+                for position, (i, invocation) in enumerate(pending):
+                    context = contexts[position - 1] if position else None
+                    coro = run_one(i, invocation, scope)
+                    try:
+                        suspended = context.run(coro.send, None) if context else coro.send(None)
+                    except StopIteration:
+                        if failures:  # the others are cancelled: they do not start
+                            break
+                        continue
+                    for later, (j, other) in enumerate(pending[position + 1 :], position + 1):
+                        group.start_soon(_run_in, run_one(j, other, scope), contexts[later - 1])
+                    await _drive(coro, context, suspended)
+                    break
         if failures:
             raise min(failures, key=lambda f: f[0])[1]
 
@@ -335,6 +359,48 @@ class ToolCallingManager:
         else:
             content = f"Error: {describe_exception(exc)}"
         return ToolResult(content=content, outcome="error", error=exc)
+
+
+_NOT_STARTED = object()
+
+
+@types.coroutine
+def _drive(
+    coro: Coroutine[Any, Any, None], context: Context | None, suspended: Any = _NOT_STARTED
+) -> Generator[Any, Any, None]:
+    """Run `coro` to its end, each step in `context` (or the caller's); pass `suspended`
+    when it was started elsewhere and is suspended there: what `await coro` would do."""
+    step: Callable[..., Any] = context.run if context is not None else _call
+    if suspended is _NOT_STARTED:
+        try:
+            suspended = step(coro.send, None)
+        except StopIteration:
+            return
+    while True:
+        try:
+            value = yield suspended
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            try:
+                suspended = step(coro.throw, exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                suspended = step(coro.send, value)
+            except StopIteration:
+                return
+
+
+async def _run_in(coro: Coroutine[Any, Any, None], context: Context) -> None:
+    """A task that runs `coro` in `context`."""
+    await _drive(coro, context)
+
+
+def _call(function: Callable[..., Any], *args: Any) -> Any:
+    return function(*args)
 
 
 def _wrap(hook: ToolHook, next_step: ToolNext) -> ToolNext:
