@@ -24,7 +24,7 @@ from .advisor import ToolHook, ToolNext
 from .context import ToolContext
 from .errors import ToolCallLimitExceeded, ToolExecutionError
 from .invocation import ToolInvocation, ToolResult
-from .messages import AssistantMessage, ToolCall, ToolMessage
+from .messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from .request import ChatRequest
 from .tools import InvalidToolArguments, Tool
 
@@ -219,11 +219,17 @@ class ToolCallingManager:
     def _over_limit(
         self, request: ChatRequest, calls: Sequence[ToolCall]
     ) -> dict[int, tuple[str, str]]:
-        counts: Counter[str] = Counter()
-        for m in request.messages[request.last_user_index + 1 :]:
+        earlier: list[ToolCall] = []  # this turn's calls so far: since the last user message
+        for m in reversed(request.messages):
             if isinstance(m, AssistantMessage):
-                counts.update(c.name for c in m.tool_calls)
-        total = sum(counts.values())
+                earlier.extend(m.tool_calls)
+            elif isinstance(m, UserMessage):
+                break
+        lowest = min(self.max_calls_per_tool, self.max_calls, *self.tool_limits.values())
+        if len(earlier) + len(calls) <= lowest:  # the common case: nowhere near a limit
+            return {}
+        counts = Counter(c.name for c in earlier)
+        total = len(earlier)
         over: dict[int, tuple[str, str]] = {}
         for i, call in enumerate(calls):
             counts[call.name] += 1
