@@ -56,7 +56,10 @@ class ToolRound:
     @property
     def return_direct(self) -> bool:
         """Whether every call succeeded with a return-direct tool: the results are the answer."""
-        return bool(self.results) and all(r.return_direct and not r.is_error for r in self.results)
+        for r in self.results:  # a loop: checked every round, cheaper than all(generator)
+            if not r.return_direct or r.is_error:
+                return False
+        return bool(self.results)
 
     @property
     def direct_answer(self) -> str:
@@ -142,11 +145,11 @@ class ToolCallingManager:
                 for i, tool, arguments, validated in resolved
             ]
             await self._run_all(request, pending, slots, durations)
-        done = tuple(r if r is not None else _cancelled() for r in slots)
+        done = tuple([r if r is not None else _cancelled() for r in slots])
         return ToolRound(
             calls=calls,
             results=done,
-            messages=tuple(r.to_message(c) for r, c in zip(done, calls, strict=True)),
+            messages=tuple([r.to_message(c) for r, c in zip(done, calls, strict=True)]),
             durations=tuple(durations),
         )
 
