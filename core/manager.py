@@ -307,7 +307,10 @@ class ToolCallingManager:
                     context = contexts[position - 1] if position else None
                     coro = run_one(i, invocation, scope)
                     try:
-                        suspended = context.run(coro.send, None) if context else coro.send(None)
+                        if context is None:  # (a Context is falsy when it holds no variable)
+                            suspended = coro.send(None)
+                        else:
+                            suspended = context.run(coro.send, None)
                     except StopIteration:
                         if failures:  # the others are cancelled: they do not start
                             break
