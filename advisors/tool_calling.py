@@ -163,10 +163,9 @@ class _Turn:
         """Append a round's messages; the final response if the round was return-direct
         or waits for an approval."""
         self.added.extend(response.messages)
+        results = tool_round.results
         waiting = tuple(
-            c
-            for c, r in zip(tool_round.calls, tool_round.results, strict=True)
-            if r.outcome == "pending"
+            [c for c, r in zip(tool_round.calls, results, strict=True) if r.outcome == "pending"]
         )
         if waiting:
             self.added.extend(

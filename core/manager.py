@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import re
 import time
+import types
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Literal, TypeAlias
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
+from contextvars import Context, copy_context
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
 
 import anyio
 
@@ -22,9 +24,9 @@ from .advisor import ToolHook, ToolNext
 from .context import ToolContext
 from .errors import ToolCallLimitExceeded, ToolExecutionError
 from .invocation import ToolInvocation, ToolResult
-from .messages import AssistantMessage, ToolCall, ToolMessage
+from .messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from .request import ChatRequest
-from .tools import InvalidToolArguments
+from .tools import InvalidToolArguments, Tool
 
 ToolErrorHandler: TypeAlias = Callable[[BaseException, ToolInvocation], str]
 """Maps a tool's exception to the text the model reads (or raises to stop the turn)."""
@@ -54,7 +56,10 @@ class ToolRound:
     @property
     def return_direct(self) -> bool:
         """Whether every call succeeded with a return-direct tool: the results are the answer."""
-        return bool(self.results) and all(r.return_direct and not r.is_error for r in self.results)
+        for r in self.results:  # a loop: checked every round, cheaper than all(generator)
+            if not r.return_direct or r.is_error:
+                return False
+        return bool(self.results)
 
     @property
     def direct_answer(self) -> str:
@@ -119,7 +124,7 @@ class ToolCallingManager:
             )
         slots: list[ToolResult | None] = [None] * len(calls)
         durations = [0.0] * len(calls)
-        pending: list[tuple[int, ToolInvocation]] = []
+        resolved: list[tuple[int, Tool, dict[str, Any], Any]] = []
         for i, call in enumerate(calls):
             if i in over_limit:
                 slots[i] = ToolResult(
@@ -127,25 +132,38 @@ class ToolCallingManager:
                     outcome="limit",
                 )
                 continue
-            prepared = self.prepare(request, call)
-            if isinstance(prepared, ToolResult):
-                slots[i] = prepared
+            checked = self._resolve(request, call)
+            if isinstance(checked, ToolResult):
+                slots[i] = checked
             else:
-                pending.append((i, prepared))
-        if pending:
-            round_calls = tuple(invocation.call for _, invocation in pending)
-            pending = [(i, replace(inv, round_calls=round_calls)) for i, inv in pending]
+                resolved.append((i, *checked))
+        if resolved:
+            # Built once the round's runnable calls are known (not copied afterwards).
+            round_calls = tuple(calls[i] for i, *_ in resolved)
+            pending = [
+                (i, self._invocation(request, calls[i], tool, arguments, validated, round_calls))
+                for i, tool, arguments, validated in resolved
+            ]
             await self._run_all(request, pending, slots, durations)
-        done = tuple(r if r is not None else _cancelled() for r in slots)
+        done = tuple([r if r is not None else _cancelled() for r in slots])
         return ToolRound(
             calls=calls,
             results=done,
-            messages=tuple(r.to_message(c) for r, c in zip(done, calls, strict=True)),
+            messages=tuple([r.to_message(c) for r, c in zip(done, calls, strict=True)]),
             durations=tuple(durations),
         )
 
     def prepare(self, request: ChatRequest, call: ToolCall) -> ToolInvocation | ToolResult:
         """Resolve and validate one call: an invocation ready to run, or an error result."""
+        checked = self._resolve(request, call)
+        if isinstance(checked, ToolResult):
+            return checked
+        return self._invocation(request, call, *checked, ())
+
+    def _resolve(
+        self, request: ChatRequest, call: ToolCall
+    ) -> tuple[Tool, dict[str, Any], Any] | ToolResult:
+        """The tool, parsed arguments and validated form of one call, or an error result."""
         tool = request.find_tool(call.name)
         if tool is None:
             names = ", ".join(t.name for t in request.tools[:30]) or "none"
@@ -174,6 +192,17 @@ class ToolCallingManager:
             return ToolResult(
                 content=f"Error: invalid arguments for {call.name!r}: {exc}", outcome="invalid"
             )
+        return tool, arguments, validated
+
+    @staticmethod
+    def _invocation(
+        request: ChatRequest,
+        call: ToolCall,
+        tool: Tool,
+        arguments: dict[str, Any],
+        validated: Any,
+        round_calls: tuple[ToolCall, ...],
+    ) -> ToolInvocation:
         context = ToolContext(
             request.tool_context,
             call_id=call.id,
@@ -187,16 +216,23 @@ class ToolCallingManager:
             context=context,
             request=request,
             validated=validated,
+            round_calls=round_calls,
         )
 
     def _over_limit(
         self, request: ChatRequest, calls: Sequence[ToolCall]
     ) -> dict[int, tuple[str, str]]:
-        counts: Counter[str] = Counter()
-        for m in request.messages[request.last_user_index + 1 :]:
+        earlier: list[ToolCall] = []  # this turn's calls so far: since the last user message
+        for m in reversed(request.messages):
             if isinstance(m, AssistantMessage):
-                counts.update(c.name for c in m.tool_calls)
-        total = sum(counts.values())
+                earlier.extend(m.tool_calls)
+            elif isinstance(m, UserMessage):
+                break
+        lowest = min(self.max_calls_per_tool, self.max_calls, *self.tool_limits.values())
+        if len(earlier) + len(calls) <= lowest:  # the common case: nowhere near a limit
+            return {}
+        counts = Counter(c.name for c in earlier)
+        total = len(earlier)
         over: dict[int, tuple[str, str]] = {}
         for i, call in enumerate(calls):
             counts[call.name] += 1
@@ -253,11 +289,36 @@ class ToolCallingManager:
                 durations[i] = time.perf_counter() - start
 
         async with anyio.create_task_group() as group:
-            for i, invocation in pending[1:]:
-                group.start_soon(run_one, i, invocation, group.cancel_scope)
-            # The first call runs in this task (the others start at its first await): one
-            # task fewer to spawn, a third of a 2-call round's cost.
-            await run_one(*pending[0], group.cancel_scope)
+            scope = group.cancel_scope
+            if limiter is not None:
+                for i, invocation in pending[1:]:
+                    group.start_soon(run_one, i, invocation, scope)
+                # The first call runs in this task (the others start at its first await):
+                # one task fewer to spawn, a third of a 2-call round's cost.
+                await run_one(*pending[0], scope)
+            else:
+                # Calls start in order, each when the previous one first suspends (or ends),
+                # as with one task per call; but a call that ends without ever suspending
+                # needs no task: it runs to its end right here. The first suspending call
+                # goes on in this task; the calls after it get tasks. Each call but the
+                # first runs in a copy of the context taken now, as a task started now would.
+                contexts = [copy_context() for _ in pending[1:]]
+                for position, (i, invocation) in enumerate(pending):
+                    context = contexts[position - 1] if position else None
+                    coro = run_one(i, invocation, scope)
+                    try:
+                        if context is None:  # (a Context is falsy when it holds no variable)
+                            suspended = coro.send(None)
+                        else:
+                            suspended = context.run(coro.send, None)
+                    except StopIteration:
+                        if failures:  # the others are cancelled: they do not start
+                            break
+                        continue
+                    for later, (j, other) in enumerate(pending[position + 1 :], position + 1):
+                        group.start_soon(_run_in, run_one(j, other, scope), contexts[later - 1])
+                    await _drive(coro, context, suspended)
+                    break
         if failures:
             raise min(failures, key=lambda f: f[0])[1]
 
@@ -310,6 +371,48 @@ class ToolCallingManager:
         else:
             content = f"Error: {describe_exception(exc)}"
         return ToolResult(content=content, outcome="error", error=exc)
+
+
+_NOT_STARTED = object()
+
+
+@types.coroutine
+def _drive(
+    coro: Coroutine[Any, Any, None], context: Context | None, suspended: Any = _NOT_STARTED
+) -> Generator[Any, Any, None]:
+    """Run `coro` to its end, each step in `context` (or the caller's); pass `suspended`
+    when it was started elsewhere and is suspended there: what `await coro` would do."""
+    step: Callable[..., Any] = context.run if context is not None else _call
+    if suspended is _NOT_STARTED:
+        try:
+            suspended = step(coro.send, None)
+        except StopIteration:
+            return
+    while True:
+        try:
+            value = yield suspended
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            try:
+                suspended = step(coro.throw, exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                suspended = step(coro.send, value)
+            except StopIteration:
+                return
+
+
+async def _run_in(coro: Coroutine[Any, Any, None], context: Context) -> None:
+    """A task that runs `coro` in `context`."""
+    await _drive(coro, context)
+
+
+def _call(function: Callable[..., Any], *args: Any) -> Any:
+    return function(*args)
 
 
 def _wrap(hook: ToolHook, next_step: ToolNext) -> ToolNext:

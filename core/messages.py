@@ -13,6 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+"""What `json.dumps(..., separators=(",", ":"), ensure_ascii=False)` does, built once."""
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -41,7 +44,7 @@ class ToolCall(_Frozen):
         return cls(
             id=id or new_call_id(),
             name=name,
-            arguments=json.dumps(dict(arguments or {}), separators=(",", ":"), ensure_ascii=False),
+            arguments=_COMPACT_JSON.encode(dict(arguments or {})),
         )
 
 

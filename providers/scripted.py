@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import TypeAlias
+from operator import attrgetter
+from typing import TypeAlias, TypeGuard
 
 from ..core.assembly import StreamAssembler
 from ..core.errors import ScriptExhaustedError
@@ -18,6 +19,10 @@ Reply: TypeAlias = str | AssistantMessage | ChatResponse | ToolCall | Sequence[T
 """One scripted answer: text, a message, a whole response, tool call(s), or an error to raise."""
 
 ReplyFunction: TypeAlias = Callable[[ChatRequest], Reply | Awaitable[Reply]]
+
+_PLAIN_REPLIES = (str, list, tuple, ToolCall, AssistantMessage, ChatResponse)
+"""Replies that are never awaitable (checked before the slower `inspect.isawaitable`)."""
+_content = attrgetter("content")
 
 
 class ScriptedChatModel:
@@ -60,7 +65,7 @@ class ScriptedChatModel:
         self.requests.append(request)
         if self._function is not None:
             reply = self._function(request)
-            if inspect.isawaitable(reply):
+            if not isinstance(reply, _PLAIN_REPLIES) and inspect.isawaitable(reply):
                 reply = await reply
         elif self._replies:
             reply = self._replies.pop(0)
@@ -83,10 +88,8 @@ class ScriptedChatModel:
             message = reply
         elif isinstance(reply, ToolCall):
             message = AssistantMessage(tool_calls=(reply,))
-        elif isinstance(reply, Sequence) and all(isinstance(c, ToolCall) for c in reply):
-            message = AssistantMessage(
-                tool_calls=tuple(c for c in reply if isinstance(c, ToolCall))
-            )
+        elif isinstance(reply, Sequence) and _all_calls(reply):
+            message = AssistantMessage(tool_calls=tuple(reply))
         else:
             raise TypeError(f"cannot use {reply!r} as a scripted reply")
         return ChatResponse(
@@ -132,11 +135,21 @@ class ScriptedChatModel:
         )
 
 
+def _all_calls(reply: Sequence[object]) -> TypeGuard[Sequence[ToolCall]]:
+    for c in reply:
+        if not isinstance(c, ToolCall):
+            return False
+    return True
+
+
 def _estimate_usage(messages: Sequence[Message], answer: AssistantMessage) -> Usage:
-    prompt_chars = sum(len(getattr(m, "content", None) or "") for m in messages)
-    answer_chars = len(answer.content or "") + sum(
-        len(c.name) + len(c.arguments) for c in answer.tool_calls
-    )
+    try:  # every message type has a `content` (None on some assistant messages)
+        prompt_chars = sum(map(len, filter(None, map(_content, messages))))
+    except AttributeError:
+        prompt_chars = sum(len(getattr(m, "content", None) or "") for m in messages)
+    answer_chars = len(answer.content or "")
+    for c in answer.tool_calls:
+        answer_chars += len(c.name) + len(c.arguments)
     return Usage(
         input_tokens=max(1, prompt_chars // 4), output_tokens=max(1, answer_chars // 4), requests=1
     )
