@@ -13,10 +13,10 @@ import re
 import time
 import types
 from collections import Counter
-from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from contextvars import Context, copy_context
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import anyio
 
@@ -268,7 +268,7 @@ class ToolCallingManager:
         if len(pending) == 1:
             i, invocation = pending[0]
             start = time.perf_counter()
-            slots[i] = await run(invocation)
+            slots[i] = await _drive(_awaited(run(invocation)), copy_context())
             durations[i] = time.perf_counter() - start
             return
         failures: list[tuple[int, BaseException]] = []
@@ -300,23 +300,21 @@ class ToolCallingManager:
                 # Calls start in order, each when the previous one first suspends (or ends),
                 # as with one task per call; but a call that ends without ever suspending
                 # needs no task: it runs to its end right here. The first suspending call
-                # goes on in this task; the calls after it get tasks. Each call but the
-                # first runs in a copy of the context taken now, as a task started now would.
-                contexts = [copy_context() for _ in pending[1:]]
+                # goes on in this task; the calls after it get tasks. Each call runs in a
+                # copy of the context taken now, as a task started now would, so what a
+                # tool sets in a context variable stays its own.
+                contexts = [copy_context() for _ in pending]
                 for position, (i, invocation) in enumerate(pending):
-                    context = contexts[position - 1] if position else None
+                    context = contexts[position]
                     coro = run_one(i, invocation, scope)
                     try:
-                        if context is None:  # (a Context is falsy when it holds no variable)
-                            suspended = coro.send(None)
-                        else:
-                            suspended = context.run(coro.send, None)
+                        suspended = context.run(coro.send, None)
                     except StopIteration:
                         if failures:  # the others are cancelled: they do not start
                             break
                         continue
                     for later, (j, other) in enumerate(pending[position + 1 :], position + 1):
-                        group.start_soon(_run_in, run_one(j, other, scope), contexts[later - 1])
+                        group.start_soon(_run_in, run_one(j, other, scope), contexts[later])
                     await _drive(coro, context, suspended)
                     break
         if failures:
@@ -374,36 +372,37 @@ class ToolCallingManager:
 
 
 _NOT_STARTED = object()
+_T = TypeVar("_T")
 
 
 @types.coroutine
 def _drive(
-    coro: Coroutine[Any, Any, None], context: Context | None, suspended: Any = _NOT_STARTED
-) -> Generator[Any, Any, None]:
-    """Run `coro` to its end, each step in `context` (or the caller's); pass `suspended`
-    when it was started elsewhere and is suspended there: what `await coro` would do."""
+    coro: Coroutine[Any, Any, _T], context: Context | None, suspended: Any = _NOT_STARTED
+) -> Generator[Any, Any, _T]:
+    """Run `coro` to its end, each step in `context` (or the caller's), and return its
+    result; pass `suspended` when it was started elsewhere and is suspended there: what
+    `await coro` would do."""
     step: Callable[..., Any] = context.run if context is not None else _call
-    if suspended is _NOT_STARTED:
-        try:
+    try:
+        if suspended is _NOT_STARTED:
             suspended = step(coro.send, None)
-        except StopIteration:
-            return
-    while True:
-        try:
-            value = yield suspended
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:
+        while True:
             try:
+                value = yield suspended
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
                 suspended = step(coro.throw, exc)
-            except StopIteration:
-                return
-        else:
-            try:
+            else:
                 suspended = step(coro.send, value)
-            except StopIteration:
-                return
+    except StopIteration as stop:
+        result: _T = stop.value
+        return result
+
+
+async def _awaited(awaitable: Awaitable[_T]) -> _T:
+    return await awaitable
 
 
 async def _run_in(coro: Coroutine[Any, Any, None], context: Context) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from advisorchain import (
@@ -401,3 +403,32 @@ async def test_timeout_of_a_hanging_sync_tool_does_not_hang_the_turn() -> None:
     finally:
         release.set()
     assert response.messages[1].content == "Error: 'hangs' timed out after 0.05 s."
+
+
+_round_var: contextvars.ContextVar[str] = contextvars.ContextVar("round_var", default="unset")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("suspend", [False, True])
+async def test_calls_of_a_round_do_not_share_context_changes(suspend: bool) -> None:
+    seen: dict[str, tuple[str, str]] = {}
+
+    @tool
+    async def mark(name: str) -> str:
+        """Sets a context variable and reads it back."""
+        before = _round_var.get()
+        _round_var.set(name)
+        if suspend:
+            await anyio.lowlevel.checkpoint()
+        seen[name] = (before, _round_var.get())
+        return name
+
+    token = _round_var.set("caller")
+    try:
+        calls = [call("mark", str(i), name=f"t{i}") for i in range(3)]
+        model = ScriptedChatModel([calls, "ok"])
+        await Chain([ToolCallingAdvisor()], model=model, tools=[mark]).call("go")
+        assert _round_var.get() == "caller"
+    finally:
+        _round_var.reset(token)
+    assert seen == {f"t{i}": ("caller", f"t{i}") for i in range(3)}
