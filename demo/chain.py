@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
-from ..advisors import ToolCallingAdvisor
+from ..advisors import (
+    ApprovalAdvisor,
+    Approver,
+    LoggingAdvisor,
+    ToolCallingAdvisor,
+    ToolSearchAdvisor,
+)
 from ..core.advisor import Advisor
 from ..core.chain import Chain
 from ..core.model import ChatModel
 from ..core.options import ChatOptions
 from ..core.tools import Tool
-from .approval import Approver, DemoApprovalAdvisor
 from .rounds import AnswerAfterRounds
 from .small_model import ToolResultsAsText
 from .tools import OrderTools
@@ -37,25 +43,23 @@ def build_chain(
     small_model: bool = False,
     options: ChatOptions | None = None,
 ) -> Chain:
-    """The demo's `Chain`: tool loop, approval and a round bound around `model`.
+    """The demo's `Chain`: logging, the tool loop, approval and tool search around `model`.
 
-    The read tools are attached to every request; the cancellation tools are passed per
-    request by the caller, for sessions that may cancel. `catalog` is for tool search
-    and stays unattached until the `ToolSearchAdvisor` is wired in (its ~50 schemas
-    would swamp a small model's prompt). `small_model` shows tool results to the model
-    as text (`ToolResultsAsText`), which a 0.5B model answers far more reliably.
+    The read tools and the `catalog` are attached to every request; the cancellation
+    tools are passed per request by the caller, for sessions that may cancel. Tool search
+    shows the model `search_tools` plus the order tools (pinned) instead of the whole
+    catalog. Log records go to the `advisorchain.demo` logger (`--log` shows them).
+    `small_model` shows tool results to the model as text (`ToolResultsAsText`), which a
+    0.5B model answers far more reliably.
     """
+    pinned = [t.name for t in (*tools.read_tools, *tools.cancellation_tools)]
     advisors: list[Advisor] = [
-        # integration: LoggingAdvisor() goes here, outermost: one record per turn, model
-        # call and tool call.
+        LoggingAdvisor(logging.getLogger("advisorchain.demo")),
         ToolCallingAdvisor(max_calls_per_tool=3, max_calls=12),
-        # integration: ApprovalAdvisor(ConsoleApprover()) replaces DemoApprovalAdvisor,
-        # with the same three modes (ask, --yes, --no-input).
-        DemoApprovalAdvisor(approver),
-        # integration: ToolSearchAdvisor(catalog, pinned=tools.read_tools) goes here, so
-        # the model sees `search_tools` plus the pinned tools instead of the whole catalog.
+        ApprovalAdvisor(approver),
+        ToolSearchAdvisor(pinned=pinned),
         AnswerAfterRounds(max_rounds),
     ]
     if small_model:
         advisors.append(ToolResultsAsText())
-    return Chain(advisors, model=model, tools=tools.read_tools, options=options)
+    return Chain(advisors, model=model, tools=[*tools.read_tools, *catalog], options=options)

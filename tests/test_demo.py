@@ -12,7 +12,7 @@ from advisorchain import ChatRequest, ToolContext, dump_messages
 from advisorchain.cli import run
 from advisorchain.core.chain import Chain
 from advisorchain.demo.app import DEFAULT_QUESTIONS, DemoOptions, run_demo
-from advisorchain.demo.approval import RejectingApprover
+from advisorchain.demo.approval import make_approver
 from advisorchain.demo.catalog import business_catalog
 from advisorchain.demo.models import ModelOptionError, ModelSpec, parse_model_option
 from advisorchain.demo.orders import OrderNotFound, OrderService
@@ -81,20 +81,29 @@ async def test_yes_approves_and_the_order_is_cancelled() -> None:
 
 
 @pytest.mark.anyio
-async def test_terminal_approval_asks_and_honours_the_answer() -> None:
+@pytest.mark.parametrize(
+    ("answers", "status"), [(["r", "not today"], "processing"), (["a"], "cancelled")]
+)
+async def test_terminal_approval_asks_and_honours_the_answer(
+    answers: list[str], status: str
+) -> None:
     service = OrderService.sample()
-    prompts: list[str] = []
-
-    def read(prompt: str) -> str:
-        prompts.append(prompt)
-        return "n"
-
+    given = iter(answers)
+    out = io.StringIO()
     options = DemoOptions(questions=("cancel A-1002",))
     await run_demo(
-        options, out=io.StringIO(), read=read, service=service, model=scripted_order_model()
+        options,
+        out=out,
+        read=lambda prompt: next(given),
+        service=service,
+        model=scripted_order_model(),
     )
-    assert prompts == ["    Allow it? [y/N] "]
-    assert service.order(TENANT, USER, "A-1002").status == "processing"
+    shown = out.getvalue()
+    assert "Approval needed for 1 tool call" in shown
+    assert "cancel_order: " in shown and 'order_id = "A-1002"' in shown
+    assert "approve (a), edit (e) or reject (r)?" in shown
+    assert next(given, None) is None  # every answer was read
+    assert service.order(TENANT, USER, "A-1002").status == status
 
 
 @pytest.mark.anyio
@@ -123,7 +132,13 @@ async def test_cancellation_tools_only_for_sessions_that_may_cancel() -> None:
         DemoOptions(may_cancel=False, questions=("cancel A-1002",)), out=out, model=read_only
     )
     names = {t.name for r in read_only.requests for t in r.tools}
-    assert names == {"get_order_status", "get_customer_orders", "get_customer_contact"}
+    # the model sees the search tool and the pinned order tools, not the 52-tool catalog
+    assert names == {
+        "search_tools",
+        "get_order_status",
+        "get_customer_orders",
+        "get_customer_contact",
+    }
     assert "cannot cancel orders in this session" in out.getvalue()
 
 
@@ -210,7 +225,7 @@ def test_model_option_parsing() -> None:
 @pytest.mark.anyio
 async def test_answer_after_rounds_bounds_a_looping_model() -> None:
     from advisorchain import ToolCall, ToolCallingAdvisor
-    from advisorchain.demo.approval import DemoApprovalAdvisor
+    from advisorchain.advisors import ApprovalAdvisor
     from advisorchain.demo.rounds import AnswerAfterRounds
 
     def looping(request: ChatRequest) -> Reply:
@@ -223,7 +238,7 @@ async def test_answer_after_rounds_bounds_a_looping_model() -> None:
     chain = Chain(
         [
             ToolCallingAdvisor(),
-            DemoApprovalAdvisor(RejectingApprover(lambda line: None)),
+            ApprovalAdvisor(make_approver("no", say=print, read=input, out=io.StringIO())),
             AnswerAfterRounds(2),
         ],
         model=model,

@@ -186,12 +186,18 @@ class ToolSearchAdvisor(Advisor):
         return names
 
     def _with_note(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
-        if any(isinstance(m, SystemMessage) and m.content == self.note for m in messages):
+        """The note at the end of the leading system message (one message, as every
+        provider and chat template accepts), or as the system message if there is none."""
+        if any(isinstance(m, SystemMessage) and self.note in m.content for m in messages):
             return messages
         at = 0
         while at < len(messages) and isinstance(messages[at], SystemMessage):
             at += 1
-        return (*messages[:at], SystemMessage(content=self.note), *messages[at:])
+        if at == 0:
+            return (SystemMessage(content=self.note), *messages)
+        last = messages[at - 1]
+        merged = SystemMessage(content=f"{last.content}\n\n{self.note}")
+        return (*messages[: at - 1], merged, *messages[at:])
 
 
 def format_results(tools: Sequence[Tool]) -> str:
