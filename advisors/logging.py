@@ -149,17 +149,31 @@ class LoggingAdvisor(Advisor):
             text += ": %d model calls, %d tool calls, %d in / %d out tokens, finish %s"
             args = ["ok", fields["duration"], usage.requests, tool_calls]
             args += [usage.input_tokens, usage.output_tokens, response.finish_reason]
-            if first is not None:
-                text += ", first chunk after %.3f s"
-                args.append(first)
-            if self.include_content:
-                fields["messages"] = messages_json(
-                    request.messages[request.last_user_index :], self.max_content_chars
-                )
-                fields["output"] = output_json(
-                    response.message, response.finish_reason, self.max_content_chars
-                )
+            text = self._add_first_chunk_and_content(fields, text, args, request, response, first)
         self._emit(fields, text, args, ("messages", "output"))
+
+    def _add_first_chunk_and_content(
+        self,
+        fields: dict[str, Any],
+        text: str,
+        args: list[Any],
+        request: ChatRequest,
+        response: ChatResponse,
+        first: float | None,
+    ) -> str:
+        """Add time to first chunk (streams) and, with `include_content`, the turn's
+        messages and the answer; returns the extended message text."""
+        if first is not None:
+            text += ", first chunk after %.3f s"
+            args.append(first)
+        if self.include_content:
+            fields["messages"] = messages_json(
+                request.messages[request.last_user_index :], self.max_content_chars
+            )
+            fields["output"] = output_json(
+                response.message, response.finish_reason, self.max_content_chars
+            )
+        return text
 
     # -- each model call --------------------------------------------------------------
 
@@ -244,16 +258,7 @@ class LoggingAdvisor(Advisor):
             args = [model or "?", fields["round"], "ok", fields["duration"]]
             args += [usage.input_tokens, usage.output_tokens, response.finish_reason]
             args.append(len(response.tool_calls))
-            if first is not None:
-                text += ", first chunk after %.3f s"
-                args.append(first)
-            if self.include_content:
-                fields["messages"] = messages_json(
-                    request.messages[request.last_user_index :], self.max_content_chars
-                )
-                fields["output"] = output_json(
-                    response.message, response.finish_reason, self.max_content_chars
-                )
+            text = self._add_first_chunk_and_content(fields, text, args, request, response, first)
         self._emit(fields, text, args, ("messages", "output"))
 
     # -- each tool call ---------------------------------------------------------------
