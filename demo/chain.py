@@ -57,8 +57,8 @@ def build_chain(
         LoggingAdvisor(logging.getLogger("advisorchain.demo")),
         ToolCallingAdvisor(max_calls_per_tool=3, max_calls=12),
         ApprovalAdvisor(approver),
+        AnswerAfterRounds(max_rounds),  # before tool search, which then knows tools are off
         ToolSearchAdvisor(pinned=pinned),
-        AnswerAfterRounds(max_rounds),
     ]
     if small_model:
         advisors.append(ToolResultsAsText())

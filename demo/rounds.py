@@ -15,8 +15,9 @@ class AnswerAfterRounds(Advisor):
     """Sets `tool_choice="none"` on model calls once the turn has had `max_rounds` tool rounds.
 
     Small models sometimes call the same tool again and again; this bounds a turn to
-    `max_rounds + 1` model calls and makes the last one an answer. Control flow: wraps
-    each model call (`call_model`/`stream_model`), never short-circuits or loops.
+    `max_rounds + 1` model calls and makes the last one an answer. Place it after the
+    `ToolCallingAdvisor` (its `call`/`stream` then see each round) and before the links
+    that should know tools are off (tool search). Never short-circuits or loops.
     """
 
     def __init__(self, max_rounds: int = 3) -> None:
@@ -32,11 +33,9 @@ class AnswerAfterRounds(Advisor):
         )
         return request.with_options(tool_choice="none") if rounds >= self.max_rounds else request
 
-    async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         return await next(self._adjusted(request))
 
-    async def stream_model(
-        self, request: ChatRequest, next: StreamNext
-    ) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
         async for event in next(self._adjusted(request)):
             yield event

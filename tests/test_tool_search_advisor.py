@@ -395,3 +395,22 @@ async def test_prepare_builds_the_index_before_the_first_search() -> None:
     assert len(counting.builds) == 1 and "search_tools" not in counting.builds[0]
     await chain.call("weather")
     assert len(counting.builds) == 1
+
+
+@pytest.mark.anyio
+async def test_a_call_that_may_not_use_tools_gets_no_search_tool_and_no_note() -> None:
+    from advisorchain import SystemMessage, UserMessage
+
+    catalog = make_tools()
+    pinned = catalog[0].name
+    advisor = ToolSearchAdvisor(pinned=[pinned], min_tools=2)
+    request = ChatRequest(
+        messages=(SystemMessage(content="Be brief."), UserMessage(content="hi")),
+        tools=(advisor.search_tool, *catalog),
+    )
+    searching = advisor.narrow(request)
+    assert [t.name for t in searching.tools] == ["search_tools", pinned]
+    assert advisor.note in searching.messages[0].content
+    answering = advisor.narrow(request.with_options(tool_choice="none"))
+    assert [t.name for t in answering.tools] == [pinned]
+    assert answering.messages == request.messages

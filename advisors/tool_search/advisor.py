@@ -38,9 +38,10 @@ class ToolSearchAdvisor(Advisor):
     counted) it passes the request on with exactly those tools and nothing added.
     Otherwise it passes on a copy whose tools are the search tool, the `pinned` tools
     and the tools found by searches of this turn, with one short system note on how to
-    find the others. It never short-circuits, loops or stops the turn. The caller's
-    request is not changed, and the loop keeps executing with its own request, so every
-    attached tool stays callable.
+    find the others (on a call with `tool_choice="none"`, only the pinned and found tools,
+    without the search tool or the note). It never short-circuits, loops or stops the
+    turn. The caller's request is not changed, and the loop keeps executing with its own
+    request, so every attached tool stays callable.
 
     The tools found are read from the transcript (the search tool's results since the
     last user message), never kept in the advisor: they survive rounds, stored
@@ -165,7 +166,12 @@ class ToolSearchAdvisor(Advisor):
         choice = request.options.tool_choice
         if choice not in (None, "auto", "none", "required"):
             visible.add(str(choice))
-        tools = (self.search_tool, *(t for t in catalog if t.name in visible))
+        shown = tuple(t for t in catalog if t.name in visible)
+        if choice == "none":
+            # No tool may be called on this call: searching is moot, and the note would
+            # only invite the model to talk about tools instead of answering.
+            return request.with_tools(shown)
+        tools = (self.search_tool, *shown)
         return request.with_tools(tools).with_messages(self._with_note(request.messages))
 
     def discovered(self, messages: Sequence[Message]) -> set[str]:
