@@ -8,6 +8,7 @@ import sys
 
 import anyio
 
+from .core.errors import AdvisorChainError
 from .demo.app import DEFAULT_QUESTIONS, DemoOptions, run_demo
 from .demo.models import MODEL_HELP, ModelOptionError
 from .providers.local_weights import ModelWeightsError
@@ -81,6 +82,9 @@ def run(argv: list[str]) -> int:
     except (ModelOptionError, ModelWeightsError, ImportError) as exc:
         print(f"advisorchain: {exc}", file=sys.stderr)
         return 2
+    except AdvisorChainError as exc:  # a provider refused or failed: say so, no traceback
+        print(f"advisorchain: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     return 0

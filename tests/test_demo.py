@@ -317,3 +317,16 @@ def test_demo_on_the_real_local_model(local_model_path: Path) -> None:
     assert turn.tool_calls == 1 and turn.usage.requests == 2
     answer = shown.split("assistant> ", 1)[1].split("\n", 1)[0]
     assert answer.strip()
+
+
+def test_a_provider_error_is_one_clear_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    status = run(["demo", "--model", "openai:gpt-4.1-mini", "--yes", "--ask", "hi"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert err.strip() == (
+        "advisorchain: openai: no API key: pass api_key=... or set the OPENAI_API_KEY "
+        "environment variable"
+    )
