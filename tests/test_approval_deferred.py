@@ -101,8 +101,7 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFact
         import psycopg
 
         for store in made:
-            for connection in store._idle:
-                connection.close()
+            store._pool.close_idle()
         with psycopg.connect(dsn, autocommit=True) as connection:
             for table in ("approvals", "approval_calls", "approval_audit"):
                 connection.execute(f"DROP TABLE IF EXISTS {prefix}{table}")

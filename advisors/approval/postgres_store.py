@@ -6,26 +6,15 @@ worker threads rather than its asyncio connections, so it works under asyncio an
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 import anyio.to_thread
 
+from ..postgres_pool import ConnectionPool
 from .sql_store import Cursor, SQLApprovalStore
 from .store import DEFAULT_CLAIM_TIMEOUT
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "PostgresApprovalStore needs psycopg 3: pip install 'advisorchain[postgres]'"
-        ) from exc
-    return psycopg
 
 
 class PostgresApprovalStore(SQLApprovalStore):
@@ -52,47 +41,26 @@ class PostgresApprovalStore(SQLApprovalStore):
         connect_timeout: float = 10.0,
     ) -> None:
         super().__init__(table_prefix=table_prefix, claim_timeout=claim_timeout, clock=clock)
-        self._module = _psycopg()
-        self._dsn = dsn
-        self.pool_size = pool_size
-        self.connect_timeout = connect_timeout
-        self._idle: list[Any] = []
-        self._pool_lock = threading.Lock()
+        self._pool = ConnectionPool(
+            dsn, user="PostgresApprovalStore", size=pool_size, connect_timeout=connect_timeout
+        )
 
     def __repr__(self) -> str:
         return f"PostgresApprovalStore(table_prefix={self.prefix!r})"
 
-    def _acquire(self) -> Any:
-        with self._pool_lock:
-            while self._idle:
-                connection = self._idle.pop()
-                if not connection.closed:
-                    return connection
-        return self._module.connect(
-            self._dsn, autocommit=True, connect_timeout=max(1, int(self.connect_timeout))
-        )
+    @property
+    def pool_size(self) -> int:
+        """How many idle connections are kept."""
+        return self._pool.size
 
-    def _release(self, connection: Any) -> None:
-        with self._pool_lock:
-            if len(self._idle) < self.pool_size and not connection.closed:
-                self._idle.append(connection)
-                return
-        connection.close()
+    @property
+    def connect_timeout(self) -> float:
+        """Seconds to wait for a new connection."""
+        return self._pool.connect_timeout
 
-    @contextmanager
-    def transaction(self, *, write: bool) -> Iterator[Cursor]:
+    def transaction(self, *, write: bool) -> AbstractContextManager[Cursor]:
         """A cursor inside one transaction on a pooled connection."""
-        connection = self._acquire()
-        healthy = False
-        try:
-            with connection.transaction(), connection.cursor() as cursor:
-                yield cursor
-            healthy = True
-        finally:
-            if healthy or connection.info.transaction_status == 0:
-                self._release(connection)
-            else:
-                connection.close()
+        return self._pool.transaction()
 
     def setup_lock(self, cursor: Cursor) -> None:
         """Serialize table creation between workers starting at once."""
@@ -100,7 +68,4 @@ class PostgresApprovalStore(SQLApprovalStore):
 
     async def aclose(self) -> None:
         """Close the idle connections."""
-        with self._pool_lock:
-            idle, self._idle = self._idle, []
-        for connection in idle:
-            await anyio.to_thread.run_sync(connection.close)
+        await anyio.to_thread.run_sync(self._pool.close_idle)

@@ -1,0 +1,88 @@
+"""Blocking psycopg 3 connections for anyio worker threads, shared by the PostgreSQL stores.
+
+The stores use psycopg's blocking connections in `anyio.to_thread` rather than its asyncio
+connections, so they work under asyncio and trio. psycopg is the `postgres` extra.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+def load_psycopg(user: str) -> Any:
+    """The `psycopg` module, or an ImportError that names `user` and the `postgres` extra."""
+    try:
+        import psycopg
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(f"{user} needs psycopg 3: pip install 'advisorchain[postgres]'") from exc
+    return psycopg
+
+
+class ConnectionPool:
+    """Autocommit connections to `dsn`, opened on demand; up to `size` idle ones are kept.
+
+    Call its methods from worker threads: connecting and closing block. After `close()`
+    idle connections are closed at once and busy ones when they are released.
+    """
+
+    def __init__(self, dsn: str, *, user: str, size: int, connect_timeout: float) -> None:
+        self._module = load_psycopg(user)
+        self._dsn = dsn
+        self.size = size
+        self.connect_timeout = connect_timeout
+        self.closed = False
+        self._idle: list[Any] = []
+        self._lock = threading.Lock()
+
+    def acquire(self) -> Any:
+        """An open connection: an idle one, else a new one."""
+        with self._lock:
+            while self._idle:
+                connection = self._idle.pop()
+                if not connection.closed:
+                    return connection
+        return self._module.connect(
+            self._dsn, autocommit=True, connect_timeout=max(1, int(self.connect_timeout))
+        )
+
+    def release(self, connection: Any) -> None:
+        """Keep `connection` for reuse if there is room, else close it."""
+        with self._lock:
+            if not self.closed and len(self._idle) < self.size and not connection.closed:
+                self._idle.append(connection)
+                return
+        connection.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A cursor inside one transaction on a pooled connection.
+
+        A connection left inside a failed transaction is closed rather than reused.
+        """
+        connection = self.acquire()
+        healthy = False
+        try:
+            with connection.transaction(), connection.cursor() as cursor:
+                yield cursor
+            healthy = True
+        finally:
+            if healthy or connection.info.transaction_status == 0:
+                self.release(connection)
+            else:
+                connection.close()
+
+    def close_idle(self) -> None:
+        """Close the idle connections; the pool stays usable."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+    def close(self) -> None:
+        """Close the idle connections and stop keeping released ones."""
+        with self._lock:
+            self.closed = True
+        self.close_idle()
