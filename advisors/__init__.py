@@ -23,6 +23,7 @@ from .approval import (
 )
 from .logging import LoggingAdvisor
 from .memory import ConversationIdError, MemoryAdvisor, trim_history
+from .memory_postgres import PostgresChatMemoryStore
 from .memory_stores import (
     ChatMemoryStore,
     ChatMemoryStoreError,
@@ -67,6 +68,7 @@ __all__ = [
     "MemoryAdvisor",
     "PendingApproval",
     "PostgresApprovalStore",
+    "PostgresChatMemoryStore",
     "RegexIndex",
     "Reject",
     "SQLiteApprovalStore",

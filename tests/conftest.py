@@ -71,3 +71,20 @@ def local_model_path() -> Path:
         if os.environ.get("CI"):
             raise
         pytest.skip(f"the 'local' extra is not installed: {exc}")
+
+
+@pytest.fixture
+def postgres_dsn() -> str:
+    """The test PostgreSQL server's DSN (`.ci/postgres.sh` starts one).
+
+    Skipped when `ADVISORCHAIN_TEST_POSTGRES_DSN` is unset, except with `CI=true`, where
+    the PostgreSQL tests must run.
+    """
+    dsn = os.environ.get("ADVISORCHAIN_TEST_POSTGRES_DSN")
+    if not dsn:
+        if os.environ.get("CI") == "true":
+            pytest.fail(
+                "ADVISORCHAIN_TEST_POSTGRES_DSN is not set: CI must run the PostgreSQL tests"
+            )
+        pytest.skip("ADVISORCHAIN_TEST_POSTGRES_DSN is not set (run .ci/postgres.sh)")
+    return dsn

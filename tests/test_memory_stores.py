@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from advisorchain.advisors import (
     ChatMemoryStoreError,
     InMemoryChatMemoryStore,
     MemoryAdvisor,
+    PostgresChatMemoryStore,
     SQLiteChatMemoryStore,
 )
 from advisorchain.providers import ScriptedChatModel
@@ -42,10 +44,25 @@ EVERY_KIND: list[Message] = [
 ]
 
 
-@pytest.fixture(params=["memory", "sqlite-memory", "sqlite-file"])
+def drop_table(dsn: str, table: str) -> None:
+    """Remove a PostgreSQL test table."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+@pytest.fixture(params=["memory", "sqlite-memory", "sqlite-file", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ChatMemoryStore]:
     if request.param == "memory":
         yield InMemoryChatMemoryStore()
+        return
+    if request.param == "postgres":
+        dsn = request.getfixturevalue("postgres_dsn")
+        prefix = f"t{uuid.uuid4().hex[:10]}_"
+        async with PostgresChatMemoryStore(dsn, table_prefix=prefix) as postgres_store:
+            yield postgres_store
+        await anyio.to_thread.run_sync(drop_table, dsn, postgres_store.table)
         return
     path = ":memory:" if request.param == "sqlite-memory" else tmp_path / "memory.db"
     async with SQLiteChatMemoryStore(path) as sqlite_store:
@@ -208,3 +225,13 @@ async def test_a_tail_loading_store_sends_the_same_window(store: ChatMemoryStore
             await chain.call("next", conversation_id="c")
             sent.append(model.requests[0].messages)
         assert sent[0] == sent[1], max_messages
+
+
+@pytest.mark.anyio
+async def test_awkward_text_round_trips(store: ChatMemoryStore) -> None:
+    awkward: list[Message] = [
+        UserMessage(content="nul \x00 byte, quote ' and \" and \\ backslash; DROP TABLE x"),
+        AssistantMessage(content="😀 " + "long " * 20_000),
+    ]
+    await store.append('it\'s "odd" ✓', awkward)
+    assert list(await store.load('it\'s "odd" ✓')) == awkward

@@ -1,0 +1,181 @@
+"""`PostgresChatMemoryStore`: conversations in PostgreSQL, so any worker can continue one.
+
+Needs the `postgres` extra (psycopg 3), used through blocking connections in anyio worker
+threads (asyncio and trio alike), like `PostgresApprovalStore`.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from pydantic import TypeAdapter
+
+from ..core.messages import Message
+from .memory_stores import ChatMemoryStoreError
+from .postgres_pool import ConnectionPool
+
+T = TypeVar("T")
+
+_MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
+_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,40}")
+
+
+class PostgresChatMemoryStore:
+    """A `ChatMemoryStore` in PostgreSQL (one row per message), shared by many workers.
+
+    `dsn` is a libpq connection string or URL (keep passwords out of code: libpq also
+    reads `PGPASSWORD` and `~/.pgpass`). The table `{table_prefix}memory` is created on
+    first use. Each `append` is one transaction holding a per-conversation advisory lock,
+    so turns appended at once by several workers never interleave. Up to `pool_size` idle
+    connections are kept. Close it with `close()`, `aclose()` or `async with`.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        table_prefix: str = "advisorchain_",
+        pool_size: int = 4,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        if not _PREFIX.fullmatch(table_prefix):
+            raise ChatMemoryStoreError(
+                f"invalid table prefix {table_prefix!r}: use letters, digits, '_'"
+            )
+        self.table = f"{table_prefix}memory"
+        self._pool = ConnectionPool(
+            dsn, user="PostgresChatMemoryStore", size=pool_size, connect_timeout=connect_timeout
+        )
+        self._ready = False
+        self._setup_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"PostgresChatMemoryStore(table={self.table!r})"
+
+    async def __aenter__(self) -> PostgresChatMemoryStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def close(self) -> None:
+        """Close the connections; later operations raise `ChatMemoryStoreError`.
+
+        A connection in use by a running operation is closed when the operation ends.
+        """
+        self._pool.close()
+
+    async def aclose(self) -> None:
+        """`close()` in a worker thread."""
+        await anyio.to_thread.run_sync(self.close)
+
+    async def _run(self, conversation_id: str, operation: Callable[[Any], T]) -> T:
+        if "\x00" in conversation_id:
+            raise ChatMemoryStoreError("a conversation id for PostgreSQL cannot contain NUL")
+
+        def run() -> T:
+            if self._pool.closed:
+                raise ChatMemoryStoreError("the PostgreSQL memory store is closed")
+            if not self._ready:
+                with self._setup_lock:
+                    if not self._ready:
+                        self._create_table()
+                        self._ready = True
+            with self._pool.transaction() as cursor:
+                return operation(cursor)
+
+        return await anyio.to_thread.run_sync(run)
+
+    def _create_table(self) -> None:
+        with self._pool.transaction() as cursor:
+            # Concurrent CREATE TABLE IF NOT EXISTS can collide; workers take turns.
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table,))
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.table} ("
+                " conversation_id TEXT NOT NULL,"
+                " seq BIGINT NOT NULL,"
+                " role TEXT NOT NULL,"
+                " message TEXT NOT NULL,"
+                " PRIMARY KEY (conversation_id, seq))"
+            )
+
+    def _lock_conversation(self, cursor: Any, conversation_id: str) -> None:
+        # Held until the transaction ends. A hash collision only serializes two conversations.
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))",
+            (self.table, conversation_id),
+        )
+
+    async def load(self, conversation_id: str) -> tuple[Message, ...]:
+        """Every message stored for the conversation, oldest first."""
+
+        def load(cursor: Any) -> list[str]:
+            cursor.execute(
+                f"SELECT message FROM {self.table} WHERE conversation_id = %s ORDER BY seq",
+                (conversation_id,),
+            )
+            return [row[0] for row in cursor.fetchall()]
+
+        rows = await self._run(conversation_id, load)
+        return tuple(_MESSAGE.validate_json(row) for row in rows)
+
+    async def load_tail(self, conversation_id: str, last: int) -> tuple[Message, ...]:
+        """The stored system messages and the last `last` other messages, in order."""
+
+        def load(cursor: Any) -> list[str]:
+            cursor.execute(
+                "SELECT message FROM ("
+                f" SELECT seq, message FROM {self.table}"
+                "  WHERE conversation_id = %s AND role = 'system'"
+                " UNION ALL"
+                f" (SELECT seq, message FROM {self.table}"
+                "  WHERE conversation_id = %s AND role <> 'system' ORDER BY seq DESC LIMIT %s)"
+                ") AS kept ORDER BY seq",
+                (conversation_id, conversation_id, max(0, last)),
+            )
+            return [row[0] for row in cursor.fetchall()]
+
+        rows = await self._run(conversation_id, load)
+        return tuple(_MESSAGE.validate_json(row) for row in rows)
+
+    async def append(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        """Add `messages` at the end of the conversation, in one transaction."""
+        if not messages:
+            return
+        encoded = [(m.role, _MESSAGE.dump_json(m).decode()) for m in messages]
+
+        def append(cursor: Any) -> None:
+            self._lock_conversation(cursor, conversation_id)
+            cursor.execute(
+                f"SELECT COALESCE(MAX(seq), -1) FROM {self.table} WHERE conversation_id = %s",
+                (conversation_id,),
+            )
+            (last,) = cursor.fetchone()
+            cursor.executemany(
+                f"INSERT INTO {self.table} (conversation_id, seq, role, message)"
+                " VALUES (%s, %s, %s, %s)",
+                [
+                    (conversation_id, last + 1 + i, role, text)
+                    for i, (role, text) in enumerate(encoded)
+                ],
+            )
+
+        await self._run(conversation_id, append)
+
+    async def clear(self, conversation_id: str) -> None:
+        """Forget the conversation (after any append to it that is under way)."""
+
+        def clear(cursor: Any) -> None:
+            self._lock_conversation(cursor, conversation_id)
+            cursor.execute(
+                f"DELETE FROM {self.table} WHERE conversation_id = %s", (conversation_id,)
+            )
+
+        await self._run(conversation_id, clear)
+
+
+__all__ = ["PostgresChatMemoryStore"]
