@@ -7,9 +7,10 @@ STORE is `sqlite:PATH` or `postgres:TABLE_PREFIX` (the DSN comes from
 ADVISORCHAIN_TEST_POSTGRES_DSN). The worker builds a fresh chain and a fresh store on that
 database and approves call `c1` with `chain.resume`.
 
-- `--barrier`: after the resume's own `store.get` has read the approval, the worker waits
-  until `--parties` workers have read it, so all of them go on to claim an approval that
-  each has just seen waiting.
+- `--barrier DIR`: after the resume's own `store.get` has read the approval, the worker
+  waits until `--parties` workers have read it, so all of them go on to claim an approval
+  that each has just seen waiting; then each claim lingers inside its transaction for a
+  moment (`hold_claims`), so that claims which failed to exclude each other would overlap.
 - The `transfer` tool appends one line `<pid>` to LOG (O_APPEND, fsync) before doing
   anything else, then waits for `--release` to exist (if given): the test decides when a
   winner may finish, or never lets it (and kills it).
@@ -47,6 +48,8 @@ from advisorchain.providers import ScriptedChatModel
 
 DEADLINE = 120.0
 """Seconds any wait in a worker may last: a stuck worker fails instead of hanging."""
+CLAIM_GRACE = 0.3
+"""Seconds a claim lingers inside its transaction (see `hold_claims`)."""
 
 
 def wait_until(condition: Callable[[], bool]) -> None:
@@ -83,6 +86,7 @@ def make_store(spec: str, claim_timeout: float | None) -> ApprovalStore:
 
 def meet(barrier: Path, parties: int) -> None:
     """Arrive at the barrier folder, then wait until `parties` processes have arrived."""
+    barrier.mkdir(exist_ok=True)
     (barrier / str(os.getpid())).touch()
     wait_until(lambda: len(list(barrier.iterdir())) >= parties)
 
@@ -103,6 +107,31 @@ def with_barrier(store: ApprovalStore, barrier: Path, parties: int) -> None:
     store.get = get  # type: ignore[method-assign]
 
 
+def hold_claims(store: Any, folder: Path, parties: int) -> None:
+    """Make the store's first clock reading linger, to widen the race inside `claim`.
+
+    The SQL stores read the clock once per claim, inside its transaction, after reading the
+    approval and before deciding. The first reading waits until `parties` workers are at
+    that point, or CLAIM_GRACE seconds: if claims lock the approval, the others cannot get
+    there and the wait runs out; if they did not, every claim would overlap every other.
+    """
+    clock = store.clock
+    first = True
+
+    def lingering() -> float:
+        nonlocal first
+        if first:
+            first = False
+            (folder / str(os.getpid())).touch()
+            end = time.monotonic() + CLAIM_GRACE
+            while len(list(folder.iterdir())) < parties and time.monotonic() < end:
+                time.sleep(0.01)
+        now: float = clock()
+        return now
+
+    store.clock = lingering
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     log = Path(args.log)
     release = Path(args.release) if args.release else None
@@ -117,7 +146,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
     store = make_store(args.store, args.claim_timeout)
     if args.barrier:
-        with_barrier(store, Path(args.barrier), args.parties)
+        barrier = Path(args.barrier)
+        (barrier / "claims").mkdir(exist_ok=True)
+        with_barrier(store, barrier / "reads", args.parties)
+        hold_claims(store, barrier / "claims", args.parties)
     chain = Chain(
         [ToolCallingAdvisor(), ApprovalAdvisor(DeferredApprover(), store=store)],
         model=ScriptedChatModel(["Done."]),
