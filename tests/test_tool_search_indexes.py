@@ -18,7 +18,12 @@ from advisorchain.advisors import (
     ToolIndex,
 )
 from advisorchain.advisors.tool_search.hybrid import fuse
-from advisorchain.advisors.tool_search.index import one_line, split_identifier, words
+from advisorchain.advisors.tool_search.index import (
+    document_text,
+    one_line,
+    split_identifier,
+    words,
+)
 from advisorchain.advisors.tool_search.keyword import match_expression
 
 CATALOG = [
@@ -148,6 +153,37 @@ async def test_keyword_index_ranks_by_bm25() -> None:
     built = await KeywordIndex().build(catalog)
     assert (await built.search("delete a file", 3))[0] == "delete_file"
     assert len(await built.search("file", 2)) == 2
+
+
+@pytest.mark.anyio
+async def test_allowed_values_of_parameters_are_searched() -> None:
+    catalog = [
+        ToolDefinition(
+            "get_temperature",
+            "Temperature at a place.",
+            {
+                "type": "object",
+                "properties": {
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                    "days": {"type": "array", "items": {"enum": ["monday", 7, None, {"x": 1}]}},
+                    "mode": {"enum": "kelvin"},  # not a list: ignored
+                },
+            },
+        ),
+        ToolDefinition("get_humidity", "Humidity at a place, in percent.", {}),
+    ]
+    built = await KeywordIndex().build(catalog)
+    assert (await built.search("in fahrenheit", 2)) == ["get_temperature"]
+    assert (await built.search("monday", 2)) == ["get_temperature"]  # array items' enum
+    assert (await built.search("kelvin", 2)) == []
+    text = document_text(catalog[0])  # what embeddings and regular expressions read
+    assert "celsius fahrenheit" in text
+    assert "monday 7" in text
+    assert "None" not in text
+    many = {"type": "object", "properties": {"n": {"enum": [f"v{i}" for i in range(100)]}}}
+    text = document_text(ToolDefinition("pick", "Pick one.", many))
+    assert "v63" in text
+    assert "v64" not in text
 
 
 def test_match_expression_quotes_every_word_and_caps_their_number() -> None:

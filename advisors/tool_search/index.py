@@ -17,6 +17,7 @@ from ...core.tools import ToolDefinition
 MAX_QUERY_CHARS = 2000
 """Queries are cut to this many characters before any index reads them."""
 
+_MAX_VALUES = 64
 _WORD = re.compile(r"\w+")
 # camelCase boundaries: `getHTTPResponse` -> get HTTP Response.
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -56,7 +57,12 @@ def words(text: str) -> list[str]:
 
 
 def parameter_texts(schema: Mapping[str, Any], depth: int = 0) -> Iterator[tuple[str, str]]:
-    """`(name, description)` of every property of a JSON schema, nested ones included."""
+    """`(name, text)` of every property of a JSON schema, nested ones included.
+
+    The text is the property's description followed by its allowed values (`enum`, its
+    own or its array items'): `unit` with `["celsius", "fahrenheit"]` is found by either
+    word.
+    """
     if depth > 5:
         return
     properties = schema.get("properties")
@@ -65,11 +71,22 @@ def parameter_texts(schema: Mapping[str, Any], depth: int = 0) -> Iterator[tuple
             if not isinstance(prop, Mapping):
                 continue
             description = prop.get("description")
-            yield str(name), description if isinstance(description, str) else ""
+            text = description if isinstance(description, str) else ""
+            values = allowed_values(prop)
+            yield str(name), f"{text} {values}".strip() if values else text
             yield from parameter_texts(prop, depth + 1)
     items = schema.get("items")
     if isinstance(items, Mapping):
         yield from parameter_texts(items, depth + 1)
+
+
+def allowed_values(prop: Mapping[str, Any]) -> str:
+    """The `enum` values of a property or of its array items, space-separated (at most 64)."""
+    found: list[str] = []
+    for holder in (prop, prop.get("items")):
+        if isinstance(holder, Mapping) and isinstance(holder.get("enum"), list):
+            found.extend(str(v) for v in holder["enum"] if isinstance(v, str | int | float))
+    return " ".join(found[:_MAX_VALUES])
 
 
 def one_line(text: str, limit: int = 160) -> str:

@@ -24,7 +24,8 @@ class KeywordIndex:
     """Ranks tools by BM25 over their name words, description and parameters.
 
     Uses SQLite's FTS5 from the standard library with the porter stemmer, so `forecasts`
-    finds `forecast`. Names are split on `_`, `-`, `.` and camelCase before indexing.
+    finds `forecast`. Names are split on `_`, `-`, `.` and camelCase before indexing;
+    parameters are indexed with their descriptions and allowed (`enum`) values.
     A query is reduced to its words, each quoted as a literal FTS5 string and joined with
     OR: FTS5 operators typed by a model (`NEAR`, `OR`, `*`, quotes, parentheses) are
     searched as words, never parsed. A query with no words finds nothing.
