@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextvars import Token
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -150,27 +151,17 @@ class TracingAdvisor(Advisor):
                     yield event
             return
         span = self._start_turn(request, stream=True)
-        start = time.perf_counter()
-        first = True
-        completed = False
-        try:
-            async with closing_stream(next(request)) as events:
-                # The span is current only while the rest of the chain runs, never
-                # while the caller holds an event, so no context leaks out of the stream.
-                async for event in _steps(events, span):
-                    if first:
-                        first = False
-                        span.set_attribute(_TTFC, time.perf_counter() - start)
-                    if isinstance(event, ResponseCompleted):
-                        completed = True
-                        self._end_turn(span, event.response)
-                    yield event
-        except BaseException as exc:
-            if not completed:
-                self._failed(span, exc)
-            raise
-        finally:
-            span.end()
+        events = _traced_stream(
+            next(request),
+            span,
+            time.perf_counter(),
+            first_chunk=partial(span.set_attribute, _TTFC),
+            done=partial(self._end_turn, span),
+            failed=partial(self._failed, span),
+        )
+        async with closing_stream(events) as traced:
+            async for event in traced:
+                yield event
 
     def _start_turn(self, request: ChatRequest, *, stream: bool = False) -> Span:
         attributes: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent"}
@@ -220,26 +211,22 @@ class TracingAdvisor(Advisor):
     ) -> AsyncIterator[StreamEvent]:
         span, metric = self._start_chat(request, stream=True)
         start = time.perf_counter()
-        first = True
-        completed = False
-        try:
-            async with closing_stream(next(request)) as events:
-                async for event in _steps(events, span):
-                    if first:
-                        first = False
-                        elapsed = time.perf_counter() - start
-                        span.set_attribute(_TTFC, elapsed)
-                        self._first_chunk.record(elapsed, metric)
-                    if isinstance(event, ResponseCompleted):
-                        completed = True
-                        self._end_chat(span, metric, start, event.response)
-                    yield event
-        except BaseException as exc:
-            if not completed:
-                self._chat_failed(span, metric, start, exc)
-            raise
-        finally:
-            span.end()
+
+        def first_chunk(elapsed: float) -> None:
+            span.set_attribute(_TTFC, elapsed)
+            self._first_chunk.record(elapsed, metric)
+
+        events = _traced_stream(
+            next(request),
+            span,
+            start,
+            first_chunk=first_chunk,
+            done=partial(self._end_chat, span, metric, start),
+            failed=partial(self._chat_failed, span, metric, start),
+        )
+        async with closing_stream(events) as traced:
+            async for event in traced:
+                yield event
 
     def _start_chat(
         self, request: ChatRequest, *, stream: bool = False
@@ -420,3 +407,35 @@ class _Steps:
             return await self._events.__anext__()
         finally:
             otel_context.detach(token)
+
+
+async def _traced_stream(
+    upstream: AsyncIterator[StreamEvent],
+    span: Span,
+    start: float,
+    *,
+    first_chunk: Callable[[float], object],
+    done: Callable[[ChatResponse], object],
+    failed: Callable[[BaseException], object],
+) -> AsyncIterator[StreamEvent]:
+    """Pass a stream on with `span` current while the rest of the chain runs (never while
+    the caller holds an event, so no context leaks out); report the first chunk's delay,
+    the response, or the failure; end the span however the stream ends."""
+    first = True
+    completed = False
+    try:
+        async with closing_stream(upstream) as events:
+            async for event in _steps(events, span):
+                if first:
+                    first = False
+                    first_chunk(time.perf_counter() - start)
+                if isinstance(event, ResponseCompleted):
+                    completed = True
+                    done(event.response)
+                yield event
+    except BaseException as exc:
+        if not completed:
+            failed(exc)
+        raise
+    finally:
+        span.end()
