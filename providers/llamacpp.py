@@ -119,6 +119,9 @@ class LlamaCppChatModel:
             from .local_weights import ensure_local_model
 
             path = ensure_local_model()
+        from .preflight import ensure_preflight
+
+        ensure_preflight(Path(path), self.n_threads)  # a SIGILL kills a child, not this process
         options: dict[str, Any] = {"n_ctx": self.n_ctx, "verbose": False}
         if self.n_threads is not None:
             options["n_threads"] = self.n_threads

