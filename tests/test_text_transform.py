@@ -7,6 +7,7 @@ import re
 import pytest
 
 from advisorchain import (
+    Advisor,
     AssistantMessage,
     Chain,
     ChatResponse,
@@ -141,7 +142,9 @@ async def test_each_round_of_a_tool_turn_is_flushed_before_its_tool_calls() -> N
     def model() -> ScriptedChatModel:
         return ScriptedChatModel([first, ANSWER], chunk_size=5)
 
-    links = lambda: [SecretFilter(), ToolCallingAdvisor()]  # noqa: E731
+    def links() -> list[Advisor]:
+        return [SecretFilter(), ToolCallingAdvisor()]
+
     called = await Chain(links(), model=model(), tools=[lookup]).call("go")
     chain = Chain(links(), model=model(), tools=[lookup])
     events = await stream_events(chain, "go")
