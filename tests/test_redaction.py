@@ -25,6 +25,9 @@ from advisorchain import (
     tool,
 )
 from advisorchain.advisors import (
+    ApprovalAdvisor,
+    Approve,
+    DeferredApprover,
     InMemoryChatMemoryStore,
     MemoryAdvisor,
     RedactionAdvisor,
@@ -374,3 +377,33 @@ def test_builtin_rules_stay_linear_on_adversarial_text() -> None:
     ]
     for text in hostile:  # a catastrophic pattern would not finish
         assert len(advisor.redact(text)) > 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_resumed_turn_redacts_the_results_of_the_approved_calls(streaming: bool) -> None:
+    model = ScriptedChatModel(
+        [ToolCall.from_arguments("customer", {"customer_id": "C7"}, id="c1"), f"Sent to {EMAIL}."]
+    )
+    approval = ApprovalAdvisor(DeferredApprover(), policy=lambda tool, arguments, context: True)
+    chain = Chain(
+        [RedactionAdvisor(["email", "card"]), ToolCallingAdvisor(), approval],
+        model=model,
+        tools=[customer],
+    )
+    pending = await chain.call("details of C7")
+    assert pending.pending_approval is not None
+    if streaming:
+        resumed = chain.resume_stream(pending.pending_approval.id, {"c1": Approve()})
+        events = [e async for e in resumed]
+        final = events[-1]
+        assert isinstance(final, ResponseCompleted)
+        response = final.response
+        deltas = "".join(e.text for e in events if isinstance(e, TextDelta))
+        assert deltas == "Sent to [REDACTED:email]."
+    else:
+        response = await chain.resume(pending.pending_approval.id, {"c1": Approve()})
+    assert response.text == "Sent to [REDACTED:email]."
+    results = [m.content for m in response.messages if isinstance(m, ToolMessage)]
+    assert results == ["C7: [REDACTED:email], card [REDACTED:card]"]
+    assert EMAIL not in repr(model.requests[-1].messages)
