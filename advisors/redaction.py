@@ -229,6 +229,7 @@ class RedactionAdvisor(TextTransformAdvisor):
         self._salt = hash_salt.encode() if isinstance(hash_salt, str) else hash_salt
         self.hold_back = hold_back
         self.max_match = max_match if max_match is not None else hold_back - hold_back // 4
+        # raises ValueError for sizes that cannot work
         TextRewriter(self.find, self.replace, hold_back=self.hold_back, max_match=self.max_match)
 
     def __repr__(self) -> str:

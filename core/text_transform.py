@@ -166,9 +166,10 @@ class TextTransformAdvisor(Advisor):
     `TextDelta`s, which go through a `TextRewriter`: text is held back (at most
     `hold_back - 1` characters) so that a span cut across deltas is still found, and
     flushed when the model call's text ends (at `ToolCallStarted`, `ToolCallFinished` and
-    `ResponseCompleted`, whose response is rewritten like `call`'s). Hence the deltas of
-    each model call concatenate to that call's rewritten message text, for any chunking,
-    and equal what `call` returns for the same model output.
+    `ResponseCompleted`, whose response is rewritten like `call`'s); other events (tool-call
+    fragments) pass on at once, ahead of held-back text. Hence the deltas of each model
+    call concatenate to that call's rewritten message text, for any chunking, and equal
+    what `call` returns for the same model output.
 
     Placed before the tool loop, the link sees the whole turn (each round's text is one
     segment); after it, each model call. Tool-call arguments are never rewritten.
