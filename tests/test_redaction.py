@@ -28,6 +28,7 @@ from advisorchain.advisors import (
     ApprovalAdvisor,
     Approve,
     DeferredApprover,
+    InMemoryApprovalStore,
     InMemoryChatMemoryStore,
     MemoryAdvisor,
     RedactionAdvisor,
@@ -385,7 +386,11 @@ async def test_a_resumed_turn_redacts_the_results_of_the_approved_calls(streamin
     model = ScriptedChatModel(
         [ToolCall.from_arguments("customer", {"customer_id": "C7"}, id="c1"), f"Sent to {EMAIL}."]
     )
-    approval = ApprovalAdvisor(DeferredApprover(), policy=lambda tool, arguments, context: True)
+    approval = ApprovalAdvisor(
+        DeferredApprover(),
+        policy=lambda tool, arguments, context: True,
+        store=InMemoryApprovalStore(),
+    )
     chain = Chain(
         [RedactionAdvisor(["email", "card"]), ToolCallingAdvisor(), approval],
         model=model,
