@@ -1,5 +1,6 @@
 """The named advisors: links of a chain that each own one concern."""
 
+from ..core.text_transform import Span, TextRewriter, TextTransformAdvisor
 from .approval import (
     ApprovalAdvisor,
     ApprovalAlreadyResolved,
@@ -30,6 +31,7 @@ from .memory_stores import (
     InMemoryChatMemoryStore,
     SQLiteChatMemoryStore,
 )
+from .redaction import RedactionAdvisor, RedactionBlocked, RedactionRule
 from .tool_calling import ToolCallingAdvisor
 from .tool_search import (
     EmbeddingIndex,
@@ -69,10 +71,16 @@ __all__ = [
     "PendingApproval",
     "PostgresApprovalStore",
     "PostgresChatMemoryStore",
+    "RedactionAdvisor",
+    "RedactionBlocked",
+    "RedactionRule",
     "RegexIndex",
     "Reject",
     "SQLiteApprovalStore",
     "SQLiteChatMemoryStore",
+    "Span",
+    "TextRewriter",
+    "TextTransformAdvisor",
     "ToolCallingAdvisor",
     "ToolIndex",
     "ToolSearchAdvisor",

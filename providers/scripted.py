@@ -30,8 +30,9 @@ class ScriptedChatModel:
 
     Every request received is kept in `requests`, so tests can inspect exactly what a
     provider would have been sent. `stream` splits text and tool-call arguments into
-    fragments of `chunk_size` characters, so the assembly path is exercised. Usage is
-    estimated at four characters a token.
+    fragments of `chunk_size` characters, so the assembly path is exercised; a sequence
+    of sizes cuts each text into fragments of those sizes in turn (the last size repeats),
+    to stream a text in chosen chunks. Usage is estimated at four characters a token.
     """
 
     provider_name = "scripted"
@@ -41,7 +42,7 @@ class ScriptedChatModel:
         script: Iterable[Reply] | ReplyFunction,
         *,
         model_name: str = "scripted",
-        chunk_size: int = 4,
+        chunk_size: int | Sequence[int] = 4,
     ) -> None:
         if callable(script) and not isinstance(script, (list, tuple)):
             self._function: ReplyFunction | None = script
@@ -50,7 +51,12 @@ class ScriptedChatModel:
             self._function = None
             self._replies = list(script)
         self.model_name = model_name
-        self.chunk_size = max(1, chunk_size)
+        if isinstance(chunk_size, int):
+            self.chunk_size: int | tuple[int, ...] = max(1, chunk_size)
+        else:
+            self.chunk_size = tuple(chunk_size)
+            if not self.chunk_size or min(self.chunk_size) < 1:
+                raise ValueError("chunk_size must be a positive size or a non-empty list of them")
         self.requests: list[ChatRequest] = []
 
     def __repr__(self) -> str:
@@ -108,14 +114,12 @@ class ScriptedChatModel:
         response = await self._next_response(request)
         message = response.message
         assembler = StreamAssembler()
-        size = self.chunk_size
-        text = message.content or ""
-        for start in range(0, len(text), size):
-            delta = TextDelta(text[start : start + size])
+        for piece in self._pieces(message.content or ""):
+            delta = TextDelta(piece)
             assembler.add(delta)
             yield delta
         for index, call in enumerate(message.tool_calls):
-            fragments = [call.arguments[s : s + size] for s in range(0, len(call.arguments), size)]
+            fragments = self._pieces(call.arguments)
             first = ToolCallDelta(index, call.id, call.name, fragments[0] if fragments else "")
             assembler.add(first)
             yield first
@@ -133,6 +137,18 @@ class ScriptedChatModel:
                 id=response.id,
             )
         )
+
+    def _pieces(self, text: str) -> list[str]:
+        size = self.chunk_size
+        if isinstance(size, int):
+            return [text[s : s + size] for s in range(0, len(text), size)]
+        pieces: list[str] = []
+        start = 0
+        while start < len(text):
+            step = size[min(len(pieces), len(size) - 1)]
+            pieces.append(text[start : start + step])
+            start += step
+        return pieces
 
 
 def _all_calls(reply: Sequence[object]) -> TypeGuard[Sequence[ToolCall]]:
