@@ -15,7 +15,7 @@ from .advisors import (
     ToolCallingAdvisor,
     TracingAdvisor,
 )
-from .core.advisor import Advisor, CallNext, StreamNext, ToolHook, ToolNext, advisor
+from .core.advisor import Advisor, CallNext, Placement, StreamNext, ToolHook, ToolNext, advisor
 from .core.assembly import StreamAssembler
 from .core.chain import Chain, Prompt
 from .core.context import ToolContext
@@ -100,6 +100,7 @@ __all__ = [
     "MemoryAdvisor",
     "Message",
     "PendingApproval",
+    "Placement",
     "PostgresChatMemoryStore",
     "Prompt",
     "ProviderError",

@@ -221,12 +221,13 @@ async def test_a_resumed_turn_starts_with_the_resumed_results_once(loop: bool) -
 async def test_a_resumed_turn_is_marked_for_every_link() -> None:
     seen: list[object] = []
 
-    async def outer(request: ChatRequest, next: Any) -> Any:
+    async def outer(request: ChatRequest) -> ChatRequest:
         seen.append(request.context.get(RESUMED))
-        return await next(request)
+        return request
 
     chain = Chain(
-        [advisor(outer), Reporter(), ToolCallingAdvisor()], model=ScriptedChatModel(["a", "b"])
+        [advisor(before=outer), Reporter(), ToolCallingAdvisor()],
+        model=ScriptedChatModel(["a", "b"]),
     )
     await chain.call("new turn")
     await chain.resume("approval_1", {})
