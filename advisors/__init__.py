@@ -1,5 +1,7 @@
-"""The named advisors: links of a chain that each own one concern."""
+"""The named advisors: links of a chain that each own one concern, and their parts
+(approvers, approval and memory stores, tool-search indexes)."""
 
+from ..core._exports import publish
 from .approval import (
     ApprovalAdvisor,
     ApprovalAlreadyResolved,
@@ -79,3 +81,6 @@ __all__ = [
     "TracingAdvisor",
     "trim_history",
 ]
+
+publish(globals())
+del publish

@@ -10,7 +10,6 @@ import pytest
 
 from advisorchain import (
     Advisor,
-    ApprovalNotFound,
     AssistantMessage,
     Chain,
     ChatOptions,
@@ -28,6 +27,7 @@ from advisorchain import (
     advisor,
     tool,
 )
+from advisorchain.advisors import ApprovalNotFound
 from advisorchain.core.suspension import RESUMED, ResumedTurn, SuspendedTurn, on_suspend
 from advisorchain.providers import ScriptedChatModel
 
