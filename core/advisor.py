@@ -44,7 +44,8 @@ class Placement:
     `index` is its position in `chain.advisors` (0 is the outermost link);
     `inside_tool_loop` is whether an earlier link runs the tool loop (an advisor whose
     `tool_loop` is set, such as `ToolCallingAdvisor`): then its `call`/`stream` hooks,
-    and `before`/`after`, see every round rather than the whole turn once.
+    and `before`/`after`, see every round rather than the whole turn once. `chain` is
+    still being built: its `advisors` and `model` (and the model's names) are set.
     """
 
     chain: Chain

@@ -29,8 +29,8 @@ class ToolSearchAdvisor(Advisor):
     before it is a `ChainConfigurationError`. It contributes one tool,
     `search_tool_name`, to every request of its chain.
 
-    Control flow, for each model call (each round of the loop), on both `call` and
-    `stream`: with fewer than `min_tools` attached tools (its own search tool not
+    Control flow, in `before`, for each model call (each round of the loop), on both
+    paths: with fewer than `min_tools` attached tools (its own search tool not
     counted) it passes the request on with exactly those tools and nothing added.
     Otherwise it passes on a copy whose tools are the search tool, the `pinned` tools
     and the tools found by searches of this turn, with one short system note on how to
