@@ -2,31 +2,33 @@
 
 chain = Chain([ToolCallingAdvisor()], model=model, tools=[get_weather])
 response = await chain.call("What's the weather in Paris?")
+
+The root exports the names an application writes: the chain and its advisors, requests,
+responses, messages, stream events, tools and the errors to catch. Stores, approvers,
+indexes and the other parts of the named advisors are in `advisorchain.advisors`;
+chat models and their errors in `advisorchain.providers`. Modules under `core` are the
+implementation: import from these three packages.
 """
 
 from .advisors import (
-    ChatMemoryStore,
-    ConversationIdError,
-    InMemoryChatMemoryStore,
+    ApprovalAdvisor,
+    Approve,
     LoggingAdvisor,
     MemoryAdvisor,
-    PostgresChatMemoryStore,
-    SQLiteChatMemoryStore,
+    Reject,
     ToolCallingAdvisor,
+    ToolSearchAdvisor,
     TracingAdvisor,
 )
-from .core.advisor import Advisor, CallNext, StreamNext, ToolHook, ToolNext, advisor
-from .core.assembly import StreamAssembler
-from .core.chain import Chain, Prompt
+from .core._exports import publish
+from .core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext, advisor
+from .core.chain import Chain
 from .core.context import ToolContext
 from .core.errors import (
     AdvisorChainError,
-    ApprovalNotFound,
     ChainConfigurationError,
-    ScriptExhaustedError,
     StreamInterruptedError,
     ToolCallLimitExceeded,
-    ToolDefinitionError,
     ToolExecutionError,
 )
 from .core.events import (
@@ -37,8 +39,8 @@ from .core.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from .core.invocation import ToolInvocation, ToolOutcome, ToolResult
-from .core.manager import ToolCallingManager, ToolRound, describe_exception
+from .core.invocation import ToolInvocation, ToolResult
+from .core.manager import ToolCallingManager
 from .core.messages import (
     AssistantMessage,
     Message,
@@ -50,67 +52,36 @@ from .core.messages import (
     load_messages,
 )
 from .core.model import ChatModel
-from .core.options import ChatOptions, ToolChoice
+from .core.options import ChatOptions
 from .core.request import ChatRequest
-from .core.response import ChatResponse, FinishReason, PendingApproval
-from .core.text_tool_calls import TextToolCallModel, parse_text_tool_calls
-from .core.tools import (
-    InvalidToolArguments,
-    ResultConverter,
-    Tool,
-    ToolDefinition,
-    default_result_converter,
-    tool,
-    tools_from,
-)
+from .core.response import ChatResponse
+from .core.text_tool_calls import TextToolCallModel
+from .core.tools import Tool, ToolDefinition, tool, tools_from
 from .core.usage import Usage
-from .providers.errors import (
-    AuthenticationError,
-    BadRequestError,
-    InvalidResponseError,
-    ProviderError,
-    ProviderTimeoutError,
-    ProviderUnavailableError,
-    RateLimitError,
-)
+from .providers.errors import ProviderError
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Advisor",
     "AdvisorChainError",
-    "ApprovalNotFound",
+    "ApprovalAdvisor",
+    "Approve",
     "AssistantMessage",
-    "AuthenticationError",
-    "BadRequestError",
     "CallNext",
     "Chain",
     "ChainConfigurationError",
-    "ChatMemoryStore",
     "ChatModel",
     "ChatOptions",
     "ChatRequest",
     "ChatResponse",
-    "ConversationIdError",
-    "FinishReason",
-    "InMemoryChatMemoryStore",
-    "InvalidResponseError",
-    "InvalidToolArguments",
     "LoggingAdvisor",
     "MemoryAdvisor",
     "Message",
-    "PendingApproval",
-    "PostgresChatMemoryStore",
-    "Prompt",
+    "Placement",
     "ProviderError",
-    "ProviderTimeoutError",
-    "ProviderUnavailableError",
-    "RateLimitError",
+    "Reject",
     "ResponseCompleted",
-    "ResultConverter",
-    "SQLiteChatMemoryStore",
-    "ScriptExhaustedError",
-    "StreamAssembler",
     "StreamEvent",
     "StreamInterruptedError",
     "StreamNext",
@@ -125,28 +96,24 @@ __all__ = [
     "ToolCallStarted",
     "ToolCallingAdvisor",
     "ToolCallingManager",
-    "ToolChoice",
     "ToolContext",
     "ToolDefinition",
-    "ToolDefinitionError",
     "ToolExecutionError",
-    "ToolHook",
     "ToolInvocation",
     "ToolMessage",
     "ToolNext",
-    "ToolOutcome",
     "ToolResult",
-    "ToolRound",
+    "ToolSearchAdvisor",
     "TracingAdvisor",
     "Usage",
     "UserMessage",
     "__version__",
     "advisor",
-    "default_result_converter",
-    "describe_exception",
     "dump_messages",
     "load_messages",
-    "parse_text_tool_calls",
     "tool",
     "tools_from",
 ]
+
+publish(globals())
+del publish

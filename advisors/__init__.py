@@ -1,5 +1,7 @@
-"""The named advisors: links of a chain that each own one concern."""
+"""The named advisors: links of a chain that each own one concern, and their parts
+(approvers, approval and memory stores, tool-search indexes)."""
 
+from ..core._exports import publish
 from ..core.text_transform import Span, TextRewriter, TextTransformAdvisor
 from .approval import (
     ApprovalAdvisor,
@@ -87,3 +89,6 @@ __all__ = [
     "TracingAdvisor",
     "trim_history",
 ]
+
+publish(globals())
+del publish

@@ -6,50 +6,36 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.advisor import Advisor
 from ..core.messages import AssistantMessage, Message, ToolMessage
 from ..core.request import ChatRequest
-from .tool_calling import ToolCallingAdvisor
 
 if TYPE_CHECKING:
     from ..core.chain import Chain
 
 
 class ModelNames:
-    """The provider and default model names an observing advisor reports.
+    """The provider and default model names an observing advisor reports in one chain.
 
-    An explicit provider name wins. Otherwise the names come from the chains the advisor
-    is bound to; if two chains disagree, the name is unknown (`None`) rather than wrong.
+    An explicit provider name wins; otherwise the names are those of the chain's model
+    (`bound`), unknown (`None`) before the advisor is placed in a chain.
     """
 
-    __slots__ = ("_explicit", "_models", "_providers", "model_name", "provider_name")
+    __slots__ = ("_explicit", "model_name", "provider_name")
 
-    def __init__(self, provider_name: str | None = None) -> None:
+    def __init__(self, provider_name: str | None = None, model_name: str | None = None) -> None:
         self._explicit = provider_name
-        self._providers: set[str | None] = set()
-        self._models: set[str | None] = set()
         self.provider_name = provider_name
-        self.model_name: str | None = None
+        self.model_name = model_name
 
-    def bind(self, chain: Chain) -> None:
-        """Learn the names of `chain`'s model."""
-        self._providers.add(_name(chain.provider_name))
-        self._models.add(_name(chain.model_name))
-        self.provider_name = self._explicit or _only(self._providers)
-        self.model_name = _only(self._models)
+    def bound(self, chain: Chain) -> ModelNames:
+        """The names for `chain`'s model."""
+        names = ModelNames(self._explicit or _name(chain.provider_name), _name(chain.model_name))
+        names._explicit = self._explicit
+        return names
 
 
 def _name(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _only(values: set[str | None]) -> str | None:
-    return next(iter(values)) if len(values) == 1 else None
-
-
-def inside_tool_loop(advisors: Sequence[Advisor], position: int) -> bool:
-    """Whether the advisor at `position` sits after (inside) a `ToolCallingAdvisor`."""
-    return any(isinstance(a, ToolCallingAdvisor) for a in advisors[:position])
 
 
 def round_of(request: ChatRequest) -> int:

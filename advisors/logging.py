@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeAlias
 
-from ..core.advisor import Advisor, CallNext, StreamNext, ToolNext
+from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.messages import ToolMessage
@@ -18,15 +19,11 @@ from ._observe import (
     ModelNames,
     arguments_json,
     error_type,
-    inside_tool_loop,
     messages_json,
     output_json,
     round_of,
     truncate,
 )
-
-if TYPE_CHECKING:
-    from ..core.chain import Chain
 
 LOGGER_NAME = "advisorchain"
 """The logger `LoggingAdvisor` writes to unless given another."""
@@ -92,11 +89,13 @@ class LoggingAdvisor(Advisor):
             f"include_content={self.include_content})"
         )
 
-    def check_chain(self, advisors: Sequence[Advisor], position: int) -> None:
-        self._scope = "round" if inside_tool_loop(advisors, position) else "turn"
-
-    def bind(self, chain: Chain) -> None:
-        self._names.bind(chain)
+    def bind(self, placement: Placement) -> LoggingAdvisor:
+        """The link one chain runs: a copy that logs a turn, or a round when it sits inside
+        the tool loop, with the names of that chain's model."""
+        link = copy.copy(self)
+        link._scope = "round" if placement.inside_tool_loop else "turn"
+        link._names = self._names.bound(placement.chain)
+        return link
 
     # -- the turn (or the round) ------------------------------------------------------
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import anyio
 
-from ..core.advisor import Advisor, CallNext, StreamNext
+from ..core.advisor import Advisor, CallNext, Placement, StreamNext
 from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.messages import Message, SystemMessage, ToolMessage, UserMessage
@@ -17,7 +17,6 @@ from ..core.response import ChatResponse
 from ..core.streams import closing_stream
 from ..core.suspension import RESUMED
 from .memory_stores import ChatMemoryStore
-from .tool_calling import ToolCallingAdvisor
 
 
 class ConversationIdError(AdvisorChainError, ValueError):
@@ -78,13 +77,14 @@ class MemoryAdvisor(Advisor):
     def __repr__(self) -> str:
         return f"MemoryAdvisor(store={self.store!r}, max_messages={self.max_messages!r})"
 
-    def check_chain(self, advisors: Sequence[Advisor], position: int) -> None:
+    def bind(self, placement: Placement) -> MemoryAdvisor:
         """Refuse a position inside the tool loop, where each round would be saved again."""
-        if any(isinstance(a, ToolCallingAdvisor) for a in advisors[:position]):
+        if placement.inside_tool_loop:
             raise ChainConfigurationError(
                 "MemoryAdvisor must come before ToolCallingAdvisor in the chain, "
                 "so it sees each turn once"
             )
+        return self
 
     def conversation_id(self, request: ChatRequest) -> str | None:
         """The request's conversation id, or `None` (see the class docstring)."""

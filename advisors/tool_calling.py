@@ -74,6 +74,11 @@ class ToolCallingAdvisor(Advisor):
             tool_timeout=tool_timeout,
         )
 
+    @property
+    def tool_loop(self) -> ToolCallingManager:
+        """This link runs the tool loop with `manager`: the links after it are inside it."""
+        return self.manager
+
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         turn = _Turn(request)
         while True:
@@ -209,8 +214,8 @@ class _Turn:
         await suspend(self.request.context, turn)
 
     def _final(self, response: ChatResponse) -> ChatResponse:
+        # `message` is derived: the answer is the last assistant message of the turn
         return ChatResponse(
-            message=response.message,
             finish_reason=response.finish_reason,
             usage=self.usage,
             messages=tuple(self.added),

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import copy
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextvars import Token
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
-from ..core.advisor import Advisor, CallNext, StreamNext, ToolNext
+from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.manager import describe_exception
@@ -25,15 +26,11 @@ from ._observe import (
     ModelNames,
     arguments_json,
     error_type,
-    inside_tool_loop,
     messages_json,
     output_json,
     round_of,
     truncate,
 )
-
-if TYPE_CHECKING:
-    from ..core.chain import Chain
 
 SCOPE = "advisorchain"
 """The instrumentation scope name of every span and instrument."""
@@ -119,11 +116,13 @@ class TracingAdvisor(Advisor):
     def __repr__(self) -> str:
         return f"TracingAdvisor(capture_content={self.capture_content})"
 
-    def check_chain(self, advisors: Sequence[Advisor], position: int) -> None:
-        self._turn_spans = not inside_tool_loop(advisors, position)
-
-    def bind(self, chain: Chain) -> None:
-        self._names.bind(chain)
+    def bind(self, placement: Placement) -> TracingAdvisor:
+        """The link one chain runs: a copy that opens turn spans unless it sits inside the
+        tool loop, with the names of that chain's model."""
+        link = copy.copy(self)
+        link._turn_spans = not placement.inside_tool_loop
+        link._names = self._names.bound(placement.chain)
+        return link
 
     # -- the turn ---------------------------------------------------------------------
 

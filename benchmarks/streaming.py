@@ -38,7 +38,9 @@ CHUNK = 4
 
 
 class PassThrough(Advisor):
-    """A link that overrides `stream` and forwards every event."""
+    """A link that overrides `stream` and forwards every event (the stream path only)."""
+
+    single_path = True
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
         async for event in next(request):

@@ -8,7 +8,18 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from .advisor import Advisor, CallNext, StreamNext, ToolHook, overrides
+from .advisor import (
+    Advisor,
+    AfterFunction,
+    BeforeFunction,
+    CallNext,
+    FunctionAdvisor,
+    Placement,
+    StreamNext,
+    ToolHook,
+    one_sided,
+    overrides,
+)
 from .errors import ApprovalNotFound, ChainConfigurationError, StreamInterruptedError
 from .events import ResponseCompleted, StreamEvent
 from .messages import Message, UserMessage
@@ -52,9 +63,14 @@ class Chain:
     """Advisors around a model. The first advisor is the outermost link.
 
     The chain is built once, as a fold over the list; advisors that do not override a
-    hook cost nothing on that path. The advisors' `call_model`/`stream_model` hooks are
-    folded first, directly around the model, in list order. A `Chain` is itself a
-    `ChatModel`, so chains nest.
+    hook cost nothing on that path. Building it binds each advisor to its `Placement`
+    (`Advisor.bind`, which may refuse the place or return a per-chain copy) and refuses,
+    with a `ChainConfigurationError`, an advisor that overrides `call` but not `stream`
+    (or `call_model` but not `stream_model`, or the other way round) unless it declares
+    `single_path`. The advisors' `call_model`/`stream_model` hooks are folded first,
+    directly around the model, in list order; each link's `before`/`after` wrap its own
+    `call`/`stream`. A `Chain` is itself a `ChatModel`, so chains nest: a chain used as
+    another's model receives the tool context (a provider never does).
 
     Default `tools` and `tool_context` given here are merged with those of each call:
     per-call tools are added (a name used twice is an error), per-call context values
@@ -72,33 +88,54 @@ class Chain:
     ) -> None:
         self.advisors: tuple[Advisor, ...] = tuple(advisors)
         self.model = model
-        for position, link in enumerate(self.advisors):
-            if not isinstance(link, Advisor):
-                raise TypeError(f"chain link {position} is not an Advisor: {link!r}")
-            link.check_chain(self.advisors, position)
-        self._advisor_tools = merge_tools(*(a.tools for a in self.advisors))
+        self._links: tuple[Advisor, ...] = self._bind_links()
+        self._advisor_tools = merge_tools(*(a.tools for a in self._links))
         self.tools: tuple[Tool, ...] = merge_tools(tools, self._advisor_tools)
         self.tool_context: Mapping[str, Any] = dict(tool_context or {})
         self.options = options or ChatOptions()
         self._tool_hooks: tuple[ToolHook, ...] = tuple(
-            a.call_tool for a in self.advisors if overrides(a, "call_tool")
+            a.call_tool for a in self._links if overrides(a, "call_tool")
         )
-        call_next: CallNext = partial(_call_without_tool_context, model)
-        stream_next: StreamNext = _tracked(partial(_stream_without_tool_context, model))
-        for link in reversed(self.advisors):
+        call_next: CallNext
+        stream_next: StreamNext
+        if isinstance(model, Chain):  # a chain is not a provider: its tools need the context
+            call_next = model.call
+            stream_next = _tracked(model.stream)
+        else:
+            call_next = partial(_call_without_tool_context, model)
+            stream_next = _tracked(partial(_stream_without_tool_context, model))
+        for link in reversed(self._links):
             if overrides(link, "call_model"):
                 call_next = partial(link.call_model, next=call_next)
             if overrides(link, "stream_model"):
                 stream_next = _tracked(partial(link.stream_model, next=stream_next))
-        for link in reversed(self.advisors):
+        for link in reversed(self._links):
             if overrides(link, "call"):
                 call_next = partial(link.call, next=call_next)
             if overrides(link, "stream"):
                 stream_next = _tracked(partial(link.stream, next=stream_next))
+            before = link.before if overrides(link, "before") else None
+            after = link.after if overrides(link, "after") else None
+            if before is not None or after is not None:
+                call_next = partial(_around_call, before, after, call_next)
+                stream_next = _tracked(partial(_around_stream, before, after, stream_next))
         self._call_next = call_next
         self._stream_next = stream_next
-        for link in self.advisors:
-            link.bind(self)
+
+    def _bind_links(self) -> tuple[Advisor, ...]:
+        """Bind every advisor to its place in this chain; refuse one-sided advisors."""
+        links: list[Advisor] = []
+        inside = False
+        for index, given in enumerate(self.advisors):
+            if not isinstance(given, Advisor):
+                raise TypeError(f"chain link {index} is not an Advisor: {given!r}")
+            link = given.bind(Placement(self, index, inside))
+            if not isinstance(link, Advisor):
+                raise TypeError(f"{given.name}.bind() returned {link!r}, not an Advisor")
+            _check_paths(link)
+            links.append(link)
+            inside = inside or link.tool_loop is not None
+        return tuple(links)
 
     @property
     def model_name(self) -> str | None:
@@ -292,14 +329,14 @@ class Chain:
         tools: Iterable[Tool],
         tool_context: Mapping[str, Any] | None,
     ) -> ResumedTurn:
-        resumers = [a for a in self.advisors if isinstance(a, TurnResumer)]
+        resumers = [a for a in self._links if isinstance(a, TurnResumer)]
         if not resumers:
             raise ChainConfigurationError(
                 "no advisor of this chain can resume a suspended turn (add the ApprovalAdvisor)"
             )
         base = self.request((), tools=tools, tool_context=tool_context)
         for resumer in resumers:
-            resumed = await resumer.resume_turn(pending_id, decisions, base, self.advisors)
+            resumed = await resumer.resume_turn(pending_id, decisions, base, self._links)
             if resumed is not None:
                 start_resumed(resumed, pending_id)
                 return resumed
@@ -353,3 +390,66 @@ def _stream_without_tool_context(
     model: ChatModel, request: ChatRequest
 ) -> AsyncIterator[StreamEvent]:
     return model.stream(_without_tool_context(request))
+
+
+def _check_paths(link: Advisor) -> None:
+    """Refuse a link that one path would silently skip (unless it says it is meant to)."""
+    sided = one_sided(link)
+    if sided is None:
+        return
+    given, missing = sided
+    path = "stream" if missing.startswith("stream") else "call"
+    if link.single_path:
+        _log.warning(
+            "advisor %s overrides %s but not %s (single_path=True): chain.%s skips it",
+            link.name,
+            given,
+            missing,
+            path,
+        )
+        return
+    if isinstance(link, FunctionAdvisor):
+        raise ChainConfigurationError(
+            f"advisor {link.name} has {given}= but no {missing}=, so chain.{path} would "
+            f"silently skip it. Fix it in one of two ways: give before=/after= instead "
+            f"(applied on both paths), or give {missing}= too. (An advisor meant for one "
+            "path only passes single_path=True.)"
+        )
+    raise ChainConfigurationError(
+        f"advisor {link.name} overrides {given} but not {missing}, so chain.{path} would "
+        f"silently skip it. Fix it in one of two ways: move its work into before(request) "
+        f"/ after(response), which the chain applies on both paths, or override {missing} "
+        "too. (An advisor meant for one path only sets single_path = True.)"
+    )
+
+
+async def _around_call(
+    before: BeforeFunction | None,
+    after: AfterFunction | None,
+    next: CallNext,
+    request: ChatRequest,
+) -> ChatResponse:
+    """A link's `before`, the rest of the chain, then its `after` (call path)."""
+    if before is not None:
+        request = await before(request)
+    response = await next(request)
+    if after is not None:
+        response = await after(response)
+    return response
+
+
+async def _around_stream(
+    before: BeforeFunction | None,
+    after: AfterFunction | None,
+    next: StreamNext,
+    request: ChatRequest,
+) -> AsyncIterator[StreamEvent]:
+    """A link's `before`, the rest of the chain, then its `after` on the response of
+    `ResponseCompleted` (stream path); every other event passes unchanged."""
+    if before is not None:
+        request = await before(request)
+    async with closing_stream(next(request)) as events:
+        async for event in events:
+            if after is not None and isinstance(event, ResponseCompleted):
+                event = ResponseCompleted(await after(event.response))
+            yield event

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
 
 from .messages import AssistantMessage, Message, ToolCall
@@ -31,26 +32,68 @@ class PendingApproval:
     calls: tuple[ToolCall, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, init=False)
 class ChatResponse:
-    """A model's answer.
+    """A model's answer, or a whole turn's.
 
     `messages` holds every message the turn added (assistant tool-call messages, tool
-    results, final answer); for a single model call it is just `(message,)`. `usage` is
-    summed over every model call of the turn.
+    results, final answer); for a single model call it is just `(message,)`. `message` is
+    not stored apart: it is the last assistant message of `messages`, so the answer exists
+    once and the two can never disagree. `usage` is summed over every model call of the
+    turn.
+
+    Build one from a single answer, `ChatResponse(message=...)`, or from a turn,
+    `ChatResponse(messages=...)` (ending with its answer). Giving both is allowed only when
+    `message` is the last assistant message of `messages`; anything else is a `ValueError`.
+    Change the answer with `with_message`, which replaces it inside
+    `messages`; `dataclasses.replace(response, messages=...)` keeps working.
     """
 
-    message: AssistantMessage
-    finish_reason: FinishReason = "stop"
-    usage: Usage = field(default_factory=Usage)
-    messages: tuple[Message, ...] = ()
-    model: str | None = None
-    id: str | None = None
-    pending_approval: PendingApproval | None = None
+    messages: tuple[Message, ...]
+    finish_reason: FinishReason
+    usage: Usage
+    model: str | None
+    id: str | None
+    pending_approval: PendingApproval | None
 
-    def __post_init__(self) -> None:
-        if not self.messages:
-            object.__setattr__(self, "messages", (self.message,))
+    def __init__(
+        self,
+        message: AssistantMessage | None = None,
+        *,
+        messages: Sequence[Message] = (),
+        finish_reason: FinishReason = "stop",
+        usage: Usage | None = None,
+        model: str | None = None,
+        id: str | None = None,
+        pending_approval: PendingApproval | None = None,
+    ) -> None:
+        found = _last_assistant(messages)
+        if not messages:
+            if message is None:
+                raise ValueError("a ChatResponse needs its message or its messages")
+            messages = (message,)
+            found = message
+        elif found is None:
+            raise ValueError("a ChatResponse's messages must contain an assistant message")
+        elif message is not None and message is not found and message != found:
+            raise ValueError(
+                "message must be the last assistant message of messages (the answer is held "
+                "once); change it with response.with_message(...)"
+            )
+        setattr_ = object.__setattr__
+        setattr_(self, "messages", messages if type(messages) is tuple else tuple(messages))
+        setattr_(self, "finish_reason", finish_reason)
+        setattr_(self, "usage", usage if usage is not None else Usage())
+        setattr_(self, "model", model)
+        setattr_(self, "id", id)
+        setattr_(self, "pending_approval", pending_approval)
+        setattr_(self, "_message", found)
+
+    @property
+    def message(self) -> AssistantMessage:
+        """The answer: the last assistant message of `messages`."""
+        found: AssistantMessage = self.__dict__["_message"]
+        return found
 
     @property
     def text(self) -> str:
@@ -61,3 +104,20 @@ class ChatResponse:
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """The tool calls the final message asks for (empty once a tool loop has run them)."""
         return self.message.tool_calls
+
+    def with_message(self, message: AssistantMessage) -> ChatResponse:
+        """A copy whose answer is `message`: it replaces the last assistant message of
+        `messages`, so what a memory stores and what the caller reads stay one answer."""
+        messages = self.messages
+        for i in range(len(messages) - 1, -1, -1):
+            if messages[i] is self.message:
+                return replace(self, messages=(*messages[:i], message, *messages[i + 1 :]))
+        raise AssertionError("unreachable: the answer is one of the messages")
+
+
+def _last_assistant(messages: Sequence[Message]) -> AssistantMessage | None:
+    for i in range(len(messages) - 1, -1, -1):
+        candidate = messages[i]
+        if isinstance(candidate, AssistantMessage):
+            return candidate
+    return None

@@ -1,5 +1,8 @@
 """Chat models: the innermost step of a chain."""
 
+from ..core._exports import publish
+from ..core.assembly import StreamAssembler
+from ..core.errors import ScriptExhaustedError
 from .anthropic import AnthropicChatModel
 from .errors import (
     AuthenticationError,
@@ -29,6 +32,11 @@ __all__ = [
     "RateLimitError",
     "Reply",
     "RetryPolicy",
+    "ScriptExhaustedError",
     "ScriptedChatModel",
+    "StreamAssembler",
     "model_from_name",
 ]
+
+publish(globals())
+del publish

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from advisorchain import (
     ChainConfigurationError,
     ChatRequest,
     ChatResponse,
+    Placement,
     ResponseCompleted,
     StreamEvent,
     StreamNext,
@@ -101,7 +101,9 @@ async def test_rewritten_arguments_are_validated_again() -> None:
 
 
 class Retry(Advisor):
-    """Calls next again when the model fails once."""
+    """Calls next again when the model fails once (`call` only: a stream may have started)."""
+
+    single_path = True
 
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         try:
@@ -147,18 +149,24 @@ async def test_a_link_may_short_circuit() -> None:
 
 @pytest.mark.anyio
 async def test_function_advisor_rewrites_request_and_response() -> None:
-    @advisor
-    async def system_prompt(request: ChatRequest, next: CallNext) -> ChatResponse:
-        response = await next(
-            request.with_messages((SystemMessage(content="Be terse."), *request.messages))
-        )
-        return replace(response, message=AssistantMessage(content=response.text.upper()))
+    async def system_prompt(request: ChatRequest) -> ChatRequest:
+        return request.with_messages((SystemMessage(content="Be terse."), *request.messages))
 
-    model = ScriptedChatModel(["hello"])
-    response = await Chain([system_prompt], model=model).call("hi")
+    async def shout(response: ChatResponse) -> ChatResponse:
+        return response.with_message(AssistantMessage(content=response.text.upper()))
+
+    link = advisor(before=system_prompt, after=shout)
+    model = ScriptedChatModel(["hello", "hello"])
+    chain = Chain([link], model=model)
+    response = await chain.call("hi")
     assert response.text == "HELLO"
-    assert model.requests[0].messages[0] == SystemMessage(content="Be terse.")
-    assert system_prompt.name == "system_prompt"
+    assert response.messages == (response.message,)
+    events = [e async for e in chain.stream("hi")]
+    assert isinstance(events[-1], ResponseCompleted)
+    assert events[-1].response.text == "HELLO"
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "hello"
+    assert [r.messages[0] for r in model.requests] == [SystemMessage(content="Be terse.")] * 2
+    assert link.name == "system_prompt"
 
 
 @pytest.mark.anyio
@@ -176,7 +184,10 @@ async def test_function_advisor_stream_and_call_tool_hooks() -> None:
 
     model = ScriptedChatModel([call("echo", "1", text="x"), "done"])
     chain = Chain(
-        [advisor(stream=prefix, call_tool=audit, name="mixed"), ToolCallingAdvisor()],
+        [
+            advisor(stream=prefix, call_tool=audit, name="mixed", single_path=True),
+            ToolCallingAdvisor(),
+        ],
         model=model,
         tools=[echo],
     )
@@ -193,9 +204,9 @@ class ModelCallCounter(Advisor):
         self.model_calls = 0
         self.streamed_model_calls = 0
 
-    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+    async def before(self, request: ChatRequest) -> ChatRequest:
         self.turns += 1
-        return await next(request)
+        return request
 
     async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         self.model_calls += 1
@@ -228,9 +239,10 @@ class Searcher(Advisor):
     def tools(self) -> Sequence[Tool]:
         return [echo]
 
-    def check_chain(self, advisors: Sequence[Advisor], position: int) -> None:
-        if not any(isinstance(a, ToolCallingAdvisor) for a in advisors[:position]):
+    def bind(self, placement: Placement) -> Advisor:
+        if not placement.inside_tool_loop:
             raise ChainConfigurationError("Searcher must come after ToolCallingAdvisor")
+        return self
 
 
 @pytest.mark.anyio

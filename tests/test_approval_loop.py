@@ -10,7 +10,6 @@ import pytest
 
 from advisorchain import (
     Advisor,
-    ApprovalNotFound,
     AssistantMessage,
     Chain,
     ChatOptions,
@@ -28,6 +27,7 @@ from advisorchain import (
     advisor,
     tool,
 )
+from advisorchain.advisors import ApprovalNotFound
 from advisorchain.core.suspension import RESUMED, ResumedTurn, SuspendedTurn, on_suspend
 from advisorchain.providers import ScriptedChatModel
 
@@ -221,12 +221,13 @@ async def test_a_resumed_turn_starts_with_the_resumed_results_once(loop: bool) -
 async def test_a_resumed_turn_is_marked_for_every_link() -> None:
     seen: list[object] = []
 
-    async def outer(request: ChatRequest, next: Any) -> Any:
+    async def outer(request: ChatRequest) -> ChatRequest:
         seen.append(request.context.get(RESUMED))
-        return await next(request)
+        return request
 
     chain = Chain(
-        [advisor(outer), Reporter(), ToolCallingAdvisor()], model=ScriptedChatModel(["a", "b"])
+        [advisor(before=outer), Reporter(), ToolCallingAdvisor()],
+        model=ScriptedChatModel(["a", "b"]),
     )
     await chain.call("new turn")
     await chain.resume("approval_1", {})

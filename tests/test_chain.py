@@ -10,7 +10,6 @@ import pytest
 from advisorchain import (
     Advisor,
     AssistantMessage,
-    CallNext,
     Chain,
     ChainConfigurationError,
     ChatModel,
@@ -94,6 +93,8 @@ async def test_stream_ends_with_exactly_one_response_completed() -> None:
 
 
 class Broken(Advisor):
+    single_path = True  # it breaks the stream contract; call has none to break
+
     def __init__(self, mode: str) -> None:
         self.mode = mode
 
@@ -138,16 +139,23 @@ async def test_list_order_is_the_order() -> None:
     seen: list[str] = []
 
     def recorder(name: str) -> Advisor:
-        async def hook(request: ChatRequest, next: CallNext) -> ChatResponse:
+        async def before(request: ChatRequest) -> ChatRequest:
             seen.append(f"{name}>")
-            response = await next(request)
+            return request
+
+        async def after(response: ChatResponse) -> ChatResponse:
             seen.append(f"<{name}")
             return response
 
-        return advisor(hook, name=name)
+        return advisor(before=before, after=after, name=name)
 
-    chain = Chain([recorder("a"), recorder("b"), recorder("c")], model=ScriptedChatModel(["x"]))
+    links = [recorder("a"), recorder("b"), recorder("c")]
+    chain = Chain(links, model=ScriptedChatModel(["x", "x"]))
     await chain.call("hi")
+    assert seen == ["a>", "b>", "c>", "<c", "<b", "<a"]
+    seen.clear()
+    async for _ in chain.stream("hi"):
+        pass
     assert seen == ["a>", "b>", "c>", "<c", "<b", "<a"]
 
 
@@ -214,6 +222,8 @@ _var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset
 
 
 class SetsContextVar(Advisor):
+    single_path = True
+
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
         token = _var.set("from-advisor")
         try:

@@ -11,7 +11,6 @@ from advisorchain import (
     Chain,
     ChatRequest,
     Message,
-    ScriptExhaustedError,
     TextDelta,
     ToolCall,
     ToolCallDelta,
@@ -20,7 +19,7 @@ from advisorchain import (
     UserMessage,
     tool,
 )
-from advisorchain.providers import ScriptedChatModel
+from advisorchain.providers import ScriptedChatModel, ScriptExhaustedError
 
 
 @tool

@@ -13,7 +13,6 @@ from advisorchain import (
     ChatRequest,
     ChatResponse,
     Message,
-    PendingApproval,
     ResponseCompleted,
     StreamEvent,
     SystemMessage,
@@ -29,6 +28,7 @@ from advisorchain.advisors import (
     ConversationIdError,
     InMemoryChatMemoryStore,
     MemoryAdvisor,
+    PendingApproval,
     trim_history,
 )
 from advisorchain.core.advisor import CallNext, StreamNext

@@ -18,14 +18,13 @@ from advisorchain import (
     AssistantMessage,
     Chain,
     Message,
-    PostgresChatMemoryStore,
     SystemMessage,
     ToolCall,
     ToolCallingAdvisor,
     UserMessage,
     tool,
 )
-from advisorchain.advisors import ChatMemoryStoreError, MemoryAdvisor
+from advisorchain.advisors import ChatMemoryStoreError, MemoryAdvisor, PostgresChatMemoryStore
 from advisorchain.providers import ScriptedChatModel
 
 Workers = Callable[[], PostgresChatMemoryStore]

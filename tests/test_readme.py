@@ -8,8 +8,20 @@ import re
 from pathlib import Path
 from typing import Any
 
+import anyio
+import pytest
+
 import advisorchain
-from advisorchain import Chain, ToolCall, ToolCallingAdvisor
+from advisorchain import (
+    AdvisorChainError,
+    AssistantMessage,
+    Chain,
+    ChainConfigurationError,
+    ChatResponse,
+    ResponseCompleted,
+    ToolCall,
+    ToolCallingAdvisor,
+)
 from advisorchain.providers import ScriptedChatModel
 
 README = Path(advisorchain.__file__).resolve().parent / "README.md"
@@ -30,24 +42,56 @@ def test_quickstart_prints_what_the_readme_shows() -> None:
     assert output.getvalue() == expected.group(1)
 
 
-def test_custom_advisor_examples_work() -> None:
+def test_custom_advisor_examples_work_on_both_paths() -> None:
     namespace: dict[str, Any] = {"__name__": "readme"}
     exec(compile(readme_blocks()[1], "README-advisors", "exec"), namespace)
     quickstart: dict[str, Any] = {"__name__": "readme"}
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile(readme_blocks()[0], "README-quickstart", "exec"), quickstart)
     log: list[str] = []
-    model = ScriptedChatModel(
-        [ToolCall.from_arguments("get_delivery_date", {"order_id": "A1"}), "Soon."]
-    )
+    script = [ToolCall.from_arguments("get_delivery_date", {"order_id": "A1"}), "Soon."]
+    model = ScriptedChatModel(script * 2)
+    budget = namespace["TokenBudget"](10_000)
     chain = Chain(
-        [namespace["house_style"], ToolCallingAdvisor(), namespace["AuditTools"](log)],
+        [namespace["house_style"], budget, ToolCallingAdvisor(), namespace["AuditTools"](log)],
         model=model,
         tools=[quickstart["get_delivery_date"]],
     )
-    import anyio
 
-    response = anyio.run(lambda: chain.call("When?", tool_context={"user_id": "u7"}))
-    assert response.text == "Soon."
-    assert log == ["u7 get_delivery_date: ok"]
-    assert model.requests[0].messages[0].content == "One sentence."
+    async def both() -> tuple[str, str]:
+        called = await chain.call("When?", tool_context={"user_id": "u7"})
+        streamed = [e async for e in chain.stream("When?", tool_context={"user_id": "u7"})]
+        final = streamed[-1]
+        assert isinstance(final, ResponseCompleted)
+        return called.text, final.response.text
+
+    assert anyio.run(both) == ("Soon.", "Soon.")
+    assert log == ["u7 get_delivery_date: ok"] * 2
+    assert [r.messages[0].content for r in model.requests] == ["One sentence."] * 4
+    assert budget.used > 0
+    spent = Chain([namespace["TokenBudget"](0)], model=ScriptedChatModel(["x"]))
+    with pytest.raises(AdvisorChainError, match="budget of 0 spent"):
+        anyio.run(lambda: spent.call("hi"))
+
+
+def test_the_readme_shows_the_refusal_the_chain_raises() -> None:
+    text = README.read_text()
+    section = text[text.index("## Writing an advisor") : text.index("## Driving the loop")]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    refusal = next(b for b in blocks if "ChainConfigurationError:" in b)
+    code, _, comment = refusal.partition("\nChain(")
+    expected = " ".join(
+        line.removeprefix("# ").strip() for line in comment.splitlines() if line.startswith("#")
+    ).removeprefix("ChainConfigurationError: ")
+    namespace: dict[str, Any] = {"__name__": "readme"}
+    exec(compile(readme_blocks()[1], "README-advisors", "exec"), namespace)
+    exec(compile(code, "README-refusal", "exec"), namespace)
+    with pytest.raises(ChainConfigurationError) as raised:
+        Chain([namespace["house_style"]], model=ScriptedChatModel(["x"]))
+    assert str(raised.value) == expected
+    sign = next(b for b in blocks if "def sign" in b)
+    namespace["AssistantMessage"] = AssistantMessage
+    exec(compile(sign, "README-sign", "exec"), namespace)
+    signed = anyio.run(namespace["sign"], ChatResponse(message=AssistantMessage(content="Hi")))
+    assert signed.text == "Hi\n-- the shop"
+    assert signed.messages == (signed.message,)

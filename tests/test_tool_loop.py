@@ -13,10 +13,8 @@ import pytest
 
 from advisorchain import (
     AssistantMessage,
-    CallNext,
     Chain,
     ChatRequest,
-    ChatResponse,
     Message,
     ToolCall,
     ToolCallingAdvisor,
@@ -367,17 +365,22 @@ async def test_loop_only_recalls_the_links_after_it() -> None:
     calls_seen: list[str] = []
 
     def counting(name: str) -> Any:
-        async def hook(request: ChatRequest, next: CallNext) -> ChatResponse:
+        async def hook(request: ChatRequest) -> ChatRequest:
             calls_seen.append(name)
-            return await next(request)
+            return request
 
-        return advisor(hook, name=name)
+        return advisor(before=hook, name=name)
 
-    model = ScriptedChatModel([call("echo", "1", text="x"), call("echo", "2", text="y"), "done"])
+    script = [call("echo", "1", text="x"), call("echo", "2", text="y"), "done"]
+    model = ScriptedChatModel(script * 2)
     chain = Chain(
         [counting("outer"), ToolCallingAdvisor(), counting("inner")], model=model, tools=[echo]
     )
     await chain.call("go")
+    assert calls_seen == ["outer", "inner", "inner", "inner"]
+    calls_seen.clear()
+    async for _ in chain.stream("go"):
+        pass
     assert calls_seen == ["outer", "inner", "inner", "inner"]
 
 

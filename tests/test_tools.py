@@ -13,13 +13,13 @@ from pydantic import BaseModel, Field
 
 from advisorchain import (
     ChainConfigurationError,
-    InvalidToolArguments,
     Tool,
     ToolContext,
-    ToolDefinitionError,
     tool,
     tools_from,
 )
+from advisorchain.core.errors import ToolDefinitionError
+from advisorchain.core.tools import InvalidToolArguments
 
 
 class Unit(enum.Enum):

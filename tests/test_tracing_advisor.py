@@ -517,23 +517,23 @@ async def test_model_and_provider_names(otel: Telemetry) -> None:
 
 
 @pytest.mark.anyio
-async def test_an_advisor_in_two_chains_with_different_providers_reports_none(
+async def test_an_advisor_in_two_chains_reports_each_chains_names(
     otel: Telemetry,
 ) -> None:
     class Other(ScriptedChatModel):
         provider_name = "other"
 
     advisor = otel.advisor()
-    Chain([advisor], model=ScriptedChatModel(["a"], model_name="one"))
-    chain = Chain([advisor], model=Other(["b"], model_name="two"))
+    first = Chain([advisor], model=ScriptedChatModel(["a"], model_name="one"))
+    second = Chain([advisor], model=Other(["b"], model_name="two"))
 
-    await chain.call("hi")
+    await second.call("hi")
+    await first.call("hi")
 
-    (chat,) = otel.named("chat")
-    assert chat.name == "chat"
-    assert "gen_ai.provider.name" not in attrs(chat)
-    assert "gen_ai.request.model" not in attrs(chat)
-    assert attrs(chat)["gen_ai.response.model"] == "two"
+    chats = otel.named("chat")
+    assert [s.name for s in chats] == ["chat two", "chat one"]
+    assert [attrs(s)["gen_ai.provider.name"] for s in chats] == ["other", "scripted"]
+    assert [attrs(s)["gen_ai.request.model"] for s in chats] == ["two", "one"]
 
 
 @pytest.mark.anyio

@@ -17,7 +17,6 @@ from ...core.messages import AssistantMessage, Message, ToolCall
 from ...core.options import ChatOptions
 from ...core.request import ChatRequest
 from ...core.suspension import ResumedTurn
-from ..tool_calling import ToolCallingAdvisor
 from .types import (
     ApprovalAlreadyResolved,
     Approve,
@@ -97,8 +96,8 @@ def check_decisions(
 
 def _manager(advisors: Sequence[Advisor]) -> ToolCallingManager:
     for link in advisors:
-        if isinstance(link, ToolCallingAdvisor):
-            return link.manager
+        if link.tool_loop is not None:
+            return link.tool_loop
     return ToolCallingManager()
 
 

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...core.advisor import Advisor, CallNext, StreamNext, ToolNext
+from ...core.advisor import Advisor, Placement, ToolNext
 from ...core.errors import ChainConfigurationError
-from ...core.events import StreamEvent
 from ...core.invocation import ToolInvocation, ToolResult
 from ...core.manager import describe_exception
 from ...core.messages import Message, SystemMessage, ToolMessage
 from ...core.request import ChatRequest
-from ...core.response import ChatResponse
-from ...core.streams import closing_stream
 from ...core.tools import Tool
-from ..tool_calling import ToolCallingAdvisor
 from .catalog import CatalogIndexes
 from .index import ToolIndex, one_line
 from .keyword import KeywordIndex
@@ -33,8 +29,8 @@ class ToolSearchAdvisor(Advisor):
     before it is a `ChainConfigurationError`. It contributes one tool,
     `search_tool_name`, to every request of its chain.
 
-    Control flow, for each model call (each round of the loop), on both `call` and
-    `stream`: with fewer than `min_tools` attached tools (its own search tool not
+    Control flow, in `before`, for each model call (each round of the loop), on both
+    paths: with fewer than `min_tools` attached tools (its own search tool not
     counted) it passes the request on with exactly those tools and nothing added.
     Otherwise it passes on a copy whose tools are the search tool, the `pinned` tools
     and the tools found by searches of this turn, with one short system note on how to
@@ -106,23 +102,18 @@ class ToolSearchAdvisor(Advisor):
         """The search tool."""
         return (self.search_tool,)
 
-    def check_chain(self, advisors: Sequence[Advisor], position: int) -> None:
-        """Require a `ToolCallingAdvisor` before this advisor."""
-        if not any(isinstance(a, ToolCallingAdvisor) for a in advisors[:position]):
+    def bind(self, placement: Placement) -> ToolSearchAdvisor:
+        """Require a place after a `ToolCallingAdvisor` (inside the tool loop)."""
+        if not placement.inside_tool_loop:
             raise ChainConfigurationError(
                 "ToolSearchAdvisor must come after a ToolCallingAdvisor in the chain "
                 "(inside the tool loop), so that every round sees the tools it found"
             )
+        return self
 
-    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
-        """Pass on the request with the catalog narrowed (see the class docstring)."""
-        return await next(self.narrow(request))
-
-    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        """The streaming twin of `call`."""
-        async with closing_stream(next(self.narrow(request))) as events:
-            async for event in events:
-                yield event
+    async def before(self, request: ChatRequest) -> ChatRequest:
+        """The request with the catalog narrowed (see the class docstring), both paths."""
+        return self.narrow(request)
 
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
         """Answer calls of the search tool; pass every other call on."""
