@@ -90,10 +90,16 @@ ADVISORS = {
     "PendingApproval",
     "PostgresApprovalStore",
     "PostgresChatMemoryStore",
+    "RedactionAdvisor",
+    "RedactionBlocked",
+    "RedactionRule",
     "RegexIndex",
     "Reject",
     "SQLiteApprovalStore",
     "SQLiteChatMemoryStore",
+    "Span",
+    "TextRewriter",
+    "TextTransformAdvisor",
     "ToolCallingAdvisor",
     "ToolIndex",
     "ToolSearchAdvisor",
@@ -123,7 +129,7 @@ PROVIDERS = {
 # Names other work of this release adds; counted only once they exist.
 ADDED_ELSEWHERE = {
     "advisorchain": {"TextPart", "ImagePart", "DocumentPart", "ReasoningPart", "ReasoningDelta"},
-    "advisorchain.advisors": {"RedactionAdvisor"},
+    "advisorchain.advisors": set(),
     "advisorchain.providers": set(),
 }
 
