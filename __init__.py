@@ -30,6 +30,7 @@ from .core.errors import (
     ToolExecutionError,
 )
 from .core.events import (
+    ReasoningDelta,
     ResponseCompleted,
     StreamEvent,
     TextDelta,
@@ -51,6 +52,7 @@ from .core.messages import (
 )
 from .core.model import ChatModel
 from .core.options import ChatOptions, ToolChoice
+from .core.parts import ContentPart, DocumentPart, ImagePart, ReasoningPart, TextPart
 from .core.request import ChatRequest
 from .core.response import ChatResponse, FinishReason, PendingApproval
 from .core.text_tool_calls import TextToolCallModel, parse_text_tool_calls
@@ -58,6 +60,7 @@ from .core.tools import (
     InvalidToolArguments,
     ResultConverter,
     Tool,
+    ToolContent,
     ToolDefinition,
     default_result_converter,
     tool,
@@ -91,8 +94,11 @@ __all__ = [
     "ChatOptions",
     "ChatRequest",
     "ChatResponse",
+    "ContentPart",
     "ConversationIdError",
+    "DocumentPart",
     "FinishReason",
+    "ImagePart",
     "InMemoryChatMemoryStore",
     "InvalidResponseError",
     "InvalidToolArguments",
@@ -106,6 +112,8 @@ __all__ = [
     "ProviderTimeoutError",
     "ProviderUnavailableError",
     "RateLimitError",
+    "ReasoningDelta",
+    "ReasoningPart",
     "ResponseCompleted",
     "ResultConverter",
     "SQLiteChatMemoryStore",
@@ -116,6 +124,7 @@ __all__ = [
     "StreamNext",
     "SystemMessage",
     "TextDelta",
+    "TextPart",
     "TextToolCallModel",
     "Tool",
     "ToolCall",
@@ -126,6 +135,7 @@ __all__ = [
     "ToolCallingAdvisor",
     "ToolCallingManager",
     "ToolChoice",
+    "ToolContent",
     "ToolContext",
     "ToolDefinition",
     "ToolDefinitionError",
