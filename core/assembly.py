@@ -29,6 +29,18 @@ class _Reasoning:
         )
 
 
+def _merged(old: dict[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
+    """`old` updated with `new`, mappings under one key merged (one level deep)."""
+    merged = dict(old or {})
+    for key, value in new.items():
+        before = merged.get(key)
+        if isinstance(before, Mapping) and isinstance(value, Mapping):
+            merged[key] = {**before, **value}
+        else:
+            merged[key] = value
+    return merged
+
+
 class StreamAssembler:
     """Collects `TextDelta`, `ReasoningDelta` and `ToolCallDelta` events; `message()`
     builds the result.
@@ -66,7 +78,7 @@ class StreamAssembler:
             slot[1] = event.name if not slot[1] or slot[1] == event.name else slot[1] + event.name
         slot[2] = (slot[2] or "") + event.arguments
         if event.provider_data:
-            slot[3] = {**(slot[3] or {}), **event.provider_data}
+            slot[3] = _merged(slot[3], event.provider_data)
 
     def reasoning_detail(
         self,
@@ -84,7 +96,7 @@ class StreamAssembler:
         if provider:
             reasoning.provider = provider
         if provider_data:
-            reasoning.provider_data = {**(reasoning.provider_data or {}), **provider_data}
+            reasoning.provider_data = _merged(reasoning.provider_data, provider_data)
 
     def _reasoning_at(self, index: int) -> _Reasoning:
         reasoning = self._reasoning.get(index)

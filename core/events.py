@@ -46,6 +46,10 @@ class ToolCallDelta:
     provider_data: Mapping[str, Any] | None = None
 
 
+ModelDelta: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta
+"""A fragment of a model's answer, as providers stream them."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCallStarted:
     """The tool loop is about to execute `call`."""
