@@ -73,7 +73,8 @@ class ImagePart(_Part):
     """An image: `ImagePart(data=..., media_type=...)` or `ImagePart(url=...)`.
 
     `media_type` may be left out for PNG, JPEG, GIF and WebP bytes (it is read from the
-    bytes); with a URL it is optional. Exactly one of `data` and `url` is given.
+    bytes); with a URL it is optional. Exactly one of `data` and `url` is given. A base64
+    `data:` URL is read into `data` and `media_type`, so every provider can send it.
     """
 
     type: Literal["image"] = "image"
@@ -86,15 +87,22 @@ class ImagePart(_Part):
     def _fill_media_type(cls, values: Any) -> Any:
         if not isinstance(values, dict):
             return values
+        url = values.get("url")
+        if isinstance(url, str) and url.startswith("data:") and values.get("data") is None:
+            header, _, encoded = url[5:].partition(",")
+            media_type, _, encoding = header.rpartition(";")
+            if encoding != "base64" or not media_type:
+                raise ValueError("a data: URL in ImagePart must be base64 with a media type")
+            values = {**values, "url": None, "data": encoded, "media_type": media_type}
         has_data = values.get("data") is not None
         if has_data == (values.get("url") is not None):
             raise ValueError("ImagePart takes exactly one of data= and url=")
         if has_data and not values.get("media_type"):
             data = _from_base64(values["data"])
-            media_type = _sniff_image(data) if isinstance(data, bytes) else None
-            if media_type is None:
+            sniffed = _sniff_image(data) if isinstance(data, bytes) else None
+            if sniffed is None:
                 raise ValueError("ImagePart(data=...) needs media_type= (e.g. 'image/png')")
-            values = {**values, "data": data, "media_type": media_type}
+            values = {**values, "data": data, "media_type": sniffed}
         return values
 
     def data_url(self) -> str:

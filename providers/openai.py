@@ -263,7 +263,8 @@ def content_parts(parts: Iterable[ContentPart]) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
     for part in parts:
         if isinstance(part, TextPart):
-            wire.append({"type": "text", "text": part.text})
+            if part.text:
+                wire.append({"type": "text", "text": part.text})
         elif isinstance(part, ImagePart):
             wire.append({"type": "image_url", "image_url": {"url": part.data_url()}})
         elif isinstance(part, DocumentPart):

@@ -81,6 +81,15 @@ def test_image_part_checks_its_source() -> None:
     assert ImagePart(data=base64.b64encode(PNG).decode()).data == PNG
 
 
+def test_a_data_url_is_read_into_bytes() -> None:
+    url = "data:image/png;base64," + base64.b64encode(PNG).decode("ascii")
+    part = ImagePart(url=url)
+    assert (part.data, part.media_type, part.url) == (PNG, "image/png", None)
+    assert part.data_url() == url
+    with pytest.raises(ValidationError, match="must be base64 with a media type"):
+        ImagePart(url="data:,plain%20text")
+
+
 def test_parts_are_checked_per_role() -> None:
     with pytest.raises(ValidationError):
         UserMessage(content=[ReasoningPart(text="no")])  # type: ignore[list-item]

@@ -101,6 +101,7 @@ async def test_user_images_and_pdfs_are_image_url_and_file_parts() -> None:
             ImagePart(url="https://example.com/cat.jpg"),
             DocumentPart(data=PDF, name="report.pdf"),
             DocumentPart(data=PDF),
+            TextPart(text=""),
         ]
     )
     await model_for(recorder).call(ChatRequest(messages=(message,)))
