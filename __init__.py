@@ -32,6 +32,7 @@ from .core.errors import (
     ToolExecutionError,
 )
 from .core.events import (
+    ReasoningDelta,
     ResponseCompleted,
     StreamEvent,
     TextDelta,
@@ -53,9 +54,9 @@ from .core.messages import (
 )
 from .core.model import ChatModel
 from .core.options import ChatOptions
+from .core.parts import DocumentPart, ImagePart, ReasoningPart, TextPart
 from .core.request import ChatRequest
 from .core.response import ChatResponse
-from .core.text_tool_calls import TextToolCallModel
 from .core.tools import Tool, ToolDefinition, tool, tools_from
 from .core.usage import Usage
 from .providers.errors import ProviderError
@@ -75,11 +76,15 @@ __all__ = [
     "ChatOptions",
     "ChatRequest",
     "ChatResponse",
+    "DocumentPart",
+    "ImagePart",
     "LoggingAdvisor",
     "MemoryAdvisor",
     "Message",
     "Placement",
     "ProviderError",
+    "ReasoningDelta",
+    "ReasoningPart",
     "Reject",
     "ResponseCompleted",
     "StreamEvent",
@@ -87,7 +92,7 @@ __all__ = [
     "StreamNext",
     "SystemMessage",
     "TextDelta",
-    "TextToolCallModel",
+    "TextPart",
     "Tool",
     "ToolCall",
     "ToolCallDelta",

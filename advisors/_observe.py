@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.messages import AssistantMessage, Message, ToolMessage
+from ..core.parts import ContentPart, ImagePart, ReasoningPart, TextPart
 from ..core.request import ChatRequest
 
 if TYPE_CHECKING:
@@ -65,13 +66,16 @@ def _parts(message: Message, limit: int) -> list[dict[str, Any]]:
             {
                 "type": "tool_call_response",
                 "id": message.tool_call_id,
-                "response": truncate(message.content, limit),
+                "response": truncate(message.text, limit),
             }
         ]
     parts: list[dict[str, Any]] = []
     content = message.content
-    if content:
-        parts.append({"type": "text", "content": truncate(content, limit)})
+    if isinstance(content, str):
+        if content:
+            parts.append({"type": "text", "content": truncate(content, limit)})
+    elif content:
+        parts.extend(_content_part(part, limit) for part in content)
     if isinstance(message, AssistantMessage):
         for call in message.tool_calls:
             parts.append(
@@ -83,6 +87,18 @@ def _parts(message: Message, limit: int) -> list[dict[str, Any]]:
                 }
             )
     return parts
+
+
+def _content_part(part: ContentPart, limit: int) -> dict[str, Any]:
+    """A content part in the GenAI conventions' shape; bytes are never written."""
+    if isinstance(part, TextPart):
+        return {"type": "text", "content": truncate(part.text, limit)}
+    if isinstance(part, ReasoningPart):
+        return {"type": "reasoning", "content": truncate(part.text, limit)}
+    if isinstance(part, ImagePart) and part.url is not None:
+        return {"type": "uri", "modality": "image", "uri": truncate(part.url, limit)}
+    modality = "image" if isinstance(part, ImagePart) else "document"
+    return {"type": "blob", "modality": modality, "mime_type": part.media_type}
 
 
 def messages_json(messages: Sequence[Message], limit: int) -> str:

@@ -296,7 +296,7 @@ class LoggingAdvisor(Advisor):
             if result.error is not None:
                 fields["error_type"] = error_type(result.error)
             if self.include_content:
-                fields["result"] = truncate(result.content, self.max_content_chars)
+                fields["result"] = truncate(result.text, self.max_content_chars)
         if self.include_content:
             fields["arguments"] = arguments_json(invocation.arguments, self.max_content_chars)
         text = "tool call %s (%s, round %d) %s in %.3f s"

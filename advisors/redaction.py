@@ -13,6 +13,7 @@ from ..core.advisor import ToolNext
 from ..core.errors import AdvisorChainError
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.messages import Message, ToolMessage, UserMessage
+from ..core.parts import map_text
 from ..core.request import ChatRequest
 from ..core.text_transform import Span, TextRewriter, TextTransformAdvisor
 
@@ -288,27 +289,25 @@ class RedactionAdvisor(TextTransformAdvisor):
         if "tool" not in self.apply_to or result.outcome == "pending":
             return result
         try:
-            content = self.redact(result.content, "tool")
+            content = map_text(result.content, lambda text: self.redact(text, "tool"))
         except RedactionBlocked as exc:
             return ToolResult(
                 content=f"Error: the result was withheld (redaction rule {exc.rule!r})",
                 outcome="error",
                 error=exc,
             )
-        return result if content == result.content else replace(result, content=content)
+        return result if content is result.content else replace(result, content=content)
 
     def _inbound(self, message: Message) -> Message:
         if isinstance(message, UserMessage) and "user" in self.apply_to:
-            content = self.redact(message.content, "user")
+            content = map_text(message.content, lambda text: self.redact(text, "user"))
         elif isinstance(message, ToolMessage) and "tool" in self.apply_to:
-            content = self.redact(message.content, "tool")
+            content = map_text(message.content, lambda text: self.redact(text, "tool"))
         else:
             return message
-        return (
-            message
-            if content == message.content
-            else message.model_copy(update={"content": content})
-        )
+        if content is message.content:
+            return message
+        return message.model_copy(update={"content": content})
 
     def _replacement(self, value: str, rule_name: str, target: str) -> str:
         strategy = self._strategy_of(rule_name)

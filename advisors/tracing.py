@@ -316,7 +316,7 @@ class TracingAdvisor(Advisor):
         span.set_attribute(TOOL_OUTCOME, result.outcome)
         if self.capture_content:
             span.set_attribute(
-                "gen_ai.tool.call.result", truncate(result.content, self.max_content_chars)
+                "gen_ai.tool.call.result", truncate(result.text, self.max_content_chars)
             )
         if result.outcome == "ok":
             return

@@ -80,8 +80,8 @@ class StubModel:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         response = self._answer(request)
-        if response.message.content:
-            yield TextDelta(response.message.content)
+        if response.message.text:
+            yield TextDelta(response.message.text)
         yield ResponseCompleted(response)
 
 

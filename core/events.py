@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from .messages import ToolCall, ToolMessage
 from .response import ChatResponse
@@ -17,17 +18,36 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning (thinking) text, for a UI to show as it comes.
+
+    Reasoning is never part of the answer's text: it never arrives as a `TextDelta`, and
+    the final message holds it as `ReasoningPart`s. `index` tells the reasoning parts of
+    one answer apart (0, 1, ... in order).
+    """
+
+    text: str
+    index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallDelta:
     """A fragment of a tool call as a provider streams it; the tool loop assembles them.
 
     Fragments with the same `index` belong to one call; `id` and `name` may arrive in any
-    fragment (usually the first), `arguments` is appended.
+    fragment (usually the first), `arguments` is appended; `provider_data` (opaque data
+    the provider needs back with the call) is merged into the call's.
     """
 
     index: int
     id: str | None = None
     name: str | None = None
     arguments: str = ""
+    provider_data: Mapping[str, Any] | None = None
+
+
+ModelDelta: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta
+"""A fragment of a model's answer, as providers stream them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +75,11 @@ class ResponseCompleted:
 
 
 StreamEvent: TypeAlias = (
-    TextDelta | ToolCallDelta | ToolCallStarted | ToolCallFinished | ResponseCompleted
+    TextDelta
+    | ReasoningDelta
+    | ToolCallDelta
+    | ToolCallStarted
+    | ToolCallFinished
+    | ResponseCompleted
 )
 """Any event a stream yields."""

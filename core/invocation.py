@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .context import ToolContext
 from .messages import ToolCall, ToolMessage
+from .parts import DocumentPart, ImagePart, TextPart, text_of
 
 if TYPE_CHECKING:
     from .request import ChatRequest
@@ -64,17 +65,22 @@ class ToolInvocation:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult:
-    """What a tool call produced, as text for the model.
+    """What a tool call produced, for the model: text, or parts (text, images, documents).
 
     `value` is the tool's raw return value (before conversion), `error` the exception a
     failed call raised; neither is ever sent to the model.
     """
 
-    content: str
+    content: str | tuple[TextPart | ImagePart | DocumentPart, ...]
     outcome: ToolOutcome = "ok"
     return_direct: bool = False
     value: Any = None
     error: BaseException | None = None
+
+    @property
+    def text(self) -> str:
+        """The result's text (its text parts joined, when it has parts)."""
+        return text_of(self.content)
 
     @property
     def is_error(self) -> bool:

@@ -64,7 +64,7 @@ class ToolRound:
     @property
     def direct_answer(self) -> str:
         """The results joined as the answer of a return-direct round."""
-        return "\n\n".join(r.content for r in self.results)
+        return "\n\n".join(r.text for r in self.results)
 
 
 class ToolCallingManager:

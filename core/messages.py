@@ -2,6 +2,12 @@
 
 Messages are immutable pydantic models. A `ToolCall` keeps the model's raw argument
 text, so malformed JSON can be reported back to the model instead of crashing the turn.
+
+`content` is a string or a tuple of content parts (`core/parts.py`: text, images,
+documents, reasoning); every message's `.text` is its text either way, and `.parts` its
+content as parts. `provider_data` on assistant messages and tool calls holds opaque
+JSON a provider needs back unchanged (a Gemini thought signature on a call, say), keyed
+by the provider's name: each provider reads and sends only its own key.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from .parts import AssistantPart, ContentPart, ReasoningPart, ToolPart, UserPart, parts_of, text_of
 
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 """What `json.dumps(..., separators=(",", ":"), ensure_ascii=False)` does, built once."""
@@ -35,6 +43,7 @@ class ToolCall(_Frozen):
     id: str
     name: str
     arguments: str = "{}"
+    provider_data: dict[str, Any] | None = Field(default=None, repr=False)
 
     @classmethod
     def from_arguments(
@@ -54,35 +63,88 @@ class SystemMessage(_Frozen):
     role: Literal["system"] = "system"
     content: str
 
+    @property
+    def text(self) -> str:
+        """The instructions."""
+        return self.content
+
+    @property
+    def parts(self) -> tuple[ContentPart, ...]:
+        """The content as parts (one `TextPart`)."""
+        return parts_of(self.content)
+
 
 class UserMessage(_Frozen):
-    """What the user said."""
+    """What the user said: text (`content="..."`) or parts (text, images, documents)."""
 
     role: Literal["user"] = "user"
-    content: str
-
-
-class AssistantMessage(_Frozen):
-    """What the model answered: text, tool calls, or both."""
-
-    role: Literal["assistant"] = "assistant"
-    content: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
+    content: str | tuple[UserPart, ...]
 
     @property
     def text(self) -> str:
-        """The message's text, or an empty string when it has none."""
-        return self.content or ""
+        """The message's text (its text parts joined)."""
+        return text_of(self.content)
+
+    @property
+    def parts(self) -> tuple[ContentPart, ...]:
+        """The content as parts."""
+        return parts_of(self.content)
+
+
+class AssistantMessage(_Frozen):
+    """What the model answered: text, tool calls, or both; reasoning parts before the text.
+
+    `content` is the text, or parts (`TextPart`, `ReasoningPart`) when the model's
+    reasoning came with it; `provider_data` is opaque data for the provider that wrote it.
+    """
+
+    role: Literal["assistant"] = "assistant"
+    content: str | tuple[AssistantPart, ...] | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    provider_data: dict[str, Any] | None = Field(default=None, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The message's text, or an empty string when it has none (never the reasoning)."""
+        content = self.content
+        if content is None or isinstance(content, str):
+            return content or ""
+        return text_of(content)
+
+    @property
+    def parts(self) -> tuple[ContentPart, ...]:
+        """The content as parts, in order."""
+        return parts_of(self.content)
+
+    @property
+    def reasoning(self) -> tuple[ReasoningPart, ...]:
+        """The reasoning parts, in order."""
+        if self.content is None or isinstance(self.content, str):
+            return ()
+        return tuple(p for p in self.content if isinstance(p, ReasoningPart))
 
 
 class ToolMessage(_Frozen):
-    """The result of one tool call, answering the call with id `tool_call_id`."""
+    """The result of one tool call, answering the call with id `tool_call_id`.
+
+    `content` is text, or parts (text, images, documents) for a tool that returned them.
+    """
 
     role: Literal["tool"] = "tool"
     tool_call_id: str
     name: str
-    content: str
+    content: str | tuple[ToolPart, ...]
     is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        """The result's text (its text parts joined)."""
+        return text_of(self.content)
+
+    @property
+    def parts(self) -> tuple[ContentPart, ...]:
+        """The content as parts."""
+        return parts_of(self.content)
 
 
 Message = Annotated[
@@ -94,10 +156,13 @@ _MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
 def dump_messages(messages: Sequence[Message]) -> bytes:
-    """Serialize messages to JSON (for stores: memory, deferred approvals)."""
+    """Serialize messages to JSON (for stores: memory, deferred approvals).
+
+    Content parts are written with a `type`; bytes (images, documents) as base64.
+    """
     return _MESSAGES.dump_json(list(messages))
 
 
 def load_messages(data: str | bytes) -> tuple[Message, ...]:
-    """Parse messages serialized by `dump_messages`."""
+    """Parse messages serialized by `dump_messages` (0.1's plain-text rows included)."""
     return tuple(_MESSAGES.validate_json(data))

@@ -14,8 +14,8 @@ from .response import ChatResponse
 class ChatModel(Protocol):
     """Anything that answers a `ChatRequest`: providers, test doubles, and `Chain` itself.
 
-    `stream` yields `TextDelta` and `ToolCallDelta` events as they arrive and ends with
-    exactly one `ResponseCompleted`. A model may also expose `model_name` and
+    `stream` yields `TextDelta`, `ReasoningDelta` and `ToolCallDelta` events as they
+    arrive and ends with exactly one `ResponseCompleted`. A model may also expose `model_name` and
     `provider_name` attributes, which logging and tracing report.
     """
 

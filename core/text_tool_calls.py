@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from .events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from .messages import AssistantMessage, ToolCall, new_call_id
 from .model import ChatModel
+from .parts import TextPart, assistant_content
 from .request import ChatRequest
 from .response import ChatResponse
 from .streams import closing_stream
@@ -299,8 +300,11 @@ def with_text_calls(response: ChatResponse, text: str, calls: tuple[ToolCall, ..
     """`response` whose message is `text` (stripped) plus `calls` after its own tool calls."""
     if not calls:
         return response
+    original = response.message
     message = AssistantMessage(
-        content=text.strip() or None, tool_calls=response.message.tool_calls + calls
+        content=assistant_content([*original.reasoning, TextPart(text=text.strip())]),
+        tool_calls=original.tool_calls + calls,
+        provider_data=original.provider_data,
     )
     return ChatResponse(
         message=message,
@@ -316,9 +320,9 @@ def with_text_calls(response: ChatResponse, text: str, calls: tuple[ToolCall, ..
 def apply_text_tool_calls(response: ChatResponse, tool_names: Iterable[str]) -> ChatResponse:
     """`response` with the tool calls written in its text turned into real ones."""
     names = frozenset(tool_names)
-    if not names or not response.message.content:
+    if not names or not response.message.text:
         return response
-    parsed = parse_text_tool_calls(response.message.content, names)
+    parsed = parse_text_tool_calls(response.message.text, names)
     return with_text_calls(response, parsed.text, parsed.calls)
 
 

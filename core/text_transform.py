@@ -22,6 +22,7 @@ from typing import TypeAlias
 from .advisor import Advisor, CallNext, StreamNext
 from .events import ResponseCompleted, StreamEvent, TextDelta, ToolCallFinished, ToolCallStarted
 from .messages import AssistantMessage, Message
+from .parts import ReasoningPart, TextPart, map_text
 from .request import ChatRequest
 from .response import ChatResponse
 from .streams import closing_stream
@@ -227,15 +228,12 @@ class TextTransformAdvisor(Advisor):
                 return message
             new = done.get(id(message))
             if new is None:
-                text = self.rewrite_text(message.content)
-                new = message if text == message.content else _with_text(message, text)
+                content = map_text(message.content, self.rewrite_text)
+                new = message if content is message.content else _with_content(message, content)
                 done[id(message)] = new
             return new
 
-        messages = tuple(rewritten(m) for m in response.messages)
-        message = rewritten(response.message)
-        assert isinstance(message, AssistantMessage)
-        return replace(response, message=message, messages=messages)
+        return replace(response, messages=tuple(rewritten(m) for m in response.messages))
 
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         """Rewrite the request, call the rest of the chain once, rewrite its response."""
@@ -267,5 +265,7 @@ class TextTransformAdvisor(Advisor):
                 yield event
 
 
-def _with_text(message: AssistantMessage, text: str) -> AssistantMessage:
-    return message.model_copy(update={"content": text or None})
+def _with_content(
+    message: AssistantMessage, content: str | tuple[TextPart | ReasoningPart, ...] | None
+) -> AssistantMessage:
+    return message.model_copy(update={"content": content or None})

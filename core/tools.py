@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from types import MappingProxyType, ModuleType
@@ -22,10 +22,16 @@ from pydantic import ValidationError
 from .context import ToolContext
 from .docstrings import parse_docstring
 from .errors import AdvisorChainError, ChainConfigurationError, ToolDefinitionError
+from .parts import DocumentPart, ImagePart, TextPart
 from .schema import ArgumentsModel, check_json_schema, clean_schema, signature_model
 
-ResultConverter: TypeAlias = Callable[[Any], str]
-"""Turns a tool's return value into the text the model reads."""
+ToolContent: TypeAlias = str | tuple[TextPart | ImagePart | DocumentPart, ...]
+"""What a tool result carries to the model: text, or parts (text, images, documents)."""
+
+ResultConverter: TypeAlias = Callable[[Any], str | Sequence[TextPart | ImagePart | DocumentPart]]
+"""Turns a tool's return value into what the model reads: text, or content parts."""
+
+_TOOL_PARTS = (TextPart, ImagePart, DocumentPart)
 
 ToolHandler: TypeAlias = Callable[[dict[str, Any], ToolContext], Any]
 """The callable behind a schema-declared `Tool`: `(arguments, context) -> result`; may be async."""
@@ -71,6 +77,9 @@ class Tool:
     - `return_direct`: the result goes to the caller instead of back to the model.
     - `requires_approval`: an `ApprovalAdvisor` asks a human before it runs.
     - `result_converter`: turns the return value into text (default: str or JSON).
+      A tool that returns an `ImagePart`, `DocumentPart` or `TextPart`, or a list of
+      them (strings in the list are text), answers with those parts and the converter
+      is not called; a converter may return parts too.
     - `timeout`: seconds before the call is abandoned and reported as timed out.
     - `run_inline`: run a sync function on the event loop instead of a worker thread;
       only for functions that never block (pure computation, dict look-ups).
@@ -252,11 +261,36 @@ class Tool:
             return await result
         return result
 
-    def convert_result(self, value: Any) -> str:
-        """The text the model reads for a return value."""
+    def convert_result(self, value: Any) -> ToolContent:
+        """What the model reads for a return value: text, or content parts."""
         if value is None and self._returns_none:
             return "Done"
-        return self.result_converter(value)
+        parts = result_parts(value)
+        if parts is not None:
+            return parts
+        converted = self.result_converter(value)
+        if isinstance(converted, str):
+            return converted
+        parts = result_parts(list(converted))
+        if parts is None:
+            raise TypeError(
+                f"the result converter of {self.name!r} returned neither text nor content parts"
+            )
+        return parts
+
+
+def result_parts(value: Any) -> tuple[TextPart | ImagePart | DocumentPart, ...] | None:
+    """`value` as tool-result parts if it is a part or a list of parts (and strings);
+    `None` if it is anything else."""
+    if isinstance(value, _TOOL_PARTS):
+        return (value,)
+    if not isinstance(value, (list, tuple)) or not value:
+        return None
+    if not any(isinstance(item, _TOOL_PARTS) for item in value):
+        return None
+    if not all(isinstance(item, (str, *_TOOL_PARTS)) for item in value):
+        return None
+    return tuple(TextPart(text=item) if isinstance(item, str) else item for item in value)
 
 
 def _is_async_callable(fn: Callable[..., Any]) -> bool:
@@ -385,10 +419,12 @@ __all__ = [
     "InvalidToolArguments",
     "ResultConverter",
     "Tool",
+    "ToolContent",
     "ToolDefinition",
     "ToolHandler",
     "default_result_converter",
     "merge_tools",
+    "result_parts",
     "tool",
     "tools_from",
 ]

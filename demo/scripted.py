@@ -23,7 +23,7 @@ def _order_id(text: str) -> str | None:
 def _question(request: ChatRequest) -> str:
     for message in reversed(request.messages):
         if isinstance(message, UserMessage):
-            return message.content
+            return message.text
     return ""
 
 
@@ -32,7 +32,7 @@ def order_assistant_reply(request: ChatRequest) -> Reply:
     last = request.messages[-1] if request.messages else None
     if request.options.tool_choice == "none" and isinstance(last, UserMessage):
         # No tools allowed: answer with what the transcript says (results shown as text).
-        return last.content.removeprefix("Results:\n").split("\n")[0]
+        return last.text.removeprefix("Results:\n").split("\n")[0]
     if isinstance(last, ToolMessage):
         return _after_tool(request, last)
     question = _question(request).lower()
@@ -54,16 +54,16 @@ def order_assistant_reply(request: ChatRequest) -> Reply:
 
 def _after_tool(request: ChatRequest, result: ToolMessage) -> Reply:
     if result.is_error:
-        reason = result.content.split(": ", 1)[-1]
+        reason = result.text.split(": ", 1)[-1]
         return f"I could not do that: {reason}"
     may_call = request.options.tool_choice != "none"
     if result.name == "prepare_cancellation" and may_call and request.find_tool("cancel_order"):
-        order_id = _order_id(result.content)
+        order_id = _order_id(result.text)
         if order_id is not None:
             return ToolCall.from_arguments("cancel_order", {"order_id": order_id})
     if result.name == "get_customer_contact":
-        return f"Here are the contact details on file: {result.content}"
-    return result.content
+        return f"Here are the contact details on file: {result.text}"
+    return result.text
 
 
 def scripted_order_model() -> ScriptedChatModel:

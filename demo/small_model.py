@@ -31,7 +31,7 @@ class ToolResultsAsText(Advisor):
                 continue
             if isinstance(message, ToolMessage):
                 failed = " (failed)" if message.is_error else ""
-                results.append(f"{message.name}{failed}: {message.content}")
+                results.append(f"{message.name}{failed}: {message.text}")
                 continue
             if results:
                 messages.append(_results_message(results))

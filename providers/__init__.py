@@ -3,6 +3,7 @@
 from ..core._exports import publish
 from ..core.assembly import StreamAssembler
 from ..core.errors import ScriptExhaustedError
+from ..core.text_tool_calls import TextToolCallModel
 from .anthropic import AnthropicChatModel
 from .errors import (
     AuthenticationError,
@@ -35,6 +36,7 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedChatModel",
     "StreamAssembler",
+    "TextToolCallModel",
     "model_from_name",
 ]
 

@@ -14,13 +14,24 @@ Wire notes:
 - Usage: `input_tokens` counts all input, cache reads and writes included; cache reads are
   also reported as `cached_tokens`.
 - Tool-call arguments in the final response are compact JSON on both paths, so a call and
-  a stream of the same answer give equal responses. Thinking blocks are ignored.
+  a stream of the same answer give equal responses.
+- Content parts: images are `image` blocks (base64 or URL source), documents `document`
+  blocks (a PDF as base64, `text/plain` as text; the part's name is the title), in user
+  messages and in `tool_result` content alike.
+- Thinking: `thinking` blocks (with `signature`) and `redacted_thinking` blocks (with
+  `data`) become `ReasoningPart`s of the answer (provider `"anthropic"`), in order; any
+  other field of the block is kept in the part's `provider_data`. They are sent back
+  unchanged, in their place before the text and the `tool_use` blocks, as the API
+  requires within a tool loop. Streamed `thinking_delta`s are yielded as `ReasoningDelta`
+  (never as text) and `signature_delta`s assembled into the part. Reasoning parts from
+  another provider (or none) are not sent: their signatures mean nothing here.
 - A stream is complete once `message_stop` (or a `stop_reason`) arrived; an `error` event
   raises the matching `ProviderError`; unknown event types are ignored, as the API asks.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -30,9 +41,17 @@ import httpx
 
 from ..core.assembly import StreamAssembler
 from ..core.errors import StreamInterruptedError
-from ..core.events import TextDelta, ToolCallDelta
+from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage
 from ..core.options import ChatOptions
+from ..core.parts import (
+    ContentPart,
+    DocumentPart,
+    ImagePart,
+    ReasoningPart,
+    TextPart,
+    assistant_content,
+)
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
@@ -206,9 +225,7 @@ def wire_messages(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]
         if isinstance(message, SystemMessage):
             system.append(message.content)
         elif isinstance(message, AssistantMessage):
-            blocks: list[dict[str, Any]] = []
-            if message.content:
-                blocks.append({"type": "text", "text": message.content})
+            blocks = content_blocks(message.parts)
             blocks.extend(
                 {
                     "type": "tool_use",
@@ -220,20 +237,101 @@ def wire_messages(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]
             )
             add("assistant", blocks)
         elif isinstance(message, ToolMessage):
+            content = message.content
             add(
                 "user",
                 [
                     {
                         "type": "tool_result",
                         "tool_use_id": message.tool_call_id,
-                        "content": message.content,
+                        "content": content if isinstance(content, str) else content_blocks(content),
                         "is_error": message.is_error,
                     }
                 ],
             )
-        elif message.content:
-            add("user", [{"type": "text", "text": message.content}])
+        else:
+            add("user", content_blocks(message.parts))
     return "\n\n".join(system), wire
+
+
+def content_blocks(parts: Iterable[ContentPart]) -> list[dict[str, Any]]:
+    """Content parts as Messages API content blocks (empty text and foreign reasoning left out)."""
+    blocks: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            blocks.append({"type": "image", "source": _image_source(part)})
+        elif isinstance(part, DocumentPart):
+            blocks.append(_document_block(part))
+        else:
+            block = thinking_block(part)
+            if block is not None:
+                blocks.append(block)
+    return blocks
+
+
+def _image_source(part: ImagePart) -> dict[str, Any]:
+    if part.url is not None:
+        return {"type": "url", "url": part.url}
+    assert part.data is not None
+    return {
+        "type": "base64",
+        "media_type": part.media_type,
+        "data": base64.b64encode(part.data).decode("ascii"),
+    }
+
+
+def _document_block(part: DocumentPart) -> dict[str, Any]:
+    source: dict[str, Any]
+    if part.media_type == "text/plain":
+        source = {
+            "type": "text",
+            "media_type": "text/plain",
+            "data": part.data.decode("utf-8", "replace"),
+        }
+    else:
+        source = {
+            "type": "base64",
+            "media_type": part.media_type,
+            "data": base64.b64encode(part.data).decode("ascii"),
+        }
+    block: dict[str, Any] = {"type": "document", "source": source}
+    if part.name:
+        block["title"] = part.name
+    return block
+
+
+def thinking_block(part: ReasoningPart) -> dict[str, Any] | None:
+    """A reasoning part as the `thinking`/`redacted_thinking` block it was read from;
+    `None` for reasoning another provider produced."""
+    if part.provider != "anthropic":
+        return None
+    extra = dict(part.provider_data or {})
+    if extra.get("type") == "redacted_thinking":
+        return extra
+    block: dict[str, Any] = {"type": "thinking", "thinking": part.text}
+    if part.signature is not None:
+        block["signature"] = part.signature
+    block.update(extra)
+    return block
+
+
+def reasoning_part(block: Mapping[str, Any]) -> ReasoningPart:
+    """A `thinking` or `redacted_thinking` block as a `ReasoningPart` (see `thinking_block`)."""
+    if block.get("type") == "redacted_thinking":
+        return ReasoningPart(provider="anthropic", provider_data=dict(block))
+    extra = {k: v for k, v in block.items() if k not in _THINKING_KEYS}
+    return ReasoningPart(
+        text=block.get("thinking") or "",
+        signature=block.get("signature") or None,
+        provider="anthropic",
+        provider_data=extra or None,
+    )
+
+
+_THINKING_KEYS = frozenset({"type", "thinking", "signature"})
 
 
 def build_response(
@@ -293,16 +391,19 @@ def message_response(payload: Mapping[str, Any]) -> ChatResponse:
     """A Messages API `message` object as a `ChatResponse`."""
     if payload.get("type") == "error":
         raise stream_error(payload)
-    text: list[str] = []
+    parts: list[TextPart | ReasoningPart] = []
     calls: list[ToolCall] = []
     for block in payload["content"]:
-        if block.get("type") == "text":
-            text.append(block["text"])
-        elif block.get("type") == "tool_use":
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(TextPart(text=block["text"]))
+        elif kind in ("thinking", "redacted_thinking"):
+            parts.append(reasoning_part(block))
+        elif kind == "tool_use":
             calls.append(
                 ToolCall(id=block["id"], name=block["name"], arguments=json_dumps(block["input"]))
             )
-    message = AssistantMessage(content="".join(text) or None, tool_calls=tuple(calls))
+    message = AssistantMessage(content=assistant_content(parts), tool_calls=tuple(calls))
     return build_response(
         message,
         payload.get("stop_reason"),
@@ -328,18 +429,28 @@ def stream_error(payload: Mapping[str, Any]) -> ProviderError:
 class _StreamState:
     """What a Messages stream has delivered so far."""
 
-    __slots__ = ("assembler", "blocks", "done", "id", "model", "stop_reason", "usage")
+    __slots__ = (
+        "assembler",
+        "blocks",
+        "done",
+        "id",
+        "model",
+        "reasoning",
+        "stop_reason",
+        "usage",
+    )
 
     def __init__(self) -> None:
         self.assembler = StreamAssembler()
         self.blocks: dict[int, int] = {}  # content block index -> tool-call index
+        self.reasoning: dict[int, int] = {}  # content block index -> reasoning part index
         self.done = False
         self.id: str | None = None
         self.model: str | None = None
         self.stop_reason: str | None = None
         self.usage = Usage(requests=1)
 
-    def receive(self, data: str) -> list[TextDelta | ToolCallDelta]:
+    def receive(self, data: str) -> list[ModelDelta]:
         """Take one event's data; return the deltas it carries."""
         try:
             event = json.loads(data)
@@ -359,7 +470,7 @@ class _StreamState:
             self.assembler.add(delta)
         return deltas
 
-    def _event(self, event: Mapping[str, Any]) -> list[TextDelta | ToolCallDelta]:
+    def _event(self, event: Mapping[str, Any]) -> list[ModelDelta]:
         kind = event.get("type")
         if kind == "message_start":
             message = event["message"]
@@ -375,18 +486,37 @@ class _StreamState:
                 start = block.get("input")
                 arguments = json_dumps(start) if start else ""
                 return [ToolCallDelta(index, block["id"], block["name"], arguments)]
+            if block.get("type") in ("thinking", "redacted_thinking"):
+                return self._thinking_start(event["index"], block)
         elif kind == "content_block_delta":
             delta = event["delta"]
             if delta.get("type") == "text_delta" and delta["text"]:
                 return [TextDelta(delta["text"])]
             if delta.get("type") == "input_json_delta" and delta["partial_json"]:
                 return [ToolCallDelta(self.blocks[event["index"]], arguments=delta["partial_json"])]
+            if delta.get("type") == "thinking_delta" and delta["thinking"]:
+                return [ReasoningDelta(delta["thinking"], self.reasoning[event["index"]])]
+            if delta.get("type") == "signature_delta":
+                index = self.reasoning[event["index"]]
+                self.assembler.reasoning_detail(index, signature=delta["signature"])
         elif kind == "message_delta":
             self.stop_reason = event.get("delta", {}).get("stop_reason") or self.stop_reason
             self.usage = wire_usage(event.get("usage"), self.usage)
         elif kind == "message_stop":
             self.done = True
         return []
+
+    def _thinking_start(self, block_index: int, block: Mapping[str, Any]) -> list[ModelDelta]:
+        """Open a reasoning part for a `thinking`/`redacted_thinking` block."""
+        index = self.reasoning[block_index] = len(self.reasoning)
+        start = reasoning_part(block)
+        self.assembler.reasoning_detail(
+            index,
+            signature=start.signature,
+            provider=start.provider,
+            provider_data=start.provider_data,
+        )
+        return [ReasoningDelta(start.text, index)] if start.text else []
 
     def response(self) -> ChatResponse:
         """The final response; raises if the stream ended before it was complete."""

@@ -27,7 +27,7 @@ _COMPATIBLE = re.compile(
 def _echo(request: ChatRequest) -> str:
     for message in reversed(request.messages):
         if isinstance(message, UserMessage):
-            return message.content
+            return message.text
     return ""
 
 

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
+from ..core.events import ModelDelta, ResponseCompleted, StreamEvent
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.streams import closing_stream
@@ -28,7 +28,7 @@ from .http import (
 class StreamState(Protocol):
     """A provider's reading of one SSE stream: events in, deltas out, a response at the end."""
 
-    def receive(self, data: str) -> list[TextDelta | ToolCallDelta]:
+    def receive(self, data: str) -> list[ModelDelta]:
         """The deltas in one event's data."""
         ...
 

@@ -241,16 +241,17 @@ class LlamaCppChatModel:
 
 
 def _message(message: Message) -> dict[str, Any]:
+    # Local chat templates read text only: parts are sent as their text.
     if isinstance(message, (SystemMessage, UserMessage)):
-        return {"role": message.role, "content": message.content}
+        return {"role": message.role, "content": message.text}
     if isinstance(message, ToolMessage):
         return {
             "role": "tool",
             "tool_call_id": message.tool_call_id,
             "name": message.name,
-            "content": message.content,
+            "content": message.text,
         }
-    data: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
+    data: dict[str, Any] = {"role": "assistant", "content": message.text}
     if message.tool_calls:
         data["tool_calls"] = [
             {

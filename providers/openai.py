@@ -12,6 +12,21 @@ Wire notes:
 - A stream is complete once `data: [DONE]` or a `finish_reason` arrived (some servers omit
   `[DONE]`); the usage chunk that follows the finish reason is read when it comes.
 - Only choice 0 is read; a `refusal` is reported as the answer's text.
+- Content parts: user text, images and documents are sent as `text`, `image_url` (a
+  `data:` URL of the bytes, or the image's URL) and `file` parts (`file_data` as a
+  `data:` URL, with the part's name or `document.pdf` as `filename`; the API takes PDFs).
+- Images and documents in tool results: a `role: tool` message carries text only, so
+  each one is replaced in it by a stand-in line (`[image 1 (image/png): attached in the
+  next user message]`) and, with `tool_media="user_message"` (the default), sent in one
+  user message right after that round's tool messages, headed by a line naming the call
+  it came from. With `tool_media="omit"` only a stand-in line is sent (`... not shown:
+  tool results take text only here`), for servers without image input.
+- Reasoning: a `reasoning_content` field of the answer (DeepSeek, vLLM, llama.cpp's
+  server) becomes a `ReasoningPart` (provider `"openai"`) and, streamed, `ReasoningDelta`s;
+  reasoning is never sent back (Chat Completions has no field for it).
+- Fields of a tool call other than `id`, `type`, `function` (Gemini's `extra_content` with
+  its `thought_signature`, say) are kept in the call's `provider_data["openai"]` and sent
+  back with the call unchanged, as is an assistant message's `provider_data["openai"]`.
 """
 
 from __future__ import annotations
@@ -19,14 +34,22 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import httpx
 
 from ..core.assembly import StreamAssembler
 from ..core.errors import StreamInterruptedError
-from ..core.events import TextDelta, ToolCallDelta
+from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, new_call_id
+from ..core.parts import (
+    ContentPart,
+    DocumentPart,
+    ImagePart,
+    ReasoningPart,
+    TextPart,
+    assistant_content,
+)
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
@@ -41,6 +64,14 @@ from .http_model import HTTPChatModel
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 """The official API's base URL."""
+
+ToolMedia: TypeAlias = Literal["user_message", "omit"]
+"""What `OpenAIChatModel` does with images and documents in tool results (module notes)."""
+
+PROVIDER = "openai"
+"""The key of this provider's `provider_data`, and the `provider` of its reasoning parts."""
+
+_CALL_KEYS = frozenset({"id", "type", "function", "index"})
 
 _FINISH_REASONS = {
     "stop": "stop",
@@ -67,6 +98,8 @@ class OpenAIChatModel(HTTPChatModel):
     `max_completion_tokens` for the official API (its reasoning models reject the other)
     and `max_tokens` for other servers. `stream_usage=False` leaves out
     `stream_options`, for servers that reject it. `headers` are added to every request.
+    `tool_media` says what happens to images and documents in tool results (see the
+    module's notes): sent in a user message after the tool messages, or left out.
 
     Use it as an async context manager, or call `aclose()`, to close the HTTP client it
     creates; an injected `http_client` is left open.
@@ -89,6 +122,7 @@ class OpenAIChatModel(HTTPChatModel):
         headers: Mapping[str, str] | None = None,
         max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None,
         stream_usage: bool = True,
+        tool_media: ToolMedia = "user_message",
     ) -> None:
         key_required = api_key_env is not None
         if base_url is None:
@@ -114,6 +148,9 @@ class OpenAIChatModel(HTTPChatModel):
             "max_completion_tokens" if official else "max_tokens"
         )
         self._stream_usage = stream_usage
+        if tool_media not in ("user_message", "omit"):
+            raise ValueError("tool_media must be 'user_message' or 'omit'")
+        self.tool_media: ToolMedia = tool_media
 
     def _auth_headers(self, key: str | None) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"} if key else {}
@@ -128,7 +165,7 @@ class OpenAIChatModel(HTTPChatModel):
         options = request.options
         body: dict[str, Any] = {
             "model": options.model or self.model_name,
-            "messages": wire_messages(request.messages),
+            "messages": wire_messages(request.messages, tool_media=self.tool_media),
         }
         if request.tools:
             body["tools"] = [
@@ -169,29 +206,106 @@ def wire_tool_choice(choice: str) -> str | dict[str, Any]:
     return {"type": "function", "function": {"name": choice}}
 
 
-def wire_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """Core messages as Chat Completions messages."""
+def wire_messages(
+    messages: Iterable[Message], *, tool_media: ToolMedia = "user_message"
+) -> list[dict[str, Any]]:
+    """Core messages as Chat Completions messages (see the module's notes on parts)."""
     wire: list[dict[str, Any]] = []
+    attachments: list[dict[str, Any]] = []  # media of the tool messages just written
     for message in messages:
+        if attachments and not isinstance(message, ToolMessage):
+            wire.append({"role": "user", "content": attachments})
+            attachments = []
         if isinstance(message, AssistantMessage):
-            item: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
-            if message.tool_calls:
-                item["tool_calls"] = [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments},
-                    }
-                    for call in message.tool_calls
-                ]
-            wire.append(item)
+            wire.append(_assistant(message))
         elif isinstance(message, ToolMessage):
-            wire.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-            )
+            content = message.content
+            if not isinstance(content, str):
+                content = _tool_content(message, content, tool_media, attachments)
+            wire.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": content})
         else:
-            wire.append({"role": message.role, "content": message.content})
+            content = message.content
+            wire.append(
+                {
+                    "role": message.role,
+                    "content": content if isinstance(content, str) else content_parts(content),
+                }
+            )
+    if attachments:
+        wire.append({"role": "user", "content": attachments})
     return wire
+
+
+def _assistant(message: AssistantMessage) -> dict[str, Any]:
+    item: dict[str, Any] = {"role": "assistant", "content": message.text}
+    if message.tool_calls:
+        item["tool_calls"] = [_wire_call(call) for call in message.tool_calls]
+    ours = (message.provider_data or {}).get(PROVIDER)
+    if isinstance(ours, Mapping):
+        item.update(ours)
+    return item
+
+
+def _wire_call(call: ToolCall) -> dict[str, Any]:
+    wire: dict[str, Any] = {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+    ours = (call.provider_data or {}).get(PROVIDER)
+    if isinstance(ours, Mapping):
+        wire.update({k: v for k, v in ours.items() if k not in _CALL_KEYS})
+    return wire
+
+
+def content_parts(parts: Iterable[ContentPart]) -> list[dict[str, Any]]:
+    """Content parts as Chat Completions content parts (reasoning is left out)."""
+    wire: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            if part.text:
+                wire.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            wire.append({"type": "image_url", "image_url": {"url": part.data_url()}})
+        elif isinstance(part, DocumentPart):
+            wire.append(
+                {
+                    "type": "file",
+                    "file": {"filename": part.name or "document.pdf", "file_data": part.data_url()},
+                }
+            )
+    return wire
+
+
+def _tool_content(
+    message: ToolMessage,
+    parts: Iterable[ContentPart],
+    tool_media: ToolMedia,
+    attachments: list[dict[str, Any]],
+) -> str:
+    """A tool result's parts as text; its media go to `attachments` (module notes)."""
+    lines: list[str] = []
+    media = [p for p in parts if isinstance(p, (ImagePart, DocumentPart))]
+    if media and tool_media == "user_message":
+        attachments.append(
+            {
+                "type": "text",
+                "text": f"Attached by the result of {message.name} (call {message.tool_call_id}):",
+            }
+        )
+        attachments.extend(content_parts(media))
+    number = {"image": 0, "document": 0}
+    for part in parts:
+        if isinstance(part, TextPart):
+            lines.append(part.text)
+        elif isinstance(part, (ImagePart, DocumentPart)):
+            number[part.type] += 1
+            kind = f"{part.type} {number[part.type]} ({part.media_type or 'url'})"
+            if tool_media == "user_message":
+                lines.append(f"[{kind}: attached in the next user message]")
+            else:
+                lines.append(f"[{kind}: not shown: tool results take text only here]")
+    return "\n".join(lines)
 
 
 def build_response(
@@ -239,10 +353,17 @@ def completion_response(payload: Mapping[str, Any]) -> ChatResponse:
             id=call.get("id") or new_call_id(),
             name=call["function"]["name"],
             arguments=call["function"].get("arguments") or "{}",
+            provider_data=call_provider_data(call),
         )
         for call in wire.get("tool_calls") or ()
     )
-    message = AssistantMessage(content=content or None, tool_calls=calls)
+    parts: list[TextPart | ReasoningPart] = []
+    reasoning = wire.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        parts.append(ReasoningPart(text=reasoning, provider=PROVIDER))
+    if isinstance(content, str):
+        parts.append(TextPart(text=content))
+    message = AssistantMessage(content=assistant_content(parts), tool_calls=calls)
     reason = choice.get("finish_reason")
     if reason is None and wire.get("refusal"):
         reason = "content_filter"
@@ -253,6 +374,13 @@ def completion_response(payload: Mapping[str, Any]) -> ChatResponse:
         response_id=payload.get("id"),
         model=payload.get("model"),
     )
+
+
+def call_provider_data(call: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The fields of a wire tool call other than `id`, `type`, `function` (`index`), as
+    the call's `provider_data`; `None` if it has none."""
+    extra = {k: v for k, v in call.items() if k not in _CALL_KEYS}
+    return {PROVIDER: extra} if extra else None
 
 
 def _payload_error(payload: Mapping[str, Any]) -> ProviderError:
@@ -277,7 +405,7 @@ class _StreamState:
         self.model: str | None = None
         self.usage = Usage(requests=1)
 
-    def receive(self, data: str) -> list[TextDelta | ToolCallDelta]:
+    def receive(self, data: str) -> list[ModelDelta]:
         """Take one event's data; return the deltas it carries."""
         if self.done:
             return []
@@ -299,16 +427,17 @@ class _StreamState:
                 f"openai: unexpected stream chunk ({type(exc).__name__}: {exc})"
             ) from exc
 
-    def _chunk(self, chunk: Mapping[str, Any]) -> list[TextDelta | ToolCallDelta]:
+    def _chunk(self, chunk: Mapping[str, Any]) -> list[ModelDelta]:
         self.id = self.id or chunk.get("id")
         self.model = self.model or chunk.get("model")
         if chunk.get("usage"):
             self.usage = wire_usage(chunk["usage"])
-        deltas: list[TextDelta | ToolCallDelta] = []
+        deltas: list[ModelDelta] = []
         for choice in chunk.get("choices") or ():
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
+            deltas.extend(self._reasoning(delta))
             text = delta.get("content")
             if text is None and isinstance(delta.get("refusal"), str):
                 text = delta["refusal"]
@@ -320,6 +449,13 @@ class _StreamState:
         for item in deltas:
             self.assembler.add(item)
         return deltas
+
+    def _reasoning(self, delta: Mapping[str, Any]) -> list[ModelDelta]:
+        reasoning = delta.get("reasoning_content")
+        if not isinstance(reasoning, str) or not reasoning:
+            return []
+        self.assembler.reasoning_detail(0, provider=PROVIDER)
+        return [ReasoningDelta(reasoning, 0)]
 
     def response(self) -> ChatResponse:
         """The final response; raises if the stream ended before it was complete."""
@@ -345,6 +481,7 @@ def _tool_deltas(calls: Sequence[Mapping[str, Any]]) -> list[ToolCallDelta]:
                 id=call.get("id") or None,
                 name=function.get("name") or None,
                 arguments=function.get("arguments") or "",
+                provider_data=call_provider_data(call),
             )
         )
     return deltas

@@ -9,8 +9,9 @@ from typing import TypeAlias, TypeGuard
 
 from ..core.assembly import StreamAssembler
 from ..core.errors import ScriptExhaustedError
-from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
+from ..core.events import ReasoningDelta, ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, ToolCall
+from ..core.parts import ReasoningPart, TextPart
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
@@ -22,7 +23,7 @@ ReplyFunction: TypeAlias = Callable[[ChatRequest], Reply | Awaitable[Reply]]
 
 _PLAIN_REPLIES = (str, list, tuple, ToolCall, AssistantMessage, ChatResponse)
 """Replies that are never awaitable (checked before the slower `inspect.isawaitable`)."""
-_content = attrgetter("content")
+_text = attrgetter("text")
 
 
 class ScriptedChatModel:
@@ -114,10 +115,25 @@ class ScriptedChatModel:
         response = await self._next_response(request)
         message = response.message
         assembler = StreamAssembler()
-        for piece in self._pieces(message.content or ""):
-            delta = TextDelta(piece)
-            assembler.add(delta)
-            yield delta
+        reasoning = 0
+        for part in message.parts:
+            if isinstance(part, ReasoningPart):
+                assembler.reasoning_detail(
+                    reasoning,
+                    signature=part.signature,
+                    provider=part.provider,
+                    provider_data=part.provider_data,
+                )
+            text = part.text if isinstance(part, (TextPart, ReasoningPart)) else ""
+            for piece in self._pieces(text):
+                delta: TextDelta | ReasoningDelta = (
+                    TextDelta(piece)
+                    if isinstance(part, TextPart)
+                    else ReasoningDelta(piece, reasoning)
+                )
+                assembler.add(delta)
+                yield delta
+            reasoning += isinstance(part, ReasoningPart)
         for index, call in enumerate(message.tool_calls):
             fragments = self._pieces(call.arguments)
             first = ToolCallDelta(index, call.id, call.name, fragments[0] if fragments else "")
@@ -159,11 +175,11 @@ def _all_calls(reply: Sequence[object]) -> TypeGuard[Sequence[ToolCall]]:
 
 
 def _estimate_usage(messages: Sequence[Message], answer: AssistantMessage) -> Usage:
-    try:  # every message type has a `content` (None on some assistant messages)
-        prompt_chars = sum(map(len, filter(None, map(_content, messages))))
+    try:  # every message type has a `text`
+        prompt_chars = sum(map(len, map(_text, messages)))
     except AttributeError:
-        prompt_chars = sum(len(getattr(m, "content", None) or "") for m in messages)
-    answer_chars = len(answer.content or "")
+        prompt_chars = sum(len(getattr(m, "text", None) or "") for m in messages)
+    answer_chars = len(answer.text)
     for c in answer.tool_calls:
         answer_chars += len(c.name) + len(c.arguments)
     return Usage(

@@ -18,9 +18,12 @@ from advisorchain import (
     AssistantMessage,
     Chain,
     ChainConfigurationError,
+    ImagePart,
     LoggingAdvisor,
+    ReasoningPart,
     ResponseCompleted,
     TextDelta,
+    TextPart,
     ToolCall,
     ToolCallFinished,
     ToolCallingAdvisor,
@@ -44,7 +47,7 @@ from advisorchain.advisors import (
     Reject,
     SQLiteApprovalStore,
 )
-from advisorchain.advisors.approval import Defer
+from advisorchain.advisors.approval import Defer, StoredResult
 from advisorchain.providers import ScriptedChatModel
 
 StoreFactory = Callable[..., ApprovalStore]
@@ -694,3 +697,60 @@ async def test_links_outside_the_loop_see_a_resumed_turn_and_its_results(
     stored = (UserMessage(content="pay bob"), *memory.turns[0][1], *memory.turns[1][1])
     assert stored == (*model.requests[-1].messages, resumed.message)
     assert bank.sent == [("bob", 5, "c1", "t")]
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(24))
+
+
+@pytest.mark.anyio
+async def test_content_parts_survive_the_store_and_the_resume(
+    stores: StoreFactory, placement: str
+) -> None:
+    @tool
+    def chart() -> ImagePart:
+        """A chart."""
+        return ImagePart(data=PNG)
+
+    @tool(requires_approval=True)
+    def snapshot() -> list[Any]:
+        """A camera snapshot."""
+        return ["snap", ImagePart(data=PNG)]
+
+    tools = [chart, snapshot]
+    reasoning = ReasoningPart(text="Both tools.", signature="sig-1", provider="anthropic")
+    first = AssistantMessage(
+        content=(reasoning, TextPart(text="Looking.")),
+        tool_calls=(call("snapshot", "c1"), call("chart", "c2")),
+    )
+    question = UserMessage(content=[TextPart(text="What changed?"), ImagePart(data=PNG)])
+    chain, _ = fresh_chain(placement, stores(), [first])
+    response = await chain.call([question], tools=tools)
+    assert response.pending_approval is not None
+    pending_id = response.pending_approval.id
+    chart_result = ToolMessage(tool_call_id="c2", name="chart", content=(ImagePart(data=PNG),))
+
+    record = await stores().get(pending_id)  # a fresh store object: read back from storage
+    assert record is not None
+    assert record.messages == (question, first, chart_result)
+
+    chain, model = fresh_chain(placement, stores(), ["Nothing."])
+    resumed = await chain.resume(pending_id, {"c1": Approve()}, tools=tools)
+    assert resumed.text == "Nothing."
+    (request,) = model.requests
+    snap = ToolMessage(
+        tool_call_id="c1", name="snapshot", content=(TextPart(text="snap"), ImagePart(data=PNG))
+    )
+    assert request.messages == (question, first, chart_result, snap)
+    done = await stores().get(pending_id)
+    assert done is not None
+    assert done.calls[0].result == StoredResult(content=snap.content, outcome="ok")
+
+
+def test_results_stored_by_0_1_still_load() -> None:
+    from advisorchain.advisors.approval.store import dump_result, load_result
+
+    assert load_result('{"content": "sent 5 to bob", "outcome": "ok"}') == StoredResult(
+        content="sent 5 to bob", outcome="ok"
+    )
+    parts = StoredResult(content=(TextPart(text="a"), ImagePart(data=PNG)), outcome="ok")
+    assert load_result(dump_result(parts)) == parts

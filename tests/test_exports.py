@@ -21,11 +21,15 @@ ROOT = {
     "ChatOptions",
     "ChatRequest",
     "ChatResponse",
+    "DocumentPart",
+    "ImagePart",
     "LoggingAdvisor",
     "MemoryAdvisor",
     "Message",
     "Placement",
     "ProviderError",
+    "ReasoningDelta",
+    "ReasoningPart",
     "Reject",
     "ResponseCompleted",
     "StreamEvent",
@@ -33,7 +37,7 @@ ROOT = {
     "StreamNext",
     "SystemMessage",
     "TextDelta",
-    "TextToolCallModel",
+    "TextPart",
     "Tool",
     "ToolCall",
     "ToolCallDelta",
@@ -123,12 +127,13 @@ PROVIDERS = {
     "ScriptExhaustedError",
     "ScriptedChatModel",
     "StreamAssembler",
+    "TextToolCallModel",
     "model_from_name",
 }
 
 # Names other work of this release adds; counted only once they exist.
 ADDED_ELSEWHERE = {
-    "advisorchain": {"TextPart", "ImagePart", "DocumentPart", "ReasoningPart", "ReasoningDelta"},
+    "advisorchain": set(),
     "advisorchain.advisors": set(),
     "advisorchain.providers": set(),
 }
@@ -153,7 +158,7 @@ def test_the_export_set_is_exactly_the_curated_one(module_name: str) -> None:
 
 
 def test_the_root_stays_small() -> None:
-    assert len(ROOT) <= 50
+    assert len(ROOT) <= 55  # about 45, and the five names of rich content
 
 
 @pytest.mark.parametrize("module_name", sorted(EXPECTED))

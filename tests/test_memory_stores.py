@@ -10,8 +10,12 @@ import pytest
 from advisorchain import (
     AssistantMessage,
     Chain,
+    DocumentPart,
+    ImagePart,
     Message,
+    ReasoningPart,
     SystemMessage,
+    TextPart,
     ToolCall,
     ToolCallingAdvisor,
     ToolMessage,
@@ -77,6 +81,47 @@ async def test_round_trip_of_every_message_kind(store: ChatMemoryStore) -> None:
     await store.append("c", EVERY_KIND[3:])
     await store.append("c", [])
     assert list(await store.load("c")) == EVERY_KIND
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(24))
+
+WITH_PARTS: list[Message] = [
+    UserMessage(
+        content=(
+            TextPart(text="Read this"),
+            ImagePart(data=PNG),
+            ImagePart(url="https://example.com/a.png"),
+            DocumentPart(data=b"%PDF-1.4 \x00\xff", name="a.pdf"),
+        )
+    ),
+    AssistantMessage(
+        content=(
+            ReasoningPart(text="thinking", signature="sig", provider="anthropic"),
+            ReasoningPart(
+                provider="anthropic", provider_data={"type": "redacted_thinking", "data": "x"}
+            ),
+        ),
+        tool_calls=(
+            ToolCall(
+                id="c1", name="look", provider_data={"openai": {"extra_content": {"k": None}}}
+            ),
+        ),
+        provider_data={"acme": [1, None]},
+    ),
+    ToolMessage(
+        tool_call_id="c1", name="look", content=(TextPart(text="seen"), ImagePart(data=PNG))
+    ),
+    AssistantMessage(content="It is a chart."),
+]
+
+
+@pytest.mark.anyio
+async def test_round_trip_of_content_parts_and_provider_data(store: ChatMemoryStore) -> None:
+    await store.append("c", WITH_PARTS)
+    assert list(await store.load("c")) == WITH_PARTS
+    load_tail = getattr(store, "load_tail", None)
+    if load_tail is not None:
+        assert list(await load_tail("c", 2)) == WITH_PARTS[2:]
 
 
 @pytest.mark.anyio

@@ -340,7 +340,7 @@ async def test_finish_reasons(wire: str | None, core: str) -> None:
 @pytest.mark.anyio
 async def test_unknown_blocks_and_events_are_ignored() -> None:
     content = [
-        {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+        {"type": "brand_new_block", "payload": "hmm"},
         {"type": "text", "text": "Hi"},
     ]
     recorder = Recorder(
@@ -354,14 +354,14 @@ async def test_unknown_blocks_and_events_are_ignored() -> None:
                     {
                         "type": "content_block_start",
                         "index": 0,
-                        "content_block": {"type": "thinking"},
+                        "content_block": {"type": "brand_new_block"},
                     }
                 ),
                 event(
                     {
                         "type": "content_block_delta",
                         "index": 0,
-                        "delta": {"type": "thinking_delta", "thinking": "x"},
+                        "delta": {"type": "brand_new_delta", "payload": "x"},
                     }
                 ),
                 event({"type": "brand_new_event"}),

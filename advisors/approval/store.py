@@ -22,8 +22,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
+from pydantic import TypeAdapter
+
 from ...core.errors import ApprovalNotFound
 from ...core.messages import dump_messages, load_messages
+from ...core.parts import ToolPart
 from .types import (
     ApprovalAlreadyResolved,
     ApprovalCall,
@@ -34,6 +37,8 @@ from .types import (
     Reject,
     StoredResult,
 )
+
+_RESULT_PARTS: TypeAdapter[tuple[ToolPart, ...]] = TypeAdapter(tuple[ToolPart, ...])
 
 DEFAULT_CLAIM_TIMEOUT = 300.0
 """Seconds a resume may hold a claim before another worker may take it over."""
@@ -264,7 +269,10 @@ def dump_result(result: StoredResult | None) -> str | None:
     """A stored result as JSON."""
     if result is None:
         return None
-    return json.dumps({"content": result.content, "outcome": result.outcome})
+    content: Any = result.content
+    if not isinstance(content, str):
+        content = _RESULT_PARTS.dump_python(content, mode="json")
+    return json.dumps({"content": content, "outcome": result.outcome})
 
 
 def load_result(text: str | None) -> StoredResult | None:
@@ -272,7 +280,10 @@ def load_result(text: str | None) -> StoredResult | None:
     if text is None:
         return None
     data = json.loads(text)
-    return StoredResult(content=data["content"], outcome=data["outcome"])
+    content = data["content"]
+    if not isinstance(content, str):  # parts; 0.1 stored text only
+        content = _RESULT_PARTS.validate_python(content)
+    return StoredResult(content=content, outcome=data["outcome"])
 
 
 def pending_call(

@@ -10,6 +10,7 @@ from typing import Any, Literal, TypeAlias
 
 from ...core.errors import AdvisorChainError
 from ...core.messages import Message
+from ...core.parts import DocumentPart, ImagePart, TextPart
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -138,9 +139,9 @@ ApprovalStatus: TypeAlias = Literal["pending", "running", "completed"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredResult:
-    """A finished call's result, as the model reads it."""
+    """A finished call's result, as the model reads it: text, or content parts."""
 
-    content: str
+    content: str | tuple[TextPart | ImagePart | DocumentPart, ...]
     outcome: str
 
 

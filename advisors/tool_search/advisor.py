@@ -179,7 +179,7 @@ class ToolSearchAdvisor(Advisor):
                 and message.name == self.search_tool.name
                 and not message.is_error
             ):
-                names.update(parse_results(message.content))
+                names.update(parse_results(message.text))
         return names
 
     def _with_note(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
