@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
 json_values: st.SearchStrategy[Any] = st.recursive(
     json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 """Any JSON value (floats include inf and nan, which `json.dumps` writes as Infinity/NaN)."""

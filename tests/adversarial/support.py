@@ -70,5 +70,3 @@ def nothing_left_behind() -> Iterator[None]:
     extra = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
     assert not extra, f"threads left behind: {extra}"
     assert open_sockets() <= sockets, "sockets left open"
-
-

@@ -41,7 +41,9 @@ def streams(draw: st.DrawFn) -> tuple[bytes, list[ServerSentEvent]]:
             lines.append(f"retry: {retry}")
         data = draw(st.lists(field_text, min_size=1, max_size=3))
         for line in data:
-            lines.append("data:" + (" " + line if line.startswith(" ") or draw(st.booleans()) else line))
+            lines.append(
+                "data:" + (" " + line if line.startswith(" ") or draw(st.booleans()) else line)
+            )
         lines.append("")
         expected.append(ServerSentEvent(event or "message", "\n".join(data), last_id, retry))
     text = ""
