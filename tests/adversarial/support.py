@@ -61,12 +61,29 @@ def open_sockets() -> int:
     return count
 
 
+_RUNTIME_POOLS = ("Trio thread", "asyncio_")
+"""Idle worker threads the event loops keep for name lookups (not owned by the library)."""
+
+
+def server_threads_done(timeout: float = 10.0) -> None:
+    """Wait until the test servers' request threads have finished."""
+    for thread in threading.enumerate():
+        if "process_request" in thread.name:
+            thread.join(timeout)
+
+
 @contextmanager
-def nothing_left_behind() -> Iterator[None]:
-    """Fails if the block leaves a thread or a socket behind."""
+def nothing_left_behind(settle: Callable[[], None] = server_threads_done) -> Iterator[None]:
+    """Fails if the block leaves a thread or a socket behind (after `settle()`, which lets
+    a test's own server finish what it was doing)."""
     threads = set(threading.enumerate())
     sockets = open_sockets()
     yield
-    extra = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
+    settle()
+    extra = [
+        t
+        for t in threading.enumerate()
+        if t not in threads and t.is_alive() and not t.name.startswith(_RUNTIME_POOLS)
+    ]
     assert not extra, f"threads left behind: {extra}"
     assert open_sockets() <= sockets, "sockets left open"
