@@ -30,6 +30,7 @@ def anyio_backend() -> str:
     """Stores run their drivers in worker threads: one event loop is enough here."""
     return "asyncio"
 
+
 HOSTILE_IDS = {
     "quotes": "call_\"1' OR '1'='1",
     "sql": "x'); DROP TABLE approvals; --",
@@ -47,46 +48,48 @@ HOSTILE_IDS = {
 NEVER_STORED = {"nul", "surrogate"}
 
 KNOWN = {
-    ("approval", "sqlite", "surrogate"),
-    ("approval", "postgres", "surrogate"),
-    ("approval", "postgres", "nul"),
-    ("memory", "sqlite", "surrogate"),
-    ("memory", "postgres", "surrogate"),
+    ("approval", "sqlite"): {"surrogate"},
+    ("approval", "postgres"): {"surrogate", "nul"},
+    ("memory", "sqlite"): {"surrogate"},
+    ("memory", "postgres"): {"surrogate"},
 }
-"""Found by this suite and not fixed here (stores are outside the adversarial lane): the
-store's driver error (UnicodeEncodeError, psycopg.DataError) escapes untyped."""
-
-
-def known_defect(request: pytest.FixtureRequest, family: str, store: str, kind: str) -> None:
-    if (family, store, kind) in KNOWN:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="issue 15 (adversarial suite): id the store's driver cannot encode "
-                "raises a raw driver error; stores are outside the adversarial lane",
-            )
-        )
+"""Found by this suite and not fixed here (stores are outside the adversarial lane): for
+these ids the store's driver error (UnicodeEncodeError, psycopg.DataError) escapes
+untyped. Each test asserts exactly this set fails, so a fix must update it."""
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", sorted(HOSTILE_IDS))
 async def test_resume_with_a_hostile_approval_id_is_not_found(
-    stores: StoreFactory, kind: str, request: pytest.FixtureRequest
+    stores: StoreFactory, request: pytest.FixtureRequest
 ) -> None:
-    known_defect(request, "approval", request.node.callspec.params["stores"], kind)
-    chain, model = fresh_chain("before", stores(), [])
-    with pytest.raises(ApprovalNotFound):
-        await chain.resume(HOSTILE_IDS[kind], {"c1": Approve()}, tools=Bank().tools)
-    assert model.requests == []
+    raw: dict[str, BaseException] = {}
+    for kind, approval_id in HOSTILE_IDS.items():
+        chain, model = fresh_chain("before", stores(), [])
+        try:
+            with pytest.raises(ApprovalNotFound):
+                await chain.resume(approval_id, {"c1": Approve()}, tools=Bank().tools)
+        except Exception as exc:
+            raw[kind] = exc
+        assert model.requests == []
+    store = request.node.callspec.params["stores"]
+    assert set(raw) == KNOWN.get(("approval", store), set()), raw
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", sorted(HOSTILE_IDS))
 async def test_a_hostile_call_id_from_the_model_is_suspended_and_resumed(
-    stores: StoreFactory, kind: str, request: pytest.FixtureRequest
+    stores: StoreFactory, request: pytest.FixtureRequest
 ) -> None:
-    known_defect(request, "approval", request.node.callspec.params["stores"], kind)
-    call_id = HOSTILE_IDS[kind]
+    raw: dict[str, BaseException] = {}
+    for kind, call_id in HOSTILE_IDS.items():
+        try:
+            await suspend_and_resume(stores, kind, call_id)
+        except Exception as exc:
+            raw[kind] = exc
+    store = request.node.callspec.params["stores"]
+    assert set(raw) == KNOWN.get(("approval", store), set()), raw
+
+
+async def suspend_and_resume(stores: StoreFactory, kind: str, call_id: str) -> None:
     bank = Bank()
     chain, _ = fresh_chain("before", stores(), [[call("transfer", call_id, to="bob", amount=5)]])
     try:
@@ -136,19 +139,23 @@ async def memory_store(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", sorted(HOSTILE_IDS))
 async def test_memory_stores_keep_hostile_conversation_ids_apart(
-    memory_store: ChatMemoryStore, kind: str, request: pytest.FixtureRequest
+    memory_store: ChatMemoryStore, request: pytest.FixtureRequest
 ) -> None:
-    known_defect(request, "memory", request.node.callspec.params["memory_store"], kind)
-    conversation = HOSTILE_IDS[kind]
     await memory_store.append("neighbour", [UserMessage(content="keep me")])
-    try:
-        await memory_store.append(conversation, [UserMessage(content="hostile")])
-    except AdvisorChainError:
-        assert kind in NEVER_STORED
-    else:
-        assert await memory_store.load(conversation) == (UserMessage(content="hostile"),)
+    raw: dict[str, BaseException] = {}
+    for kind, conversation in HOSTILE_IDS.items():
+        try:
+            await memory_store.append(conversation, [UserMessage(content=f"hostile {kind}")])
+        except AdvisorChainError:
+            assert kind in NEVER_STORED
+            continue
+        except Exception as exc:
+            raw[kind] = exc
+            continue
+        assert await memory_store.load(conversation) == (UserMessage(content=f"hostile {kind}"),)
         await memory_store.clear(conversation)
         assert await memory_store.load(conversation) == ()
     assert await memory_store.load("neighbour") == (UserMessage(content="keep me"),)
+    store = request.node.callspec.params["memory_store"]
+    assert set(raw) == KNOWN.get(("memory", store), set()), raw
