@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -89,7 +90,7 @@ async def test_a_thousand_conversations_through_every_link_stay_apart() -> None:
         """The balance of a customer's bank account."""
         user = context["user"]
         seen.setdefault(user, []).append((account, context.call_id))
-        await anyio.sleep(0)  # let the other conversations run in between
+        await anyio.lowlevel.checkpoint()  # let the other conversations run in between
         return f"{user} has 100 on {account}"
 
     def approve(request: ApprovalRequest) -> list[Approve]:
