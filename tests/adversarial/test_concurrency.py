@@ -62,6 +62,15 @@ def filler_tools(n: int) -> list[Tool]:
     return [make(i) for i in range(n)]
 
 
+class Collect(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__()
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 QUESTION = re.compile(r"question (\d+)")
 
 
@@ -104,8 +113,7 @@ async def test_a_thousand_conversations_through_every_link_stay_apart() -> None:
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
     records: list[logging.LogRecord] = []
     logger = logging.getLogger("adversarial.concurrency")
-    handler = logging.Handler()
-    handler.emit = records.append  # type: ignore[method-assign]
+    handler = Collect(records)
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False

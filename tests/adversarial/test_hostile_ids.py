@@ -119,8 +119,8 @@ async def memory_store(
     if request.param == "memory":
         yield InMemoryChatMemoryStore()
     elif request.param == "sqlite":
-        async with SQLiteChatMemoryStore(tmp_path / "memory.db") as store:
-            yield store
+        async with SQLiteChatMemoryStore(tmp_path / "memory.db") as sqlite:
+            yield sqlite
     else:
         dsn = request.getfixturevalue("postgres_dsn")
         prefix = f"t{uuid.uuid4().hex[:10]}_"

@@ -130,13 +130,17 @@ def test_windows_paths_in_tool_errors_are_redacted(path: str) -> None:
     assert "alice" not in message and "Acme" not in message and "payroll" not in message
 
 
+class Abort(BaseException):
+    """A custom BaseException, as a tool or a framework might raise."""
+
+
 @harden("harden-b", 8)
 @pytest.mark.anyio
 async def test_base_exception_from_a_tool_is_the_same_in_any_round() -> None:
     @tool
     def stop() -> str:
         """Stop."""
-        raise SystemExit(3)
+        raise Abort("stop")
 
     @tool
     def fine() -> str:
@@ -148,8 +152,13 @@ async def test_base_exception_from_a_tool_is_the_same_in_any_round() -> None:
         ToolCall(id="b", name="stop", arguments="{}"),
     ]
     chain = Chain([ToolCallingAdvisor()], model=ScriptedChatModel([calls]), tools=[stop, fine])
-    with pytest.raises(SystemExit):
+    try:
         await chain.call("go")
+    except Abort:
+        return
+    except BaseException as exc:  # a group, today: caught here so it cannot end the session
+        raise AssertionError(f"got {type(exc).__name__}, not Abort") from None
+    raise AssertionError("nothing raised")
 
 
 @harden("harden-b", 10)

@@ -403,7 +403,7 @@ def test_openai_arguments_sent_as_an_object_are_kept() -> None:
 
 def test_anthropic_repeated_block_index_starts_new_calls() -> None:
     # before: the third tool_use block at an already used index was merged into the second
-    events = [{"type": "message_start", "message": {"id": "m"}}]
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": {"id": "m"}}]
     for n in range(3):
         events.append(
             {

@@ -16,7 +16,7 @@ from .support import PROPERTY
 
 newlines = st.sampled_from(["\n", "\r", "\r\n"])
 field_text = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=30
+    st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"), max_size=30
 )
 
 
