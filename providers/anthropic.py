@@ -15,8 +15,10 @@ Wire notes:
   also reported as `cached_tokens`.
 - Tool-call arguments in the final response are compact JSON on both paths, so a call and
   a stream of the same answer give equal responses. Thinking blocks are ignored.
-- A stream is complete once `message_stop` (or a `stop_reason`) arrived; an `error` event
-  raises the matching `ProviderError`; unknown event types are ignored, as the API asks.
+- A stream is complete once `message_stop` (or a `stop_reason`) arrived, and nothing after
+  `message_stop` is waited for; an `error` event (whatever its data) raises the matching
+  `ProviderError`; unknown event types are ignored, as the API asks. Each `tool_use` block
+  starts a new call, even at a content-block index already used.
 """
 
 from __future__ import annotations

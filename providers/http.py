@@ -4,6 +4,9 @@ Retries cover only getting a successful response: a 408, 409, 429 or 5xx status,
 connection error or a timeout is retried with exponential backoff and jitter, waiting
 exactly as long as `Retry-After` / `retry-after-ms` ask when the provider says. Once a
 stream's response is open nothing is retried, so no output is ever repeated.
+
+Request bodies are UTF-8 JSON, with lone surrogates sent as U+FFFD (`json_body`). Errors
+raised while reading a response have the API key masked (`redact_error`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,12 @@ Wire notes:
 - Some servers (Ollama) report `finish_reason: "stop"` for an answer with tool calls;
   that is normalized to `"tool_calls"`.
 - A stream is complete once `data: [DONE]` or a `finish_reason` arrived (some servers omit
-  `[DONE]`); the usage chunk that follows the finish reason is read when it comes.
+  `[DONE]`); the usage chunk that follows the finish reason is read when it comes. Nothing
+  after `[DONE]` is waited for, even if the server keeps the connection open.
+- In-band errors are `ProviderError`s typed by their `code`: `{"error": {...}}` in a 200
+  response or a stream chunk, vLLM's `{"object": "error", ...}`, and any `event: error`.
+- Streamed tool calls are numbered by `index`, `id` and position together (see
+  `_StreamState`), for servers and gateways that omit or repeat `index`.
 - Only choice 0 is read; a `refusal` is reported as the answer's text.
 """
 
