@@ -19,6 +19,7 @@ the request: anything else stays text.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
@@ -56,6 +57,55 @@ class _Step:
     end: int  # the index after the decided span, or _HOLD
     calls: tuple[ToolCall, ...] = ()
     plain_fence: bool = False  # the span opened a code fence that is not a tool call
+    wait: _Wait | None = None  # for a hold: what new text can decide it (None: any text)
+
+
+@dataclass(slots=True)
+class _Wait:
+    """What a held candidate waits for, so that text which cannot decide it is only stored.
+
+    `kind` is `"close"` (the `marker` closing it, searched for in new text only),
+    `"space"` (any character that is not whitespace), `"line"` (that, or a newline),
+    or `"json"` (the end of the JSON value `scan` has read so far).
+    """
+
+    kind: str
+    marker: str = ""
+    scan: _JsonScan | None = None
+
+
+class _JsonScan:
+    """Finds where a JSON object or array ends, reading its text in pieces."""
+
+    __slots__ = ("depth", "escaped", "in_string")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = self.escaped = False
+
+    def feed(self, s: str, start: int = 0) -> int | None:
+        """The index in `s` after the value's end, or `None` if it has not ended yet."""
+        depth, in_string, escaped = self.depth, self.in_string, self.escaped
+        for i in range(start, len(s)):
+            c = s[i]
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif c == "\\":
+                    escaped = True
+                elif c == '"':
+                    in_string = False
+            elif c == '"':
+                in_string = True
+            elif c in "{[":
+                depth += 1
+            elif c in "}]":
+                depth -= 1
+                if depth == 0:
+                    self.depth, self.in_string, self.escaped = depth, in_string, escaped
+                    return i + 1
+        self.depth, self.in_string, self.escaped = depth, in_string, escaped
+        return None
 
 
 class TextToolCallParser:
@@ -65,28 +115,60 @@ class TextToolCallParser:
     order; text that may still become a tool call is held until it is decided.
     `finish()` decides everything held: an unclosed `<tool_call>` or fence whose JSON is
     complete still counts as a call. Feeding a text in any split gives the same pieces,
-    joined, as feeding it whole.
+    joined, as feeding it whole. Time is linear in the text's length however it is
+    split: text that cannot decide what is held (the inside of a long call) is only
+    stored until something can.
     """
 
-    __slots__ = ("_buffer", "_in_plain_fence", "_names")
+    __slots__ = ("_buffer", "_in_plain_fence", "_names", "_pending", "_tail", "_wait")
 
     def __init__(self, tool_names: Iterable[str]) -> None:
         self._names = frozenset(tool_names)
         self._buffer = ""
+        self._pending: list[str] = []  # text after `_buffer` that cannot decide the hold
+        self._tail = ""  # the last characters held, for markers split between pieces
         self._in_plain_fence = False
+        self._wait: _Wait | None = None
 
     def feed(self, text: str) -> list[str | ToolCall]:
         """Add `text`; returns the pieces decided so far."""
-        self._buffer += text
-        return self._scan(final=False)
+        if self._wait is not None and text and not self._wakes(text):
+            self._pending.append(text)
+            return []
+        if not self._buffer and not self._in_plain_fence and not _MARKER_START.search(text):
+            return [text] if text else []  # plain text: nothing to hold
+        return self._scan(final=False, new=text)
 
     def finish(self) -> list[str | ToolCall]:
         """Decide and return everything still held (the model has finished)."""
-        return self._scan(final=True)
+        return self._scan(final=True, new="")
 
-    def _scan(self, *, final: bool) -> list[str | ToolCall]:
-        s = self._buffer
-        out: list[str | ToolCall] = []
+    def _wakes(self, text: str) -> bool:
+        """Whether `text`, following what is held, may decide the held candidate."""
+        wait = self._wait
+        assert wait is not None
+        if wait.kind == "close":
+            window = self._tail + text
+            self._tail = window[-len(wait.marker) :]
+            return wait.marker in window
+        if wait.kind == "json":
+            assert wait.scan is not None
+            return wait.scan.feed(text) is not None
+        if wait.kind == "line" and "\n" in text:
+            return True
+        return not text.isspace()
+
+    def _scan(self, *, final: bool, new: str) -> list[str | ToolCall]:
+        if self._pending:
+            self._pending.append(new)
+            s = self._buffer + "".join(self._pending)
+            self._pending.clear()
+        else:
+            s = self._buffer + new
+        self._wait = None
+        out = _Pieces()
+        found = _Candidates(s)
+        ends = _JsonEnds(s)
         i = 0
         while i < len(s):
             if self._in_plain_fence:
@@ -101,7 +183,7 @@ class TextToolCallParser:
                 i = close + len(_FENCE)
                 self._in_plain_fence = False
                 continue
-            start = self._next_candidate(s, i, final)
+            start = found.next(i, final)
             if start is None:
                 _emit(out, s[i:])
                 i = len(s)
@@ -113,28 +195,23 @@ class TextToolCallParser:
             elif s.startswith(_FENCE, start):
                 step = self._fenced(s, start, final)
             elif s[start] == "{":
-                step = self._bare(s, start, final)
+                step = self._bare(s, start, final, ends)
             else:
                 step = _Step(_HOLD)  # a marker cut off at the end of the text
             if step.end == _HOLD:
+                self._wait = step.wait
                 break
             if step.calls:
-                out.extend(step.calls)
+                out.calls(step.calls)
             else:
                 _emit(out, s[start : step.end])
             self._in_plain_fence = step.plain_fence
             i = step.end
         self._buffer = s[i:]
-        return out
-
-    def _next_candidate(self, s: str, i: int, final: bool) -> int | None:
-        found = [p for p in (s.find(_OPEN_TAG, i), s.find(_FENCE, i), s.find("{", i)) if p >= 0]
-        if not final:
-            for marker in (_OPEN_TAG, _FENCE):
-                partial = _partial_start(s, marker, i)
-                if partial is not None:
-                    found.append(partial)
-        return min(found) if found else None
+        if self._wait is not None and self._wait.kind == "close":
+            self._tail = self._buffer[-len(self._wait.marker) :]
+        out.flush()
+        return list(out)
 
     def _tagged(self, s: str, start: int, final: bool) -> _Step:
         body = start + len(_OPEN_TAG)
@@ -144,7 +221,8 @@ class TextToolCallParser:
         close = s.find(_CLOSE_TAG, body)
         if close < 0:
             if not final:
-                return _Step(_HOLD)
+                kind = "space" if first == len(s) else "close"
+                return _Step(_HOLD, wait=_Wait(kind, _CLOSE_TAG))
             return _Step(len(s), self._calls_in(s[body:]))
         return _Step(close + len(_CLOSE_TAG), self._calls_in(s[body:close]))
 
@@ -156,38 +234,50 @@ class TextToolCallParser:
             if final:
                 return _Step(len(s))
             if any(lang.startswith(language) for lang in _FENCE_LANGUAGES):
-                return _Step(_HOLD)
+                return _Step(_HOLD, wait=_Wait("line"))  # spaces cannot change the language
             return _Step(after, plain_fence=True)
         if language not in _FENCE_LANGUAGES:
             return _Step(after, plain_fence=True)
         first = _skip_space(s, newline + 1)
         if first == len(s):
-            return _Step(len(s) if final else _HOLD)
+            return _Step(len(s)) if final else _Step(_HOLD, wait=_Wait("space"))
         if s[first] not in "{[" or (s[first] == "{" and not _may_be_call_object(s, first)):
             return _Step(after, plain_fence=True)
         close = s.find(_FENCE, first)
         if close < 0:
             if not final:
-                return _Step(_HOLD)
+                key_open = s[first] == "{" and s.find('"', _skip_space(s, first + 1) + 1) < 0
+                return _Step(_HOLD, wait=None if key_open else _Wait("close", _FENCE))
             return _Step(len(s), self._calls_in(s[first:]))
         return _Step(close + len(_FENCE), self._calls_in(s[first:close]))
 
-    def _bare(self, s: str, start: int, final: bool) -> _Step:
+    def _bare(self, s: str, start: int, final: bool, ends: _JsonEnds) -> _Step:
         if not _may_be_call_object(s, start):
             return _Step(start + 1)
-        end = _json_end(s, start)
+        end = ends.end(start)
         if end is None:
-            return _Step(start + 1 if final else _HOLD)
+            if final:
+                return _Step(start + 1)
+            if _skip_space(s, start + 1) == len(s):
+                return _Step(_HOLD, wait=_Wait("space"))
+            if s.find('"', _skip_space(s, start + 1) + 1) < 0:
+                return _Step(_HOLD)  # the first key is still being written
+            scan = _JsonScan()
+            scan.feed(s, start)
+            return _Step(_HOLD, wait=_Wait("json", scan=scan))
         return _Step(end, self._calls_in(s[start:end]))
 
     def _calls_in(self, text: str) -> tuple[ToolCall, ...]:
         """The calls `text` (JSON: one call object or a list of them) holds, else `()`."""
         try:
             value = json.loads(text)
-        except ValueError:
-            return ()
+        except (ValueError, RecursionError):
+            return ()  # not JSON, or nested too deep to be a call: it stays text
         items = value if isinstance(value, list) else [value]
-        calls = [self._call(item) for item in items]
+        try:
+            calls = [self._call(item) for item in items]
+        except RecursionError:
+            return ()
         if not calls or any(c is None for c in calls):
             return ()
         return tuple(c for c in calls if c is not None)
@@ -204,7 +294,7 @@ class TextToolCallParser:
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass  # kept as written: the tool loop reports the bad JSON to the model
         if arguments is None:
             arguments = {}
@@ -222,9 +312,110 @@ class TextToolCallParser:
         )
 
 
-def _emit(out: list[str | ToolCall], text: str) -> None:
+_MARKER_START = re.compile(r"[<`{]")
+
+_BRACE = re.compile(r'\{\s*(?:"|\Z)')
+"""A `{` that may open a tool call: its first key (or the end of the text so far) follows."""
+
+
+class _Candidates:
+    """Where the next possible tool call starts in `s`: each marker is searched for once
+    per position it can be found at, not once per candidate."""
+
+    __slots__ = ("_next", "_partial", "_s")
+
+    def __init__(self, s: str) -> None:
+        self._s = s
+        self._next = {_OPEN_TAG: -2, _FENCE: -2, "{": -2}  # -2: not searched yet, -1: none
+        self._partial: dict[str, list[int]] = {}  # marker -> where a prefix of it ends `s`
+
+    def next(self, i: int, final: bool) -> int | None:
+        s = self._s
+        found = []
+        for marker, at in self._next.items():
+            if at == -2 or 0 <= at < i:
+                if marker == "{":
+                    match = _BRACE.search(s, i)
+                    at = match.start() if match else -1
+                else:
+                    at = s.find(marker, i)
+                self._next[marker] = at
+            if at >= 0:
+                found.append(at)
+        if not final:
+            for marker in (_OPEN_TAG, _FENCE):
+                starts = self._partial.get(marker)
+                if starts is None:
+                    window = range(max(0, len(s) - len(marker) + 1), len(s))
+                    starts = self._partial[marker] = [k for k in window if marker.startswith(s[k:])]
+                found.extend(k for k in starts if k >= i)
+        return min(found) if found else None
+
+
+class _JsonEnds:
+    """`_json_end` for every bracket of `s`, each found by one left-to-right reading.
+
+    A reading from one bracket also ends every bracket it met outside a string (their
+    strings start and end at the same places), so those are remembered, not read again.
+    """
+
+    __slots__ = ("_ends", "_s")
+
+    def __init__(self, s: str) -> None:
+        self._s = s
+        self._ends: dict[int, int | None] = {}
+
+    def end(self, start: int) -> int | None:
+        if start in self._ends:
+            return self._ends[start]
+        s = self._s
+        stack: list[int] = []
+        depth = 0
+        in_string = escaped = False
+        for i in range(start, len(s)):
+            c = s[i]
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif c == "\\":
+                    escaped = True
+                elif c == '"':
+                    in_string = False
+            elif c == '"':
+                in_string = True
+            elif c in "{[":
+                depth += 1
+                stack.append(i)
+            elif c in "}]":
+                depth -= 1
+                self._ends[stack.pop()] = i + 1
+                if depth == 0:
+                    return i + 1
+        for position in stack:
+            self._ends[position] = None
+        return None
+
+
+class _Pieces(list[str | ToolCall]):
+    """The decided pieces; adjacent text is joined into one string (at the end, once)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text: list[str] = []
+
+    def calls(self, calls: Iterable[ToolCall]) -> None:
+        self.flush()
+        self.extend(calls)
+
+    def flush(self) -> None:
+        if self.text:
+            self.append("".join(self.text))
+            self.text.clear()
+
+
+def _emit(out: _Pieces, text: str) -> None:
     if text:
-        out.append(text)
+        out.text.append(text)
 
 
 def _skip_space(s: str, i: int) -> int:
@@ -241,6 +432,9 @@ def _partial_start(s: str, marker: str, i: int) -> int | None:
     return None
 
 
+_LONGEST_KEY = max(map(len, _CALL_KEYS))
+
+
 def _may_be_call_object(s: str, start: int) -> bool:
     """Whether the object opening at `start` may still be a tool call (judged by its first key)."""
     i = _skip_space(s, start + 1)
@@ -248,35 +442,11 @@ def _may_be_call_object(s: str, start: int) -> bool:
         return True
     if s[i] != '"':
         return False
-    close = s.find('"', i + 1)
+    close = s.find('"', i + 1, i + 2 + _LONGEST_KEY)
     if close < 0:
-        key = s[i + 1 :]
-        return any(k.startswith(key) for k in _CALL_KEYS)
+        key = s[i + 1 : i + 2 + _LONGEST_KEY]
+        return len(key) <= _LONGEST_KEY and any(k.startswith(key) for k in _CALL_KEYS)
     return s[i + 1 : close] in _CALL_KEYS
-
-
-def _json_end(s: str, start: int) -> int | None:
-    """The index after the JSON object or array opening at `start`; `None` if unfinished."""
-    depth = 0
-    in_string = escaped = False
-    for i in range(start, len(s)):
-        c = s[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c in "{[":
-            depth += 1
-        elif c in "}]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
 
 
 def parse_text_tool_calls(text: str, tool_names: Iterable[str]) -> ParsedText:

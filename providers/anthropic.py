@@ -25,8 +25,10 @@ Wire notes:
   requires within a tool loop. Streamed `thinking_delta`s are yielded as `ReasoningDelta`
   (never as text) and `signature_delta`s assembled into the part. Reasoning parts from
   another provider (or none) are not sent: their signatures mean nothing here.
-- A stream is complete once `message_stop` (or a `stop_reason`) arrived; an `error` event
-  raises the matching `ProviderError`; unknown event types are ignored, as the API asks.
+- A stream is complete once `message_stop` (or a `stop_reason`) arrived, and nothing after
+  `message_stop` is waited for; an `error` event (whatever its data) raises the matching
+  `ProviderError`; unknown event types are ignored, as the API asks. Each `tool_use` block
+  starts a new call, even at a content-block index already used.
 """
 
 from __future__ import annotations
@@ -57,10 +59,13 @@ from ..core.response import ChatResponse
 from ..core.usage import Usage
 from .errors import ProviderError
 from .http import (
+    PARSE_ERRORS,
     RetryPolicy,
     error_for_status,
     json_dumps,
+    json_excerpt,
     plain,
+    token_count,
 )
 from .http_model import HTTPChatModel
 
@@ -358,7 +363,7 @@ def build_response(
 def _compact(arguments: str) -> str:
     try:
         return json_dumps(json.loads(arguments))
-    except ValueError:
+    except (ValueError, RecursionError):
         return arguments
 
 
@@ -370,7 +375,7 @@ def wire_usage(payload: Any, base: Usage | None = None) -> Usage:
 
     def field(name: str) -> int | None:
         value = payload.get(name)
-        return int(value) if isinstance(value, (int, float)) else None
+        return token_count(value) if isinstance(value, (int, float)) else None
 
     fresh, output = field("input_tokens"), field("output_tokens")
     written, read = field("cache_creation_input_tokens"), field("cache_read_input_tokens")
@@ -418,9 +423,10 @@ def stream_error(payload: Mapping[str, Any]) -> ProviderError:
     error = payload.get("error")
     kind = error.get("type") if isinstance(error, Mapping) else None
     detail = error.get("message") if isinstance(error, Mapping) else None
+    kind = kind if isinstance(kind, str) else None
     message = f"anthropic: {detail or 'error'} ({kind or 'unknown error type'})"
     status = _ERROR_STATUSES.get(kind or "")
-    body = json.dumps(payload)
+    body = json_excerpt(payload)
     if status is None:
         return ProviderError(message, body=body, provider="anthropic")
     return error_for_status(status, message, provider="anthropic", body=body)
@@ -432,6 +438,7 @@ class _StreamState:
     __slots__ = (
         "assembler",
         "blocks",
+        "calls",
         "done",
         "id",
         "model",
@@ -444,25 +451,32 @@ class _StreamState:
         self.assembler = StreamAssembler()
         self.blocks: dict[int, int] = {}  # content block index -> tool-call index
         self.reasoning: dict[int, int] = {}  # content block index -> reasoning part index
+        self.calls = 0  # tool calls started (a repeated block index still starts a new one)
         self.done = False
         self.id: str | None = None
         self.model: str | None = None
         self.stop_reason: str | None = None
         self.usage = Usage(requests=1)
 
-    def receive(self, data: str) -> list[ModelDelta]:
+    def receive(self, data: str, event: str = "message") -> list[ModelDelta]:
         """Take one event's data; return the deltas it carries."""
+        if self.done:
+            return []
         try:
-            event = json.loads(data)
-        except ValueError as exc:
+            payload = json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            if event == "error":
+                raise ProviderError(
+                    f"anthropic: error event: {data[:200]}", body=data, provider="anthropic"
+                ) from None
             raise StreamInterruptedError(f"anthropic: malformed JSON in the stream: {exc}") from exc
-        if not isinstance(event, dict):
+        if not isinstance(payload, dict):
             raise StreamInterruptedError("anthropic: a stream event is not a JSON object")
-        if event.get("type") == "error":
-            raise stream_error(event)
+        if payload.get("type") == "error" or event == "error":
+            raise stream_error(payload)
         try:
-            deltas = self._event(event)
-        except (LookupError, TypeError, ValueError, AttributeError) as exc:
+            deltas = self._event(payload)
+        except PARSE_ERRORS as exc:
             raise StreamInterruptedError(
                 f"anthropic: unexpected stream event ({type(exc).__name__}: {exc})"
             ) from exc
@@ -482,7 +496,8 @@ class _StreamState:
             if block.get("type") == "text" and block.get("text"):
                 return [TextDelta(block["text"])]
             if block.get("type") == "tool_use":
-                index = self.blocks[event["index"]] = len(self.blocks)
+                index = self.blocks[event["index"]] = self.calls
+                self.calls += 1
                 start = block.get("input")
                 arguments = json_dumps(start) if start else ""
                 return [ToolCallDelta(index, block["id"], block["name"], arguments)]
@@ -522,10 +537,17 @@ class _StreamState:
         """The final response; raises if the stream ended before it was complete."""
         if not self.done and self.stop_reason is None:
             raise StreamInterruptedError("anthropic: the stream ended before its final event")
-        return build_response(
-            self.assembler.message(),
-            self.stop_reason,
-            self.usage,
-            response_id=self.id,
-            model=self.model,
-        )
+        try:
+            return build_response(
+                self.assembler.message(),
+                self.stop_reason,
+                self.usage,
+                response_id=self.id,
+                model=self.model,
+            )
+        except StreamInterruptedError:
+            raise
+        except PARSE_ERRORS as exc:
+            raise StreamInterruptedError(
+                f"anthropic: the streamed response is invalid ({type(exc).__name__}: {exc})"
+            ) from exc

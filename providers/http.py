@@ -4,6 +4,9 @@ Retries cover only getting a successful response: a 408, 409, 429 or 5xx status,
 connection error or a timeout is retried with exponential backoff and jitter, waiting
 exactly as long as `Retry-After` / `retry-after-ms` ask when the provider says. Once a
 stream's response is open nothing is retried, so no output is ever repeated.
+
+Request bodies are UTF-8 JSON, with lone surrogates sent as U+FFFD (`json_body`). Errors
+raised while reading a response have the API key masked (`redact_error`).
 """
 
 from __future__ import annotations
@@ -12,17 +15,19 @@ import json
 import logging
 import os
 import random
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 import anyio
 import httpx
 
 from ..core.errors import StreamInterruptedError
 from .errors import (
+    BODY_EXCERPT_CHARS,
     AuthenticationError,
     BadRequestError,
     InvalidResponseError,
@@ -112,6 +117,72 @@ def redact(text: str, secret: str | None) -> str:
     return text.replace(secret, "***") if secret else text
 
 
+MIN_REDACTED_KEY = 8
+"""Keys at least this long are masked in error messages (real API keys are far longer)."""
+
+_Error = TypeVar("_Error", bound=BaseException)
+
+
+def redact_error(error: _Error, secret: str | None) -> _Error:
+    """`error` (changed in place) with `secret` masked in its arguments, `message` and
+    `body`; a cause or context that quotes `secret` is dropped from it. Keys shorter than
+    `MIN_REDACTED_KEY` characters are left alone: masking them would garble the message."""
+    if not secret or len(secret) < MIN_REDACTED_KEY:
+        return error
+    error.args = tuple(redact(a, secret) if isinstance(a, str) else a for a in error.args)
+    for name in ("message", "body"):
+        value = getattr(error, name, None)
+        if isinstance(value, str):
+            setattr(error, name, redact(value, secret))
+    if error.__cause__ is not None and secret in repr(error.__cause__) + str(error.__cause__):
+        error.__cause__ = None
+        error.__suppress_context__ = True
+    if error.__context__ is not None and secret in repr(error.__context__) + str(error.__context__):
+        error.__context__ = None
+    return error
+
+
+PARSE_ERRORS: tuple[type[Exception], ...] = (
+    LookupError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    ArithmeticError,
+    RecursionError,
+)
+"""What reading an unexpected response shape can raise: all become typed errors."""
+
+
+def token_count(value: Any) -> int:
+    """A token count from the wire: a finite, non-negative number, else 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if value != value or value in (float("inf"), float("-inf")) or value < 0:
+        return 0
+    return int(value)
+
+
+def json_excerpt(payload: Any) -> str:
+    """`payload` as JSON for an error's `body` (a repr if it cannot be written as JSON)."""
+    try:
+        return json.dumps(payload)[:BODY_EXCERPT_CHARS]
+    except PARSE_ERRORS:
+        return repr(payload)[:BODY_EXCERPT_CHARS]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_body(body: Mapping[str, Any]) -> bytes:
+    """`body` as UTF-8 JSON; lone surrogates (from `os.listdir`, a tool, a model), which
+    UTF-8 cannot encode, are sent as U+FFFD instead of failing the request."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+
+
 @overload
 def api_key_from_env(env_var: str, *, provider: str, required: Literal[True]) -> Secret: ...
 @overload
@@ -177,7 +248,7 @@ def error_from_response(
     body = redact(response.text, secret)
     try:
         detail = error_message(json.loads(body))
-    except ValueError:
+    except (ValueError, RecursionError):
         detail = None
     detail = detail or response.reason_phrase or "request failed"
     return error_for_status(
@@ -188,6 +259,12 @@ def error_from_response(
         body=body,
         wait=retry_after(response.headers),
     )
+
+
+def _json_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    if any(name.lower() == "content-type" for name in headers):
+        return dict(headers)
+    return {"content-type": "application/json", **headers}
 
 
 def _should_retry(response: httpx.Response) -> bool:
@@ -241,8 +318,8 @@ class HTTPClient:
         """POST `body` as JSON and return the JSON object answered."""
         response = await self.send(url, body, headers=headers, secret=secret, stream=False)
         try:
-            payload = response.json()
-        except ValueError as exc:
+            payload = json.loads(response.content)
+        except (ValueError, RecursionError) as exc:
             raise self._invalid(response, "the response is not JSON", secret) from exc
         if not isinstance(payload, dict):
             raise self._invalid(response, "the response is not a JSON object", secret)
@@ -278,9 +355,13 @@ class HTTPClient:
             cause: Exception | None = None
             try:
                 request = client.build_request(
-                    "POST", url, json=body, headers=headers, timeout=timeout
+                    "POST",
+                    url,
+                    content=json_body(body),
+                    headers=_json_headers(headers),
+                    timeout=timeout,
                 )
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, RecursionError) as exc:
                 raise BadRequestError(
                     f"{self.provider}: the request cannot be sent as JSON: {exc}",
                     provider=self.provider,

@@ -2,34 +2,56 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any, Protocol
 
+import anyio
 import httpx
 
+from ..core.errors import AdvisorChainError
 from ..core.events import ModelDelta, ResponseCompleted, StreamEvent
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.streams import closing_stream
 from .errors import InvalidResponseError, ProviderError
 from .http import (
+    PARSE_ERRORS,
     HTTPClient,
     RetryPolicy,
     Secret,
     api_key_from_env,
     close_response,
-    redact,
+    json_excerpt,
+    redact_error,
     sse_events,
 )
+
+END_OF_STREAM_GRACE = 0.25
+"""Seconds a stream's body may take to end after its end marker (`data: [DONE]`,
+`message_stop`). Reading it to the end lets the connection be reused; a server that
+keeps the connection open past this is cut off, so the answer never waits on it."""
+
+
+async def _drain(events: AsyncIterator[object]) -> None:
+    with anyio.move_on_after(END_OF_STREAM_GRACE):
+        try:
+            async for _ in events:
+                pass
+        except AdvisorChainError:
+            pass  # the answer is complete: what follows its end marker does not matter
 
 
 class StreamState(Protocol):
     """A provider's reading of one SSE stream: events in, deltas out, a response at the end."""
 
-    def receive(self, data: str) -> list[ModelDelta]:
-        """The deltas in one event's data."""
+    @property
+    def done(self) -> bool:
+        """Whether the stream's end marker arrived: nothing after it is read."""
+        ...
+
+    def receive(self, data: str, event: str = "message") -> list[ModelDelta]:
+        """The deltas in one event's data (`event`: the SSE event type)."""
         ...
 
     def response(self) -> ChatResponse:
@@ -126,15 +148,19 @@ class HTTPChatModel:
         )
         try:
             return self._parse(payload)
-        except ProviderError:
+        except ProviderError as exc:
+            redact_error(exc, key)  # an in-band error may quote the request
             raise
-        except (LookupError, TypeError, ValueError, AttributeError) as exc:
-            raise InvalidResponseError(
+        except PARSE_ERRORS as exc:
+            error = InvalidResponseError(
                 f"{self.provider_name}: unexpected response shape ({type(exc).__name__}: {exc})",
                 status_code=200,
-                body=redact(json.dumps(payload), key),
+                body=json_excerpt(payload),
                 provider=self.provider_name,
-            ) from exc
+            )
+            if not (key and key in f"{exc!s}{exc!r}"):
+                raise redact_error(error, key) from exc
+        raise redact_error(error, key)  # outside `except`: no context that quotes the key
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Answer `request` as a stream: text and tool-call deltas, then the response."""
@@ -150,8 +176,15 @@ class HTTPChatModel:
         try:
             async with closing_stream(sse_events(response, provider=self.provider_name)) as events:
                 async for event in events:
-                    for delta in state.receive(event.data):
+                    for delta in state.receive(event.data, event.event):
                         yield delta
+                    if state.done:
+                        await _drain(events)
+                        break
+            completed = ResponseCompleted(state.response())
+        except AdvisorChainError as exc:
+            redact_error(exc, key)  # an error event may quote the request
+            raise
         finally:
             await close_response(response)
-        yield ResponseCompleted(state.response())
+        yield completed

@@ -10,7 +10,12 @@ Wire notes:
 - Some servers (Ollama) report `finish_reason: "stop"` for an answer with tool calls;
   that is normalized to `"tool_calls"`.
 - A stream is complete once `data: [DONE]` or a `finish_reason` arrived (some servers omit
-  `[DONE]`); the usage chunk that follows the finish reason is read when it comes.
+  `[DONE]`); the usage chunk that follows the finish reason is read when it comes. Nothing
+  after `[DONE]` is waited for, even if the server keeps the connection open.
+- In-band errors are `ProviderError`s typed by their `code`: `{"error": {...}}` in a 200
+  response or a stream chunk, vLLM's `{"object": "error", ...}`, and any `event: error`.
+- Streamed tool calls are numbered by `index`, `id` and position together (see
+  `_StreamState`), for servers and gateways that omit or repeat `index`.
 - Only choice 0 is read; a `refusal` is reported as the answer's text.
 - Content parts: user text, images and documents are sent as `text`, `image_url` (a
   `data:` URL of the bytes, or the image's URL) and `file` parts (`file_data` as a
@@ -55,10 +60,14 @@ from ..core.response import ChatResponse
 from ..core.usage import Usage
 from .errors import ProviderError
 from .http import (
+    PARSE_ERRORS,
     RetryPolicy,
     error_for_status,
     error_message,
+    json_dumps,
+    json_excerpt,
     plain,
+    token_count,
 )
 from .http_model import HTTPChatModel
 
@@ -326,22 +335,24 @@ def build_response(
 
 
 def wire_usage(payload: Any) -> Usage:
-    """Chat Completions `usage` as core `Usage` (cached tokens are part of the input)."""
+    """Chat Completions `usage` as core `Usage` (cached tokens are part of the input).
+
+    A count that is not a non-negative number (a string, a huge float) counts as 0."""
     if not isinstance(payload, Mapping):
         return Usage(requests=1)
     details = payload.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
     return Usage(
-        input_tokens=int(payload.get("prompt_tokens") or 0),
-        output_tokens=int(payload.get("completion_tokens") or 0),
-        cached_tokens=int(cached or 0),
+        input_tokens=token_count(payload.get("prompt_tokens")),
+        output_tokens=token_count(payload.get("completion_tokens")),
+        cached_tokens=token_count(cached),
         requests=1,
     )
 
 
 def completion_response(payload: Mapping[str, Any]) -> ChatResponse:
     """A `chat.completion` object as a `ChatResponse`."""
-    if "error" in payload and "choices" not in payload:
+    if _is_error(payload) and "choices" not in payload:
         raise _payload_error(payload)
     choice = payload["choices"][0]
     wire = choice.get("message") or {}
@@ -352,7 +363,7 @@ def completion_response(payload: Mapping[str, Any]) -> ChatResponse:
         ToolCall(
             id=call.get("id") or new_call_id(),
             name=call["function"]["name"],
-            arguments=call["function"].get("arguments") or "{}",
+            arguments=wire_arguments(call["function"]) or "{}",
             provider_data=call_provider_data(call),
         )
         for call in wire.get("tool_calls") or ()
@@ -363,6 +374,8 @@ def completion_response(payload: Mapping[str, Any]) -> ChatResponse:
         parts.append(ReasoningPart(text=reasoning, provider=PROVIDER))
     if isinstance(content, str):
         parts.append(TextPart(text=content))
+    elif content is not None:
+        raise TypeError(f"content is a {type(content).__name__}, not a string")
     message = AssistantMessage(content=assistant_content(parts), tool_calls=calls)
     reason = choice.get("finish_reason")
     if reason is None and wire.get("refusal"):
@@ -383,19 +396,59 @@ def call_provider_data(call: Mapping[str, Any]) -> dict[str, Any] | None:
     return {PROVIDER: extra} if extra else None
 
 
+def _is_error(payload: Mapping[str, Any]) -> bool:
+    """An in-band error: `{"error": {...}}`, or vLLM's `{"object": "error", ...}`."""
+    return payload.get("error") is not None or payload.get("object") == "error"
+
+
 def _payload_error(payload: Mapping[str, Any]) -> ProviderError:
     error = payload.get("error")
+    if not isinstance(error, Mapping):
+        error = payload
     code = error.get("code") if isinstance(error, Mapping) else None
+    if isinstance(code, str) and code.isascii() and code.isdigit() and len(code) == 3:
+        code = int(code)
     message = f"openai: {error_message(payload) or 'error in the response'}"
-    if isinstance(code, int) and 400 <= code < 600:
-        return error_for_status(code, message, provider="openai", body=json.dumps(payload))
-    return ProviderError(message, body=json.dumps(payload), provider="openai")
+    body = json_excerpt(payload)
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
+        return error_for_status(code, message, provider="openai", body=body)
+    return ProviderError(message, body=body, provider="openai")
+
+
+def _event_error(data: str) -> ProviderError:
+    """The error an `event: error` carries, whatever its data looks like."""
+    try:
+        payload = json.loads(data)
+    except (ValueError, RecursionError):
+        payload = None
+    if isinstance(payload, dict):
+        return _payload_error(payload)
+    return ProviderError(f"openai: error event: {data[:200]}", body=data, provider="openai")
 
 
 class _StreamState:
-    """What a Chat Completions stream has delivered so far."""
+    """What a Chat Completions stream has delivered so far.
 
-    __slots__ = ("assembler", "done", "finish_reason", "id", "model", "usage")
+    Tool-call fragments are numbered here, not by the wire `index` alone: a fragment
+    with a new `id` at an index already used, or a named fragment without an `index`
+    after a named call, starts a new call (gateways that merge parallel calls send those),
+    so no call is lost or glued to another.
+    """
+
+    __slots__ = (
+        "_by_id",
+        "_calls",
+        "_ids",
+        "_named",
+        "_row",
+        "_slots",
+        "assembler",
+        "done",
+        "finish_reason",
+        "id",
+        "model",
+        "usage",
+    )
 
     def __init__(self) -> None:
         self.assembler = StreamAssembler()
@@ -404,25 +457,33 @@ class _StreamState:
         self.id: str | None = None
         self.model: str | None = None
         self.usage = Usage(requests=1)
+        self._slots: dict[int, int] = {}  # wire index -> call number
+        self._by_id: dict[str, int] = {}  # call id -> call number
+        self._ids: dict[int, str] = {}  # call number -> its id
+        self._named: set[int] = set()  # call numbers that got a name
+        self._row: list[int] = []  # the calls of the last chunk with tool calls, in order
+        self._calls = 0
 
-    def receive(self, data: str) -> list[ModelDelta]:
+    def receive(self, data: str, event: str = "message") -> list[ModelDelta]:
         """Take one event's data; return the deltas it carries."""
         if self.done:
             return []
+        if event == "error":
+            raise _event_error(data)
         if data.strip() == "[DONE]":
             self.done = True
             return []
         try:
             chunk = json.loads(data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise StreamInterruptedError(f"openai: malformed JSON in the stream: {exc}") from exc
         if not isinstance(chunk, dict):
             raise StreamInterruptedError("openai: a stream event is not a JSON object")
-        if "error" in chunk:
+        if _is_error(chunk):
             raise _payload_error(chunk)
         try:
             return self._chunk(chunk)
-        except (LookupError, TypeError, ValueError, AttributeError) as exc:
+        except PARSE_ERRORS as exc:
             raise StreamInterruptedError(
                 f"openai: unexpected stream chunk ({type(exc).__name__}: {exc})"
             ) from exc
@@ -441,9 +502,11 @@ class _StreamState:
             text = delta.get("content")
             if text is None and isinstance(delta.get("refusal"), str):
                 text = delta["refusal"]
+            if text is not None and not isinstance(text, str):
+                raise TypeError(f"content is a {type(text).__name__}, not a string")
             if text:
                 deltas.append(TextDelta(text))
-            deltas.extend(_tool_deltas(delta.get("tool_calls") or ()))
+            deltas.extend(self._tool_deltas(delta.get("tool_calls") or ()))
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
         for item in deltas:
@@ -457,31 +520,103 @@ class _StreamState:
         self.assembler.reasoning_detail(0, provider=PROVIDER)
         return [ReasoningDelta(reasoning, 0)]
 
+    def _tool_deltas(self, calls: Sequence[Mapping[str, Any]]) -> list[ToolCallDelta]:
+        if not isinstance(calls, (list, tuple)):
+            raise TypeError(f"tool_calls is a {type(calls).__name__}, not a list")
+        deltas = []
+        row: list[int] = []
+        for position, call in enumerate(calls):
+            function = call.get("function") or {}
+            wire = call.get("index")
+            call_id = _text_field(call, "id")
+            name = _text_field(function, "name")
+            number = self._call_number(
+                wire if isinstance(wire, int) and not isinstance(wire, bool) else None,
+                call_id,
+                name,
+                position,
+            )
+            row.append(number)
+            deltas.append(
+                ToolCallDelta(
+                    index=number,
+                    id=call_id,
+                    name=name,
+                    arguments=wire_arguments(function),
+                    provider_data=call_provider_data(call),
+                )
+            )
+        if row:
+            self._row = row
+        return deltas
+
+    def _call_number(self, wire: int | None, call_id: str | None, name: str | None, at: int) -> int:
+        """The call a fragment belongs to (`at`: its position in its chunk's list)."""
+        previous = self._row[at] if at < len(self._row) else None
+        if call_id is not None and call_id in self._by_id:
+            number = self._by_id[call_id]  # a later fragment of a known call
+        elif (
+            wire is not None
+            and wire in self._slots
+            and not (call_id and self._slots[wire] in self._ids)
+        ):
+            number = self._slots[wire]
+        elif (
+            wire is None
+            and call_id is None
+            and previous is not None
+            and not (name and previous in self._named)
+        ):
+            number = previous  # no index: the call at this position in the last chunk
+        else:
+            number = self._calls
+            self._calls += 1
+        if wire is not None:
+            self._slots[wire] = number
+        if call_id is not None:
+            self._by_id.setdefault(call_id, number)
+            self._ids.setdefault(number, call_id)
+        if name:
+            self._named.add(number)
+        return number
+
     def response(self) -> ChatResponse:
         """The final response; raises if the stream ended before it was complete."""
         if not self.done and self.finish_reason is None:
             raise StreamInterruptedError("openai: the stream ended before its final event")
-        return build_response(
-            self.assembler.message(),
-            self.finish_reason,
-            self.usage,
-            response_id=self.id,
-            model=self.model,
-        )
-
-
-def _tool_deltas(calls: Sequence[Mapping[str, Any]]) -> list[ToolCallDelta]:
-    deltas = []
-    for position, call in enumerate(calls):
-        function = call.get("function") or {}
-        index = call.get("index")
-        deltas.append(
-            ToolCallDelta(
-                index=index if isinstance(index, int) else position,
-                id=call.get("id") or None,
-                name=function.get("name") or None,
-                arguments=function.get("arguments") or "",
-                provider_data=call_provider_data(call),
+        try:
+            return build_response(
+                self.assembler.message(),
+                self.finish_reason,
+                self.usage,
+                response_id=self.id,
+                model=self.model,
             )
-        )
-    return deltas
+        except StreamInterruptedError:
+            raise
+        except PARSE_ERRORS as exc:
+            raise StreamInterruptedError(
+                f"openai: the streamed response is invalid ({type(exc).__name__}: {exc})"
+            ) from exc
+
+
+def _text_field(item: Mapping[str, Any], key: str) -> str | None:
+    value = item.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{key} is a {type(value).__name__}, not a string")
+    return value
+
+
+def wire_arguments(function: Mapping[str, Any]) -> str:
+    """A function's `arguments` as text: a string as sent, an object (as some servers
+    send) as JSON, nothing as empty."""
+    arguments = function.get("arguments")
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        return arguments
+    if isinstance(arguments, (dict, list)):
+        return json_dumps(arguments)
+    raise TypeError(f"arguments is a {type(arguments).__name__}, not a string")

@@ -11,8 +11,17 @@ survives; invalid UTF-8 becomes U+FFFD, as the standard says.
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
+
+from ..core.errors import StreamInterruptedError
+
+MAX_EVENT_SIZE = 16 * 1024 * 1024
+"""Default bound, in characters, of one line or one event's data (`SSEDecoder`)."""
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_MAX_RETRY_DIGITS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,11 +35,31 @@ class ServerSentEvent:
 
 
 class SSEDecoder:
-    """Turns chunks of bytes into `ServerSentEvent`s; feed it chunks as they arrive."""
+    """Turns chunks of bytes into `ServerSentEvent`s; feed it chunks as they arrive.
 
-    __slots__ = ("_data", "_decoder", "_event", "_last_id", "_line", "_retry", "_skip_lf", "_start")
+    A line, or an event's data, longer than `max_event_size` characters raises
+    `StreamInterruptedError` as soon as it is that long, so a stream that never ends its
+    line cannot take unbounded memory. Each chunk is parsed in time linear in its size.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = (
+        "_data",
+        "_data_size",
+        "_decoder",
+        "_event",
+        "_last_id",
+        "_line",
+        "_line_size",
+        "_retry",
+        "_skip_lf",
+        "_start",
+        "max_event_size",
+    )
+
+    def __init__(self, *, max_event_size: int = MAX_EVENT_SIZE) -> None:
+        self.max_event_size = max_event_size
+        self._line_size = 0  # characters in `_line`
+        self._data_size = 0  # characters in `_data`
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._line: list[str] = []  # pieces of the current, unfinished line
         self._skip_lf = False  # the previous piece ended with CR: a leading LF is its pair
@@ -54,6 +83,7 @@ class SSEDecoder:
         events = self._text(self._decoder.decode(b"", final=True))
         self._line.clear()
         self._data.clear()
+        self._line_size = self._data_size = 0
         self._event = ""
         return events
 
@@ -67,28 +97,29 @@ class SSEDecoder:
                 text = text[1:]
         events: list[ServerSentEvent] = []
         position = 0
-        size = len(text)
-        while position < size:
-            cr = text.find("\r", position)
-            lf = text.find("\n", position)
-            if cr < 0 and lf < 0:
-                self._line.append(text[position:])
-                break
-            end = lf if cr < 0 else cr if lf < 0 else min(cr, lf)
-            self._line.append(text[position:end])
+        for match in _LINE_END.finditer(text):
+            self._grow(match.start() - position)
+            self._line.append(text[position : match.start()])
             line = "".join(self._line)
             self._line.clear()
-            position = end + 1
-            if text[end] == "\r":
-                if position < size:
-                    if text[position] == "\n":
-                        position += 1
-                else:
-                    self._skip_lf = True
+            self._line_size = 0
+            position = match.end()
+            if position == len(text) and match.group() == "\r":
+                self._skip_lf = True
             event = self._line_done(line)
             if event is not None:
                 events.append(event)
+        if position < len(text):
+            self._grow(len(text) - position)
+            self._line.append(text[position:])
         return events
+
+    def _grow(self, size: int) -> None:
+        self._line_size += size
+        if self._line_size + self._data_size > self.max_event_size:
+            raise StreamInterruptedError(
+                f"server-sent event larger than {self.max_event_size} characters"
+            )
 
     def _line_done(self, line: str) -> ServerSentEvent | None:
         if not line:
@@ -99,13 +130,19 @@ class SSEDecoder:
         if colon and value.startswith(" "):
             value = value[1:]
         if name == "data":
+            self._data_size += len(value) + 1
             self._data.append(value)
         elif name == "event":
             self._event = value
         elif name == "id":
             if "\0" not in value:
                 self._last_id = value
-        elif name == "retry" and value.isascii() and value.isdigit():
+        elif (
+            name == "retry"
+            and value.isascii()
+            and value.isdigit()
+            and len(value) <= _MAX_RETRY_DIGITS
+        ):
             self._retry = int(value)
         return None
 
@@ -121,6 +158,7 @@ class SSEDecoder:
         )
         self._event = ""
         self._data.clear()
+        self._data_size = 0
         return event
 
 
