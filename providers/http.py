@@ -79,14 +79,22 @@ def retry_after(headers: httpx.Headers) -> float | None:
     if value is None:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return seconds if seconds > 0 else 0.0  # also NaN -> 0
     try:
         date = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    return max(0.0, (date - datetime.now(UTC)).total_seconds())
+    if date.tzinfo is None:  # "-0000" and the asctime form: RFC 9110 dates are in UTC
+        date = date.replace(tzinfo=UTC)
+    try:
+        wait = (date - datetime.now(UTC)).total_seconds()
+    except OverflowError:
+        return None
+    return max(0.0, wait)
 
 
 class Secret:
