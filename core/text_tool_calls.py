@@ -22,8 +22,9 @@ import json
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
+from .call_ids import CallIds
 from .events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
-from .messages import AssistantMessage, ToolCall, new_call_id
+from .messages import AssistantMessage, ToolCall
 from .model import ChatModel
 from .request import ChatRequest
 from .response import ChatResponse
@@ -64,15 +65,17 @@ class TextToolCallParser:
     order; text that may still become a tool call is held until it is decided.
     `finish()` decides everything held: an unclosed `<tool_call>` or fence whose JSON is
     complete still counts as a call. Feeding a text in any split gives the same pieces,
-    joined, as feeding it whole.
+    joined, as feeding it whole. Each call gets an id of its own, valid for every
+    provider: the id the model wrote when it is (`core.call_ids`), else a new one.
     """
 
-    __slots__ = ("_buffer", "_in_plain_fence", "_names")
+    __slots__ = ("_buffer", "_ids", "_in_plain_fence", "_names")
 
     def __init__(self, tool_names: Iterable[str]) -> None:
         self._names = frozenset(tool_names)
         self._buffer = ""
         self._in_plain_fence = False
+        self._ids = CallIds()
 
     def feed(self, text: str) -> list[str | ToolCall]:
         """Add `text`; returns the pieces decided so far."""
@@ -215,7 +218,7 @@ class TextToolCallParser:
             return None
         call_id = item.get("id")
         return ToolCall(
-            id=call_id if isinstance(call_id, str) and call_id else new_call_id(),
+            id=self._ids.claim(call_id if isinstance(call_id, str) else None),
             name=str(item["name"]),
             arguments=raw,
         )
@@ -296,12 +299,13 @@ def tool_names_for(request: ChatRequest) -> frozenset[str]:
 
 
 def with_text_calls(response: ChatResponse, text: str, calls: tuple[ToolCall, ...]) -> ChatResponse:
-    """`response` whose message is `text` (stripped) plus `calls` after its own tool calls."""
+    """`response` whose message is `text` (stripped) plus `calls` after its own tool calls
+    (those of `calls` whose ids its own calls use get new ones)."""
     if not calls:
         return response
-    message = AssistantMessage(
-        content=text.strip() or None, tool_calls=response.message.tool_calls + calls
-    )
+    own = response.message.tool_calls
+    calls = CallIds(c.id for c in own).calls(calls)
+    message = AssistantMessage(content=text.strip() or None, tool_calls=own + calls)
     return ChatResponse(
         message=message,
         finish_reason="tool_calls",
@@ -351,11 +355,11 @@ async def parse_text_tool_call_stream(
                         yield TextDelta(piece)
                     else:
                         calls.append(piece)
-                for offset, call in enumerate(calls):
+                completed = with_text_calls(event.response, "".join(text), tuple(calls))
+                mine = completed.message.tool_calls[len(event.response.message.tool_calls) :]
+                for offset, call in enumerate(mine):
                     yield ToolCallDelta(next_index + offset, call.id, call.name, call.arguments)
-                yield ResponseCompleted(
-                    with_text_calls(event.response, "".join(text), tuple(calls))
-                )
+                yield ResponseCompleted(completed)
             else:
                 if isinstance(event, ToolCallDelta):
                     next_index = max(next_index, event.index + 1)

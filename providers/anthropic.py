@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 
 from ..core.assembly import StreamAssembler
+from ..core.call_ids import unique_tool_calls
 from ..core.errors import StreamInterruptedError
 from ..core.events import TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage
@@ -302,7 +303,9 @@ def message_response(payload: Mapping[str, Any]) -> ChatResponse:
             calls.append(
                 ToolCall(id=block["id"], name=block["name"], arguments=json_dumps(block["input"]))
             )
-    message = AssistantMessage(content="".join(text) or None, tool_calls=tuple(calls))
+    message = AssistantMessage(
+        content="".join(text) or None, tool_calls=unique_tool_calls(tuple(calls))
+    )
     return build_response(
         message,
         payload.get("stop_reason"),

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import httpx
 
 from ..core.assembly import StreamAssembler
+from ..core.call_ids import unique_tool_calls
 from ..core.errors import StreamInterruptedError
 from ..core.events import TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, new_call_id
@@ -234,13 +235,15 @@ def completion_response(payload: Mapping[str, Any]) -> ChatResponse:
     content = wire.get("content")
     if content is None and isinstance(wire.get("refusal"), str):
         content = wire["refusal"]
-    calls = tuple(
-        ToolCall(
-            id=call.get("id") or new_call_id(),
-            name=call["function"]["name"],
-            arguments=call["function"].get("arguments") or "{}",
+    calls = unique_tool_calls(
+        tuple(
+            ToolCall(
+                id=call.get("id") or new_call_id(),
+                name=call["function"]["name"],
+                arguments=call["function"].get("arguments") or "{}",
+            )
+            for call in wire.get("tool_calls") or ()
         )
-        for call in wire.get("tool_calls") or ()
     )
     message = AssistantMessage(content=content or None, tool_calls=calls)
     reason = choice.get("finish_reason")
