@@ -3,26 +3,36 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from functools import partial
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
+from ..core.errors import StreamInterruptedError
 from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.streams import closing_stream
-from .errors import InvalidResponseError, ProviderError
+from .errors import InvalidResponseError, ProviderError, ProviderStreamError
 from .http import (
     HTTPClient,
     RetryPolicy,
     Secret,
     api_key_from_env,
+    clean_api_key,
     close_response,
     redact,
+    redacted,
+    safe_cause,
     sse_events,
 )
+
+_T = TypeVar("_T")
+
+_UNREADABLE = (StreamInterruptedError, LookupError, TypeError, ValueError, AttributeError)
+"""What reading a provider's answer raises when the answer is not what it should be."""
 
 
 class StreamState(Protocol):
@@ -43,6 +53,11 @@ class HTTPChatModel:
     A subclass states its wire format: `endpoint`, `_body`, `_auth_headers`, `_parse`
     (a JSON response into a `ChatResponse`) and `_stream_state` (a reader of its SSE
     events). Retries, typed errors, key handling and closing responses are here.
+
+    The API key is stripped of surrounding whitespace at construction (one read from the
+    environment, at the first call); a key with a control or non-ASCII character inside
+    raises `InvalidAPIKeyError`. Every failure raises a `ProviderError` (a broken stream
+    a `ProviderStreamError`), and none shows the key.
     """
 
     provider_name = "http"
@@ -64,7 +79,7 @@ class HTTPChatModel:
     ) -> None:
         self.model_name = model
         self.base_url = base_url.rstrip("/")
-        self._api_key = Secret(api_key) if api_key else None
+        self._api_key: Secret | None = clean_api_key(api_key, provider=self.provider_name)
         self._api_key_env = api_key_env
         self._key_required = key_required
         self._headers = dict(headers or {})
@@ -118,40 +133,77 @@ class HTTPChatModel:
     async def call(self, request: ChatRequest) -> ChatResponse:
         """Answer `request` with one HTTP request."""
         key = self._key()
-        payload = await self._http.post_json(
-            f"{self.base_url}{self.endpoint}",
-            self._body(request, stream=False),
-            headers=self._request_headers(key),
-            secret=key,
-        )
+        body = self._body(request, stream=False)
+        try:
+            payload = await self._http.post_json(
+                f"{self.base_url}{self.endpoint}",
+                body,
+                headers=self._request_headers(key),
+                secret=key,
+            )
+        except ProviderError as exc:
+            redacted(exc, key)
+            raise
         try:
             return self._parse(payload)
-        except ProviderError:
+        except ProviderError as exc:
+            redacted(exc, key)
             raise
-        except (LookupError, TypeError, ValueError, AttributeError) as exc:
-            raise InvalidResponseError(
-                f"{self.provider_name}: unexpected response shape ({type(exc).__name__}: {exc})",
-                status_code=200,
-                body=redact(json.dumps(payload), key),
-                provider=self.provider_name,
-            ) from exc
+        except (LookupError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+            cause: BaseException = exc
+        try:
+            text = redact(json.dumps(payload, default=str), key)
+        except (ValueError, RecursionError):
+            text = ""
+        failure = InvalidResponseError(
+            f"{self.provider_name}: unexpected response shape "
+            f"({type(cause).__name__}: {redact(str(cause), key)})",
+            status_code=200,
+            body=text,
+            provider=self.provider_name,
+        )
+        raise failure from safe_cause(cause, key)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Answer `request` as a stream: text and tool-call deltas, then the response."""
         key = self._key()
-        response = await self._http.send(
-            f"{self.base_url}{self.endpoint}",
-            self._body(request, stream=True),
-            headers=self._request_headers(key),
-            secret=key,
-            stream=True,
-        )
+        body = self._body(request, stream=True)
+        try:
+            response = await self._http.send(
+                f"{self.base_url}{self.endpoint}",
+                body,
+                headers=self._request_headers(key),
+                secret=key,
+                stream=True,
+            )
+        except ProviderError as exc:
+            redacted(exc, key)
+            raise
         state = self._stream_state()
         try:
-            async with closing_stream(sse_events(response, provider=self.provider_name)) as events:
+            source = sse_events(response, provider=self.provider_name, secret=key)
+            async with closing_stream(source) as events:
                 async for event in events:
-                    for delta in state.receive(event.data):
+                    for delta in self._read(partial(state.receive, event.data), key):
                         yield delta
         finally:
             await close_response(response)
-        yield ResponseCompleted(state.response())
+        yield ResponseCompleted(self._read(state.response, key))
+
+    def _read(self, step: Callable[[], _T], key: str | None) -> _T:
+        """`step()`: reading the stream, whose failures all become `ProviderError`s
+        (`ProviderStreamError` for what is not one already) that do not show `key`."""
+        try:
+            return step()
+        except ProviderError as exc:
+            redacted(exc, key)
+            raise
+        except (*_UNREADABLE, RecursionError) as exc:
+            cause: BaseException = exc
+        detail = redact(str(cause), key) or type(cause).__name__
+        if not isinstance(cause, StreamInterruptedError):
+            detail = f"unexpected stream data ({type(cause).__name__}: {detail})"
+        failure = ProviderStreamError(
+            f"{self.provider_name}: {detail}", provider=self.provider_name
+        )
+        raise failure from safe_cause(cause, key)
