@@ -22,6 +22,7 @@ import json
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
+from .arguments import ArgumentsError, parse_arguments
 from .call_ids import CallIds
 from .events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from .messages import AssistantMessage, ToolCall
@@ -185,8 +186,8 @@ class TextToolCallParser:
     def _calls_in(self, text: str) -> tuple[ToolCall, ...]:
         """The calls `text` (JSON: one call object or a list of them) holds, else `()`."""
         try:
-            value = json.loads(text)
-        except ValueError:
+            value = parse_arguments(text)
+        except ArgumentsError:
             return ()
         items = value if isinstance(value, list) else [value]
         calls = [self._call(item) for item in items]
@@ -205,8 +206,8 @@ class TextToolCallParser:
         arguments = item.get("arguments", item.get("parameters"))
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments)
-            except ValueError:
+                arguments = parse_arguments(arguments)
+            except ArgumentsError:
                 pass  # kept as written: the tool loop reports the bad JSON to the model
         if arguments is None:
             arguments = {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -15,6 +14,7 @@ from typing import Any, TypeAlias, TypeGuard
 import anyio
 
 from ...core.advisor import Advisor, ToolNext
+from ...core.arguments import parse_argument_object
 from ...core.context import ToolContext
 from ...core.invocation import ToolInvocation, ToolResult
 from ...core.messages import ToolCall
@@ -375,11 +375,7 @@ def _name(approver: Approver) -> str:
 
 
 def _arguments(call: ToolCall) -> dict[str, Any] | None:
-    try:
-        value = json.loads(call.arguments.strip() or "{}")
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+    return parse_argument_object(call.arguments)
 
 
 def _describe(request: ChatRequest, call: ToolCall) -> ApprovalCall:

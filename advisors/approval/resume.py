@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -11,6 +10,7 @@ from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, cast, get_args
 
 from ...core.advisor import Advisor
+from ...core.arguments import parse_argument_object
 from ...core.errors import ChainConfigurationError
 from ...core.events import StreamEvent, ToolCallFinished, ToolCallStarted
 from ...core.invocation import ToolOutcome, ToolResult
@@ -128,13 +128,8 @@ def _matches(found: list[ToolCall], pending: PendingCall) -> bool:
     the arguments the approver was shown."""
     if len(found) != 1:
         return False
-    try:
-        arguments = json.loads(found[0].arguments.strip() or "{}")
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(arguments, dict) and (
-        arguments_fingerprint(arguments) == pending.call.fingerprint
-    )
+    arguments = parse_argument_object(found[0].arguments)
+    return arguments is not None and arguments_fingerprint(arguments) == pending.call.fingerprint
 
 
 async def resume_turn(
