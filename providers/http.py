@@ -155,9 +155,14 @@ def safe_cause(exc: BaseException, secret: str | None) -> BaseException | None:
 
 def redacted(error: ProviderError, secret: str | None) -> ProviderError:
     """`error` with `secret` masked in its message, body and arguments (in place)."""
-    if secret:
+    if secret and len(secret) >= MIN_SECRET_CHARS:
         error.message = redact(error.message, secret)
-        error.body = redact(error.body, secret)
+        body = redact(error.body, secret)
+        for cut in range(len(secret) - 1, MIN_SECRET_CHARS - 1, -1):  # a key cut off at the end
+            if body.endswith(secret[:cut]):
+                body = body[:-cut] + "***"
+                break
+        error.body = body
         error.args = tuple(redact(a, secret) if isinstance(a, str) else a for a in error.args)
     return error
 

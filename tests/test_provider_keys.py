@@ -33,6 +33,7 @@ from advisorchain.providers import (
     ProviderError,
     RetryPolicy,
 )
+from advisorchain.providers.errors import BODY_EXCERPT_CHARS
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 
@@ -353,4 +354,29 @@ async def test_a_key_echoed_in_an_error_body_is_redacted(provider: str, stream: 
         model = make(provider, "http://x", api_key=KEY, http_client=client)
         with pytest.raises(ProviderError) as caught:
             await answer(model, stream)
+    assert_no_key(caught.value)
+
+
+@pytest.mark.anyio
+@STREAM
+async def test_a_key_cut_off_by_the_body_excerpt_is_redacted(stream: bool) -> None:
+    """An in-band error whose echo of the key straddles the end of the kept excerpt."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        # 200 with an error object: the provider's own reader raises, from the body
+        padding = "x" * (BODY_EXCERPT_CHARS - len('{"error": {"message": "m", "pad": "') - 10)
+        payload = {"error": {"message": "m", "pad": padding + KEY}}
+        if stream:
+            return httpx.Response(
+                200,
+                headers={"content-type": "text/event-stream"},
+                content=f"data: {json.dumps(payload)}\n\n".encode(),
+            )
+        return httpx.Response(200, json=payload)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        model = make("openai", "http://x", api_key=KEY, http_client=client)
+        with pytest.raises(ProviderError) as caught:
+            await answer(model, stream)
+    assert KEY[:10] not in caught.value.body
     assert_no_key(caught.value)
