@@ -358,3 +358,47 @@ async def test_an_inline_decision_applies_only_to_the_arguments_the_approver_saw
     assert ("bob", 5) in bank.sent
     results = {m.tool_call_id: m for m in response.messages if isinstance(m, ToolMessage)}
     assert results["b"].is_error and "arguments" in results["b"].content
+
+
+@pytest.mark.anyio
+async def test_a_racing_insert_of_the_same_approval_is_a_typed_error(tmp_path: Path) -> None:
+    """Two workers saving one id at once: the existence check passed for both, the
+    database's key refuses the second (simulated by skipping the check)."""
+    store = SQLiteApprovalStore(tmp_path / "approvals.db")
+    record = PendingRecord(
+        id="approval_race",
+        status="pending",
+        conversation_id=None,
+        created_at=time.time(),
+        messages=(UserMessage(content="pay"),),
+        options={},
+        tool_names=(),
+        calls=(),
+    )
+    await store.save(record)
+
+    class NoCheck:
+        def execute(self, sql: str, params: Any = ()) -> Any:
+            return None if sql.startswith("SELECT 1") else real.execute(sql, params)
+
+        def fetchone(self) -> Any:
+            return None
+
+    original = store.transaction
+
+    def transaction(*, write: bool) -> Any:
+        from contextlib import contextmanager
+
+        @contextmanager
+        def wrapped() -> Iterator[Any]:
+            nonlocal real
+            with original(write=write) as cursor:
+                real = cursor
+                yield NoCheck()
+
+        return wrapped()
+
+    real: Any = None
+    store.transaction = transaction  # type: ignore[method-assign]
+    with pytest.raises(InvalidApprovalRecord, match="already exists"):
+        await store.save(record)

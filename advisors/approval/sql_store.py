@@ -109,7 +109,16 @@ class SQLApprovalStore:
     async def save(self, record: PendingRecord) -> None:
         """Store a new pending approval (`InvalidApprovalRecord` if it cannot be held)."""
         check_record(record)
-        await self._run(partial(self._save, record))
+        try:
+            await self._run(partial(self._save, record))
+        except Exception as exc:
+            # two workers saving one id at once: the second insert breaks the primary key
+            if not any(c.__name__ == "IntegrityError" for c in type(exc).__mro__):
+                raise
+            failure = InvalidApprovalRecord(f"approval {record.id!r} already exists")
+        else:
+            return
+        raise failure
 
     async def get(self, approval_id: str) -> PendingRecord | None:
         """The approval with this id, or `None`."""
