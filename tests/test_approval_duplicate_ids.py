@@ -350,14 +350,21 @@ async def test_an_inline_decision_applies_only_to_the_arguments_the_approver_saw
         ToolCall.from_arguments("transfer", {"to": "eve", "amount": 7}, id="b"),
     ]
     model = ScriptedChatModel([calls, "done"])
-    chain = Chain(
-        [ToolCallingAdvisor(), Rewriter(), ApprovalAdvisor(CallbackApprover(human))], model=model
-    )
+    store = InMemoryApprovalStore()
+    approval = ApprovalAdvisor(CallbackApprover(human), store=store)
+    chain = Chain([ToolCallingAdvisor(), Rewriter(), approval], model=model)
     response = await chain.call("pay", tools=bank.tools)
     assert ("mallory", 10**6) not in bank.sent
     assert ("bob", 5) in bank.sent
     results = {m.tool_call_id: m for m in response.messages if isinstance(m, ToolMessage)}
     assert results["b"].is_error and "arguments" in results["b"].content
+    audit = await store.audit()
+    assert (audit[-1].call_id, audit[-1].decision, audit[-1].decided_by) == (
+        "b",
+        "rejected",
+        "advisorchain",
+    )
+    assert dict(audit[-1].arguments) == {"to": "mallory", "amount": 10**6}
 
 
 @pytest.mark.anyio

@@ -104,6 +104,13 @@ class ApprovalAdvisor(Advisor):
     sends the completed transcript through the whole chain again. The resumed response's
     `messages` start with the round's new tool results.
 
+    A decision applies only to the call the approver saw, id and arguments (bound by
+    `arguments_fingerprint`): a call that arrives, or is resumed, with other arguments
+    (changed by an earlier hook, or a stored transcript that does not match what was
+    shown) is refused with a `rejected` result, logged and audited, and not run. Calls of
+    one round that share an id (which the chain's innermost step never lets through) are
+    rejected without asking.
+
     Every decision is written to `store` as an `AuditRecord`. The default store is a
     SQLite file (`approvals.db`) with a `DeferredApprover`, memory otherwise. The advisor
     has only a `call_tool` hook, so it works at any position: before the chain's
@@ -190,13 +197,13 @@ class ApprovalAdvisor(Advisor):
         approved = turn.resumed.get(call_id)
         if approved is not None:
             if arguments_fingerprint(invocation.arguments) != approved:
-                return _refused(invocation)
+                return await self._refuse(invocation)
             return await next(invocation)
         if self._details(invocation.tool, invocation.arguments, invocation.context) is None:
             return await next(invocation)
         decision, seen = await self._decision(turn, invocation)
         if isinstance(decision, Approve) and seen != arguments_fingerprint(invocation.arguments):
-            return _refused(invocation)
+            return await self._refuse(invocation)
         if isinstance(decision, Defer):
             if not turn.saving:
                 turn.saving = True
@@ -324,6 +331,33 @@ class ApprovalAdvisor(Advisor):
             details=dict(details),
         )
 
+    async def _refuse(self, invocation: ToolInvocation) -> ToolResult:
+        """Refuse a call whose arguments are not those decided on; log and audit it."""
+        _log.warning(
+            "approval: refused tool call %r (%s): its arguments are not those approved",
+            invocation.name,
+            invocation.call.id,
+        )
+        shown = ApprovalCall(
+            call_id=invocation.call.id,
+            tool_name=invocation.name,
+            description=invocation.tool.description,
+            arguments=dict(invocation.arguments),
+        )
+        refusal = Reject(ARGUMENTS_CHANGED, by=_FAIL_CLOSED)
+        await self.store.record(
+            [
+                audit_record(
+                    f"inline_{uuid.uuid4().hex}",
+                    shown,
+                    refusal,
+                    default_by=_FAIL_CLOSED,
+                    conversation_id=invocation.request.conversation_id,
+                )
+            ]
+        )
+        return rejected(refusal.reason)
+
     async def _consult(self, request: ApprovalRequest) -> dict[str, Decision]:
         """The approver's decisions, one per call; failures and bad answers reject."""
         try:
@@ -349,15 +383,6 @@ class ApprovalAdvisor(Advisor):
             else:
                 decisions[call_id] = Reject("no valid decision for this call", by=_FAIL_CLOSED)
         return decisions
-
-
-def _refused(invocation: ToolInvocation) -> ToolResult:
-    _log.warning(
-        "approval: refused tool call %r (%s): its arguments are not those approved",
-        invocation.name,
-        invocation.call.id,
-    )
-    return rejected(ARGUMENTS_CHANGED)
 
 
 def _valid(decision: object) -> TypeGuard[Decision]:
