@@ -262,7 +262,7 @@ def error_from_response(
     body = redact(response.text, secret)
     try:
         detail = error_message(json.loads(body))
-    except ValueError:
+    except (ValueError, RecursionError):
         detail = None
     detail = detail or response.reason_phrase or "request failed"
     return error_for_status(

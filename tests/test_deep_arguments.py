@@ -205,3 +205,21 @@ def test_the_text_parser_leaves_deep_json_as_text() -> None:
     inner = '<tool_call>{"name": "echo", "arguments": "' + DEEP + '"}</tool_call>'
     (call,) = parse_text_tool_calls(inner, {"echo"}).calls
     assert call.arguments == DEEP  # kept as written: the tool loop reports it
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["call", "stream"])
+@pytest.mark.parametrize("status", [200, 400])
+async def test_deep_json_from_the_provider_is_a_provider_error(mode: str, status: int) -> None:
+    from advisorchain.providers import OpenAIChatModel, ProviderError
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if status == 200 and mode == "stream":
+            return httpx.Response(200, content=f"data: {DEEP}\n\n".encode(), headers=SSE)
+        return httpx.Response(status, content=DEEP.encode())
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        model = OpenAIChatModel("m", base_url="http://x", http_client=client)
+        chain = Chain([ToolCallingAdvisor()], model=model)
+        with pytest.raises(ProviderError):
+            await run(chain, mode, [])
