@@ -226,7 +226,7 @@ async def _settle(
         if not await store.start_call(pending_id, call.id, token):
             raise ApprovalAlreadyResolved(f"approval {pending_id!r} is no longer claimed here")
         if not matches:
-            return await _refuse(advisor, pending_id, call, pending, token)
+            return await _refuse(advisor, request, pending_id, call, pending, token)
         edited = pending.decision.arguments
         advisor.turn(request).resumed[call.id] = (
             arguments_fingerprint(edited) if edited is not None else pending.call.fingerprint
@@ -245,8 +245,14 @@ async def _settle(
 
 
 async def _refuse(
-    advisor: ApprovalAdvisor, pending_id: str, call: ToolCall, pending: PendingCall, token: str
+    advisor: ApprovalAdvisor,
+    request: ChatRequest,
+    pending_id: str,
+    call: ToolCall,
+    pending: PendingCall,
+    token: str,
 ) -> ToolResult:
+    """Answer an approved call whose arguments are not those approved, without running it."""
     store = advisor.store
     _log.warning(
         "approval %s: refused tool call %r (%s): its arguments are not those approved",
@@ -254,7 +260,6 @@ async def _refuse(
         call.name,
         call.id,
     )
-    record = await store.get(pending_id)
     await store.record(
         [
             audit_record(
@@ -262,7 +267,7 @@ async def _refuse(
                 pending.call,
                 Reject(ARGUMENTS_CHANGED, by="advisorchain"),
                 default_by="advisorchain",
-                conversation_id=record.conversation_id if record else None,
+                conversation_id=request.conversation_id,
             )
         ]
     )
