@@ -348,3 +348,50 @@ def test_provider_responses_carry_unique_valid_ids() -> None:
     for response in (openai, anthropic):
         ids = [c.id for c in response.tool_calls]
         assert len(set(ids)) == 2 and all(ANTHROPIC_ID.match(i) for i in ids)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_hostile_ids_always_come_out_unique_valid_and_agreeing(seed: int) -> None:
+    """Seeded random rounds: ids from a small hostile alphabet (so they collide), some
+    reused from the transcript, fragments of several calls interleaved."""
+    import random
+
+    rng = random.Random(seed)
+    alphabet = ["a", "1", "_", "-", " ", '"', "\x00", "é", "/", "\n"]
+
+    def some_id() -> str | None:
+        if rng.random() < 0.1:
+            return None
+        return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3))) * rng.choice(
+            [1, 1, 1, 30]
+        )
+
+    earlier = [ToolCall(id=i or "x", name="t") for i in (some_id() for _ in range(3))]
+    transcript: tuple[Message, ...] = (
+        UserMessage(content="go"),
+        AssistantMessage(tool_calls=tuple(earlier)),
+        *(ToolMessage(tool_call_id=c.id, name="t", content="ok") for c in earlier),
+    )
+    count = rng.randint(1, 6)
+    ids = [some_id() for _ in range(count)]
+    fragments = [ToolCallDelta(i, ids[i], "t", "{") for i in range(count)]
+    fragments += [ToolCallDelta(i, rng.choice([None, ids[i]]), None, "}") for i in range(count)]
+    rng.shuffle(fragments)
+    fragments.sort(key=lambda d: d.name is None)  # each call's first fragment comes first
+    stream = StreamCallIds(transcript)
+    shown: dict[int, str] = {}
+    for delta in fragments:
+        out = stream.delta(delta)
+        if out.id:  # an empty id is none (as `StreamAssembler` reads it)
+            assert shown.setdefault(out.index, out.id) == out.id
+    raw = tuple(ToolCall(id=i or f"fresh{n}", name="t") for n, i in enumerate(ids))
+    final = stream.response(ChatResponse(message=AssistantMessage(tool_calls=raw)))
+    got = [c.id for c in final.message.tool_calls]
+    taken = {c.id for c in earlier}
+    assert len(set(got)) == count and not set(got) & taken
+    assert all(is_valid_call_id(i) for i in got)
+    assert all(got[i] == shown[i] for i in shown)
+    called = unique_response(ChatResponse(message=AssistantMessage(tool_calls=raw)), transcript)
+    again = [c.id for c in called.message.tool_calls]
+    assert len(set(again)) == count and not set(again) & taken
+    assert all(is_valid_call_id(i) for i in again)
