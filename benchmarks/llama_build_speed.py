@@ -1,10 +1,13 @@
 """Prompt and generation speed of llama.cpp builds, side by side in one run.
 
-Usage: `python -m benchmarks.llama_build_speed NAME=PYTHON [NAME=PYTHON ...] [--rounds 3]`,
-each PYTHON an interpreter whose environment has a llama-cpp-python build (the portable one
-in `.venv`, a runtime-dispatched one elsewhere). Each round runs every build once, in turn,
-in its own process: load the demo model, evaluate a 512-token prompt, generate 64 tokens
-greedily; medians are printed as a Markdown table. The same threads for every build.
+Usage: `python -m benchmarks.llama_build_speed NAME=PYTHON[@DIR] ... [--rounds 3]`, each
+PYTHON an interpreter whose environment has a llama-cpp-python build (the portable one in
+`.venv`, a runtime-dispatched one elsewhere); `@DIR` runs it in DIR (a dispatched build
+looks for its `libggml-cpu-*.so` variants in the working directory, and llama-cpp-python's
+wheel puts them in `site-packages/bin/`, where nothing else looks). Each round runs every
+build once, in turn, in its own process: load the demo model, evaluate a 512-token prompt,
+generate 64 tokens greedily; medians are printed as a Markdown table. The same threads
+for every build.
 """
 
 from __future__ import annotations
@@ -35,8 +38,13 @@ print(json.dumps({"prompt_tps": len(tokens) / prompt_s, "gen_tps": 64 / gen_s}))
 
 
 def measure(python: str, model: str, threads: int) -> dict[str, float]:
+    python, _, cwd = python.partition("@")
     out = subprocess.run(
-        [python, "-c", _CHILD, model, str(threads)], capture_output=True, text=True, check=True
+        [python, "-c", _CHILD, model, str(threads)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=cwd or None,
     ).stdout
     result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
     return result

@@ -20,8 +20,9 @@ from .advisor import (
     one_sided,
     overrides,
 )
+from .call_ids import StreamCallIds, unique_response
 from .errors import ApprovalNotFound, ChainConfigurationError, StreamInterruptedError
-from .events import ResponseCompleted, StreamEvent
+from .events import ResponseCompleted, StreamEvent, ToolCallDelta
 from .messages import Message, UserMessage
 from .model import ChatModel
 from .options import ChatOptions
@@ -382,14 +383,27 @@ def _without_tool_context(request: ChatRequest) -> ChatRequest:
 
 
 async def _call_without_tool_context(model: ChatModel, request: ChatRequest) -> ChatResponse:
-    """The innermost step: the model never receives the tool context, so cannot leak it."""
-    return await model.call(_without_tool_context(request))
+    """The innermost step: the model never receives the tool context, so cannot leak it;
+    the ids of the tool calls it answers are made unique and valid before any link sees
+    them (`core.call_ids`)."""
+    response = await model.call(_without_tool_context(request))
+    return unique_response(response, request.messages)
 
 
-def _stream_without_tool_context(
+async def _stream_without_tool_context(
     model: ChatModel, request: ChatRequest
 ) -> AsyncIterator[StreamEvent]:
-    return model.stream(_without_tool_context(request))
+    """`_call_without_tool_context` for streams: deltas and response get the same ids."""
+    ids = StreamCallIds(request.messages)
+    async with closing_stream(model.stream(_without_tool_context(request))) as events:
+        async for event in events:
+            if isinstance(event, ToolCallDelta):
+                event = ids.delta(event)
+            elif isinstance(event, ResponseCompleted):
+                response = ids.response(event.response)
+                if response is not event.response:
+                    event = ResponseCompleted(response)
+            yield event
 
 
 def _check_paths(link: Advisor) -> None:

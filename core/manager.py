@@ -8,7 +8,6 @@ message.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import types
@@ -21,6 +20,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 import anyio
 
 from .advisor import ToolHook, ToolNext
+from .arguments import ArgumentsError, parse_arguments
 from .context import ToolContext
 from .errors import ToolCallLimitExceeded, ToolExecutionError
 from .invocation import ToolInvocation, ToolResult
@@ -171,13 +171,11 @@ class ToolCallingManager:
                 content=f"Error: unknown tool {call.name!r}. Available tools: {names}.",
                 outcome="unknown_tool",
             )
-        raw = call.arguments.strip() or "{}"
         try:
-            arguments = json.loads(raw)
-        except ValueError as exc:
+            arguments = parse_arguments(call.arguments)
+        except ArgumentsError as exc:
             return ToolResult(
-                content=f"Error: the arguments of {call.name!r} are not valid JSON ({exc}). "
-                "Send a JSON object.",
+                content=f"Error: the arguments of {call.name!r} are {exc}. Send a JSON object.",
                 outcome="invalid",
             )
         if not isinstance(arguments, dict):

@@ -23,8 +23,10 @@ import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
+from .arguments import ArgumentsError, parse_arguments
+from .call_ids import CallIds
 from .events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
-from .messages import AssistantMessage, ToolCall, new_call_id
+from .messages import AssistantMessage, ToolCall
 from .model import ChatModel
 from .parts import TextPart, assistant_content
 from .request import ChatRequest
@@ -117,10 +119,11 @@ class TextToolCallParser:
     complete still counts as a call. Feeding a text in any split gives the same pieces,
     joined, as feeding it whole. Time is linear in the text's length however it is
     split: text that cannot decide what is held (the inside of a long call) is only
-    stored until something can.
+    stored until something can. Each call gets an id of its own, valid for every
+    provider: the id the model wrote when it is (`core.call_ids`), else a new one.
     """
 
-    __slots__ = ("_buffer", "_in_plain_fence", "_names", "_pending", "_tail", "_wait")
+    __slots__ = ("_buffer", "_ids", "_in_plain_fence", "_names", "_pending", "_tail", "_wait")
 
     def __init__(self, tool_names: Iterable[str]) -> None:
         self._names = frozenset(tool_names)
@@ -129,6 +132,7 @@ class TextToolCallParser:
         self._tail = ""  # the last characters held, for markers split between pieces
         self._in_plain_fence = False
         self._wait: _Wait | None = None
+        self._ids = CallIds()
 
     def feed(self, text: str) -> list[str | ToolCall]:
         """Add `text`; returns the pieces decided so far."""
@@ -270,9 +274,9 @@ class TextToolCallParser:
     def _calls_in(self, text: str) -> tuple[ToolCall, ...]:
         """The calls `text` (JSON: one call object or a list of them) holds, else `()`."""
         try:
-            value = json.loads(text)
-        except (ValueError, RecursionError):
-            return ()  # not JSON, or nested too deep to be a call: it stays text
+            value = parse_arguments(text)
+        except ArgumentsError:
+            return ()
         items = value if isinstance(value, list) else [value]
         try:
             calls = [self._call(item) for item in items]
@@ -293,8 +297,8 @@ class TextToolCallParser:
         arguments = item.get("arguments", item.get("parameters"))
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments)
-            except (ValueError, RecursionError):
+                arguments = parse_arguments(arguments)
+            except ArgumentsError:
                 pass  # kept as written: the tool loop reports the bad JSON to the model
         if arguments is None:
             arguments = {}
@@ -306,7 +310,7 @@ class TextToolCallParser:
             return None
         call_id = item.get("id")
         return ToolCall(
-            id=call_id if isinstance(call_id, str) and call_id else new_call_id(),
+            id=self._ids.claim(call_id if isinstance(call_id, str) else None),
             name=str(item["name"]),
             arguments=raw,
         )
@@ -467,13 +471,16 @@ def tool_names_for(request: ChatRequest) -> frozenset[str]:
 
 
 def with_text_calls(response: ChatResponse, text: str, calls: tuple[ToolCall, ...]) -> ChatResponse:
-    """`response` whose message is `text` (stripped) plus `calls` after its own tool calls."""
+    """`response` whose message is `text` (stripped) plus `calls` after its own tool calls
+    (those of `calls` whose ids its own calls use get new ones)."""
     if not calls:
         return response
     original = response.message
+    own = original.tool_calls
+    calls = CallIds(c.id for c in own).calls(calls)
     message = AssistantMessage(
         content=assistant_content([*original.reasoning, TextPart(text=text.strip())]),
-        tool_calls=original.tool_calls + calls,
+        tool_calls=own + calls,
         provider_data=original.provider_data,
     )
     return ChatResponse(
@@ -525,11 +532,11 @@ async def parse_text_tool_call_stream(
                         yield TextDelta(piece)
                     else:
                         calls.append(piece)
-                for offset, call in enumerate(calls):
+                completed = with_text_calls(event.response, "".join(text), tuple(calls))
+                mine = completed.message.tool_calls[len(event.response.message.tool_calls) :]
+                for offset, call in enumerate(mine):
                     yield ToolCallDelta(next_index + offset, call.id, call.name, call.arguments)
-                yield ResponseCompleted(
-                    with_text_calls(event.response, "".join(text), tuple(calls))
-                )
+                yield ResponseCompleted(completed)
             else:
                 if isinstance(event, ToolCallDelta):
                     next_index = max(next_index, event.index + 1)

@@ -41,7 +41,9 @@ from typing import Any
 
 import httpx
 
+from ..core.arguments import ArgumentsError, parse_argument_object, parse_arguments
 from ..core.assembly import StreamAssembler
+from ..core.call_ids import unique_tool_calls
 from ..core.errors import StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage
@@ -204,13 +206,8 @@ def wire_tool_choice(options: ChatOptions) -> dict[str, Any] | None:
 
 def tool_input(arguments: str) -> dict[str, Any]:
     """A call's raw argument text as a `tool_use.input` object (see the module's notes)."""
-    try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
-        value = None
-    if isinstance(value, dict):
-        return value
-    return {RAW_ARGUMENTS_KEY: arguments}
+    value = parse_argument_object(arguments)
+    return value if value is not None else {RAW_ARGUMENTS_KEY: arguments}
 
 
 def wire_messages(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]]]:
@@ -362,8 +359,8 @@ def build_response(
 
 def _compact(arguments: str) -> str:
     try:
-        return json_dumps(json.loads(arguments))
-    except (ValueError, RecursionError):
+        return json_dumps(parse_arguments(arguments)) if arguments.strip() else arguments
+    except ArgumentsError:
         return arguments
 
 
@@ -408,7 +405,9 @@ def message_response(payload: Mapping[str, Any]) -> ChatResponse:
             calls.append(
                 ToolCall(id=block["id"], name=block["name"], arguments=json_dumps(block["input"]))
             )
-    message = AssistantMessage(content=assistant_content(parts), tool_calls=tuple(calls))
+    message = AssistantMessage(
+        content=assistant_content(parts), tool_calls=unique_tool_calls(tuple(calls))
+    )
     return build_response(
         message,
         payload.get("stop_reason"),

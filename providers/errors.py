@@ -1,12 +1,14 @@
 """Errors of the HTTP providers: one type per kind of failure, all `ProviderError`s.
 
-A stream that breaks after it started raises `StreamInterruptedError` (from `core.errors`)
-instead, because the caller has already received part of the answer.
+`except ProviderError` catches every failure of a provider. A stream that breaks after it
+started raises `ProviderStreamError`, which is also a `StreamInterruptedError` (from
+`core.errors`), because the caller has already received part of the answer. No error's
+message, body or chained cause holds the API key.
 """
 
 from __future__ import annotations
 
-from ..core.errors import AdvisorChainError
+from ..core.errors import AdvisorChainError, StreamInterruptedError
 
 BODY_EXCERPT_CHARS = 500
 """How much of an error response's body an exception keeps."""
@@ -53,6 +55,11 @@ class AuthenticationError(ProviderError):
     """The API key is missing, wrong, or lacks permission (HTTP 401 / 403)."""
 
 
+class InvalidAPIKeyError(AuthenticationError, ValueError):
+    """The API key (given, or read from the environment) cannot be sent in a header: it
+    holds a control or non-ASCII character inside. The message never quotes the key."""
+
+
 class RateLimitError(ProviderError):
     """Too many requests (HTTP 429), still refused after the retries.
 
@@ -89,3 +96,13 @@ class ProviderTimeoutError(ProviderUnavailableError, TimeoutError):
 
 class InvalidResponseError(ProviderError):
     """A complete (non-streamed) response could not be understood: not JSON, or the wrong shape."""
+
+
+class ProviderRequestError(ProviderError):
+    """The HTTP client could not complete the request as built (an invalid header value
+    or URL, an unsupported protocol, too many redirects); not retried."""
+
+
+class ProviderStreamError(ProviderError, StreamInterruptedError):
+    """A provider's stream broke off, or sent something that cannot be read, after it
+    started: nothing is retried, since part of the answer was delivered."""

@@ -25,13 +25,15 @@ from typing import Any, Literal, TypeVar, overload
 import anyio
 import httpx
 
-from ..core.errors import StreamInterruptedError
 from .errors import (
     BODY_EXCERPT_CHARS,
     AuthenticationError,
     BadRequestError,
+    InvalidAPIKeyError,
     InvalidResponseError,
     ProviderError,
+    ProviderRequestError,
+    ProviderStreamError,
     ProviderTimeoutError,
     ProviderUnavailableError,
     RateLimitError,
@@ -84,14 +86,22 @@ def retry_after(headers: httpx.Headers) -> float | None:
     if value is None:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return seconds if seconds > 0 else 0.0  # also NaN -> 0
     try:
         date = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    return max(0.0, (date - datetime.now(UTC)).total_seconds())
+    if date.tzinfo is None:  # "-0000" and the asctime form: RFC 9110 dates are in UTC
+        date = date.replace(tzinfo=UTC)
+    try:
+        wait = (date - datetime.now(UTC)).total_seconds()
+    except OverflowError:
+        return None
+    return max(0.0, wait)
 
 
 class Secret:
@@ -112,12 +122,70 @@ class Secret:
     __str__ = __repr__
 
 
+MIN_SECRET_CHARS = 8
+"""Shorter secrets (test placeholders such as `"k"`; no real API key) are not searched
+for: they cannot be told from ordinary text."""
+
+
 def redact(text: str, secret: str | None) -> str:
     """`text` with every occurrence of `secret` masked."""
-    return text.replace(secret, "***") if secret else text
+    return text.replace(secret, "***") if secret and len(secret) >= MIN_SECRET_CHARS else text
 
 
-MIN_REDACTED_KEY = 8
+def mentions(exc: BaseException, secret: str | None) -> bool:
+    """Whether `secret` shows in the message, repr or arguments of `exc` or of any
+    exception it chains (`__cause__`, `__context__`)."""
+    if not secret or len(secret) < MIN_SECRET_CHARS:
+        return False
+    stack, seen = [exc], set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        try:
+            texts = [str(e), repr(e), *map(repr, e.args)]
+        except Exception:
+            return True  # cannot be inspected: assume the worst
+        if any(secret in t for t in texts):
+            return True
+        stack.extend(x for x in (e.__cause__, e.__context__) if x is not None)
+    return False
+
+
+def safe_cause(exc: BaseException, secret: str | None) -> BaseException | None:
+    """`exc`, to chain to a provider error; `None` if it would show `secret`."""
+    return None if mentions(exc, secret) else exc
+
+
+def clean_api_key(key: str | None, *, provider: str, source: str = "api_key") -> Secret | None:
+    """`key` without surrounding whitespace (a key read from a file ends with a newline);
+    `None` if nothing is left.
+
+    Raises `InvalidAPIKeyError`, which does not quote the key, when a control or
+    non-ASCII character remains inside: it cannot be sent in a header, and the HTTP
+    client's error would quote the whole key.
+    """
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        raise InvalidAPIKeyError(
+            f"{provider}: the API key from {source} must be a string, not {type(key).__name__}",
+            provider=provider,
+        )
+    key = key.strip()
+    for position, char in enumerate(key):
+        if not " " <= char <= "~":
+            kind = "a control" if char < " " or char == "\x7f" else "a non-ASCII"
+            raise InvalidAPIKeyError(
+                f"{provider}: the API key from {source} holds {kind} character (at position "
+                f"{position} of {len(key)}, after stripping); it cannot be sent in a header",
+                provider=provider,
+            )
+    return Secret(key) if key else None
+
+
+MIN_REDACTED_KEY = MIN_SECRET_CHARS
 """Keys at least this long are masked in error messages (real API keys are far longer)."""
 
 _Error = TypeVar("_Error", bound=BaseException)
@@ -133,13 +201,22 @@ def redact_error(error: _Error, secret: str | None) -> _Error:
     for name in ("message", "body"):
         value = getattr(error, name, None)
         if isinstance(value, str):
-            setattr(error, name, redact(value, secret))
+            setattr(error, name, _redact_cut(redact(value, secret), secret))
     if error.__cause__ is not None and secret in repr(error.__cause__) + str(error.__cause__):
         error.__cause__ = None
         error.__suppress_context__ = True
     if error.__context__ is not None and secret in repr(error.__context__) + str(error.__context__):
         error.__context__ = None
     return error
+
+
+def _redact_cut(text: str, secret: str) -> str:
+    """`text` with a prefix of `secret` at its very end masked (a body excerpt that cut
+    the key off)."""
+    for cut in range(len(secret) - 1, MIN_SECRET_CHARS - 1, -1):
+        if text.endswith(secret[:cut]):
+            return text[:-cut] + "***"
+    return text
 
 
 PARSE_ERRORS: tuple[type[Exception], ...] = (
@@ -188,10 +265,13 @@ def api_key_from_env(env_var: str, *, provider: str, required: Literal[True]) ->
 @overload
 def api_key_from_env(env_var: str, *, provider: str, required: bool) -> Secret | None: ...
 def api_key_from_env(env_var: str, *, provider: str, required: bool) -> Secret | None:
-    """The API key in `env_var`; raises `AuthenticationError` naming it if required and unset."""
-    key = os.environ.get(env_var)
-    if key:
-        return Secret(key)
+    """The API key in `env_var`, cleaned as `clean_api_key` does; raises
+    `AuthenticationError` naming the variable if required and unset."""
+    key = clean_api_key(
+        os.environ.get(env_var), provider=provider, source=f"the {env_var} environment variable"
+    )
+    if key is not None:
+        return key
     if required:
         raise AuthenticationError(
             f"{provider}: no API key: pass api_key=... or set the {env_var} environment variable",
@@ -352,7 +432,8 @@ class HTTPClient:
         attempt = 0
         while True:
             wait: float | None = None
-            cause: Exception | None = None
+            cause: BaseException | None = None
+            unsent: ProviderError | None = None
             try:
                 request = client.build_request(
                     "POST",
@@ -361,13 +442,28 @@ class HTTPClient:
                     headers=_json_headers(headers),
                     timeout=timeout,
                 )
-            except (TypeError, ValueError, RecursionError) as exc:
-                raise BadRequestError(
-                    f"{self.provider}: the request cannot be sent as JSON: {exc}",
+            except httpx.InvalidURL as exc:
+                cause = exc
+                unsent = ProviderRequestError(
+                    f"{self.provider}: invalid URL: {redact(str(exc), secret)}",
                     provider=self.provider,
-                ) from exc
+                )
+            except (TypeError, ValueError, RecursionError) as exc:
+                cause = exc
+                unsent = BadRequestError(
+                    f"{self.provider}: the request cannot be sent as JSON: "
+                    f"{redact(str(exc), secret)}",
+                    provider=self.provider,
+                )
+            if unsent is not None:  # raised here, not in `except`, to chain only a safe cause
+                raise unsent from safe_cause(cause, secret) if cause else None
             try:
                 response = await client.send(request, stream=stream)
+                if not response.is_success:
+                    try:
+                        await response.aread()
+                    finally:
+                        await response.aclose()
             except httpx.TimeoutException as exc:
                 cause = exc
                 error: ProviderError = ProviderTimeoutError(
@@ -375,7 +471,7 @@ class HTTPClient:
                     provider=self.provider,
                 )
                 retryable = True
-            except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
                 cause = exc
                 error = ProviderUnavailableError(
                     f"{self.provider}: cannot reach {request.url.host}: "
@@ -383,19 +479,31 @@ class HTTPClient:
                     provider=self.provider,
                 )
                 retryable = True
+            except httpx.DecodingError as exc:
+                cause = exc
+                error = InvalidResponseError(
+                    f"{self.provider}: the response body cannot be decoded ({type(exc).__name__})",
+                    provider=self.provider,
+                )
+                retryable = False
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                # LocalProtocolError (an invalid header value: its message quotes the value),
+                # UnsupportedProtocol, TooManyRedirects, ...: never chained as they are.
+                cause = None if isinstance(exc, httpx.LocalProtocolError) else exc
+                error = ProviderRequestError(
+                    f"{self.provider}: the request could not be sent ({type(exc).__name__})",
+                    provider=self.provider,
+                )
+                retryable = False
             else:
                 if response.is_success:
                     return response
-                try:
-                    await response.aread()
-                finally:
-                    await response.aclose()
                 error = error_from_response(response, provider=self.provider, secret=secret)
                 retryable = _should_retry(response)
                 wait = retry_after(response.headers)
             delay = self.retry.delay(attempt, wait) if retryable else None
             if delay is None:
-                raise error from cause
+                raise error from safe_cause(cause, secret) if cause else None
             attempt += 1
             logger.info(
                 "%s: %s; retry %d of %d in %.2fs",
@@ -408,21 +516,27 @@ class HTTPClient:
             await _sleep(delay)
 
 
-async def sse_events(response: httpx.Response, *, provider: str) -> AsyncIterator[ServerSentEvent]:
-    """The server-sent events of an open response; a broken connection or a timeout
-    becomes `StreamInterruptedError`."""
+async def sse_events(
+    response: httpx.Response, *, provider: str, secret: str | None = None
+) -> AsyncIterator[ServerSentEvent]:
+    """The server-sent events of an open response; a broken connection, a timeout or an
+    undecodable body becomes `ProviderStreamError` (a `StreamInterruptedError`), chained
+    to the client's error unless that would show `secret`."""
     decoder = SSEDecoder()
     chunks = response.aiter_bytes()
+    broken: BaseException | None = None
     try:
         async for chunk in chunks:
             for event in decoder.feed(chunk):
                 yield event
-    except (httpx.TimeoutException, httpx.TransportError) as exc:
-        raise StreamInterruptedError(
-            f"{provider}: the stream broke off ({type(exc).__name__})"
-        ) from exc
+    except (httpx.HTTPError, httpx.StreamError) as exc:
+        broken = exc
     finally:
         await chunks.aclose()  # type: ignore[attr-defined]
+    if broken is not None:
+        raise ProviderStreamError(
+            f"{provider}: the stream broke off ({type(broken).__name__})", provider=provider
+        ) from safe_cause(broken, secret)
     for event in decoder.close():
         yield event
 

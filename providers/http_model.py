@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from functools import partial
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import httpx
 
-from ..core.errors import AdvisorChainError
+from ..core.errors import AdvisorChainError, StreamInterruptedError
 from ..core.events import ModelDelta, ResponseCompleted, StreamEvent
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.streams import closing_stream
-from .errors import InvalidResponseError, ProviderError
+from .errors import InvalidResponseError, ProviderError, ProviderStreamError
 from .http import (
     PARSE_ERRORS,
     HTTPClient,
     RetryPolicy,
     Secret,
     api_key_from_env,
+    clean_api_key,
     close_response,
     json_excerpt,
+    redact,
     redact_error,
+    safe_cause,
     sse_events,
 )
+
+_T = TypeVar("_T")
 
 END_OF_STREAM_GRACE = 0.25
 """Seconds a stream's body may take to end after its end marker (`data: [DONE]`,
@@ -65,6 +71,11 @@ class HTTPChatModel:
     A subclass states its wire format: `endpoint`, `_body`, `_auth_headers`, `_parse`
     (a JSON response into a `ChatResponse`) and `_stream_state` (a reader of its SSE
     events). Retries, typed errors, key handling and closing responses are here.
+
+    The API key is stripped of surrounding whitespace at construction (one read from the
+    environment, at the first call); a key with a control or non-ASCII character inside
+    raises `InvalidAPIKeyError`. Every failure raises a `ProviderError` (a broken stream
+    a `ProviderStreamError`), and none shows the key.
     """
 
     provider_name = "http"
@@ -86,7 +97,7 @@ class HTTPChatModel:
     ) -> None:
         self.model_name = model
         self.base_url = base_url.rstrip("/")
-        self._api_key = Secret(api_key) if api_key else None
+        self._api_key: Secret | None = clean_api_key(api_key, provider=self.provider_name)
         self._api_key_env = api_key_env
         self._key_required = key_required
         self._headers = dict(headers or {})
@@ -140,51 +151,82 @@ class HTTPChatModel:
     async def call(self, request: ChatRequest) -> ChatResponse:
         """Answer `request` with one HTTP request."""
         key = self._key()
-        payload = await self._http.post_json(
-            f"{self.base_url}{self.endpoint}",
-            self._body(request, stream=False),
-            headers=self._request_headers(key),
-            secret=key,
-        )
+        body = self._body(request, stream=False)
+        try:
+            payload = await self._http.post_json(
+                f"{self.base_url}{self.endpoint}",
+                body,
+                headers=self._request_headers(key),
+                secret=key,
+            )
+        except ProviderError as exc:
+            redact_error(exc, key)
+            raise
         try:
             return self._parse(payload)
         except ProviderError as exc:
             redact_error(exc, key)  # an in-band error may quote the request
             raise
         except PARSE_ERRORS as exc:
-            error = InvalidResponseError(
-                f"{self.provider_name}: unexpected response shape ({type(exc).__name__}: {exc})",
-                status_code=200,
-                body=json_excerpt(payload),
-                provider=self.provider_name,
-            )
-            if not (key and key in f"{exc!s}{exc!r}"):
-                raise redact_error(error, key) from exc
-        raise redact_error(error, key)  # outside `except`: no context that quotes the key
+            cause: BaseException = exc
+        failure = InvalidResponseError(
+            f"{self.provider_name}: unexpected response shape "
+            f"({type(cause).__name__}: {redact(str(cause), key)})",
+            status_code=200,
+            body=redact(json_excerpt(payload), key),
+            provider=self.provider_name,
+        )
+        raise redact_error(failure, key) from safe_cause(cause, key)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Answer `request` as a stream: text and tool-call deltas, then the response."""
         key = self._key()
-        response = await self._http.send(
-            f"{self.base_url}{self.endpoint}",
-            self._body(request, stream=True),
-            headers=self._request_headers(key),
-            secret=key,
-            stream=True,
-        )
+        body = self._body(request, stream=True)
+        try:
+            response = await self._http.send(
+                f"{self.base_url}{self.endpoint}",
+                body,
+                headers=self._request_headers(key),
+                secret=key,
+                stream=True,
+            )
+        except ProviderError as exc:
+            redact_error(exc, key)
+            raise
         state = self._stream_state()
         try:
-            async with closing_stream(sse_events(response, provider=self.provider_name)) as events:
+            source = sse_events(response, provider=self.provider_name, secret=key)
+            async with closing_stream(source) as events:
                 async for event in events:
-                    for delta in state.receive(event.data, event.event):
+                    for delta in self._read(partial(state.receive, event.data, event.event), key):
                         yield delta
                     if state.done:
                         await _drain(events)
                         break
-            completed = ResponseCompleted(state.response())
+            completed = ResponseCompleted(self._read(state.response, key))
         except AdvisorChainError as exc:
             redact_error(exc, key)  # an error event may quote the request
             raise
         finally:
             await close_response(response)
         yield completed
+
+    def _read(self, step: Callable[[], _T], key: str | None) -> _T:
+        """`step()`: reading the stream, whose failures all become `ProviderError`s
+        (`ProviderStreamError` for what is not one already) that do not show `key`."""
+        try:
+            return step()
+        except ProviderError as exc:
+            redact_error(exc, key)
+            raise
+        except PARSE_ERRORS as exc:
+            cause: BaseException = exc
+        except StreamInterruptedError as exc:
+            cause = exc
+        detail = redact(str(cause), key) or type(cause).__name__
+        if not isinstance(cause, StreamInterruptedError):
+            detail = f"unexpected stream data ({type(cause).__name__}: {detail})"
+        failure = ProviderStreamError(
+            f"{self.provider_name}: {detail}", provider=self.provider_name
+        )
+        raise failure from safe_cause(cause, key)

@@ -9,7 +9,6 @@ become real tool calls (see `core.text_tool_calls`).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -21,6 +20,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
+from ..core.arguments import parse_argument_object
 from ..core.assembly import StreamAssembler
 from ..core.errors import ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
@@ -266,11 +266,8 @@ def _message(message: Message) -> dict[str, Any]:
 
 def _arguments_value(call: ToolCall) -> Any:
     # Chat templates render arguments with `tojson`: a dict reads as the JSON the model wrote.
-    try:
-        value = json.loads(call.arguments)
-    except ValueError:
-        return call.arguments
-    return value if isinstance(value, dict) else call.arguments
+    value = parse_argument_object(call.arguments)
+    return value if value is not None else call.arguments
 
 
 def _plain(value: Any) -> Any:

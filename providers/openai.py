@@ -44,6 +44,7 @@ from typing import Any, Literal, TypeAlias
 import httpx
 
 from ..core.assembly import StreamAssembler
+from ..core.call_ids import unique_tool_calls
 from ..core.errors import StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, new_call_id
@@ -359,14 +360,16 @@ def completion_response(payload: Mapping[str, Any]) -> ChatResponse:
     content = wire.get("content")
     if content is None and isinstance(wire.get("refusal"), str):
         content = wire["refusal"]
-    calls = tuple(
-        ToolCall(
-            id=call.get("id") or new_call_id(),
-            name=call["function"]["name"],
-            arguments=wire_arguments(call["function"]) or "{}",
-            provider_data=call_provider_data(call),
+    calls = unique_tool_calls(
+        tuple(
+            ToolCall(
+                id=call.get("id") or new_call_id(),
+                name=call["function"]["name"],
+                arguments=wire_arguments(call["function"]) or "{}",
+                provider_data=call_provider_data(call),
+            )
+            for call in wire.get("tool_calls") or ()
         )
-        for call in wire.get("tool_calls") or ()
     )
     parts: list[TextPart | ReasoningPart] = []
     reasoning = wire.get("reasoning_content")

@@ -370,3 +370,60 @@ def test_retry_after_http_date() -> None:
     when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     wait = provider_http.retry_after(httpx.Headers({"retry-after": when}))
     assert wait is not None and 25 <= wait <= 30
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Wed, 21 Oct 2015 07:28:00 -0000",  # RFC 2822's "unknown zone": a naive datetime
+        "Wed, 21 Oct 2015 07:28:00",
+        "Wed Oct 21 07:28:00 2015",
+        "Wednesday, 21-Oct-15 07:28:00 GMT",
+        "Wed, 21 Oct 2015 07:28:00 GMT",
+    ],
+)
+def test_retry_after_past_http_dates_mean_no_wait(value: str) -> None:
+    assert provider_http.retry_after(httpx.Headers({"retry-after": value})) == 0.0
+
+
+def test_retry_after_future_date_without_zone_is_read_as_utc() -> None:
+    when = (datetime.now(UTC) + timedelta(seconds=30)).strftime("%a, %d %b %Y %H:%M:%S -0000")
+    wait = provider_http.retry_after(httpx.Headers({"retry-after": when}))
+    assert wait is not None and 25 <= wait <= 30
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Wed, 32 Oct 2015 07:28:00 GMT",
+        "Wed, 21 Oct 99999 07:28:00 GMT",
+        "Mon, 21 Oct 2015 25:28:00 GMT",
+        "Wed, 21 Oct",
+        "\x00",
+        "",
+        "nan",
+        "-inf",
+    ],
+)
+def test_retry_after_garbage_is_ignored(value: str) -> None:
+    wait = provider_http.retry_after(httpx.Headers({"retry-after": value}))
+    assert wait is None or wait == 0.0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_429_with_a_zoneless_http_date_is_retried(
+    server: Server, waits: list[float], stream: bool
+) -> None:
+    date = {"retry-after": "Wed, 21 Oct 2015 07:28:00 -0000"}
+    server.actions = [
+        lambda h: h.reply(429, {"error": {"message": "slow down"}}, date),
+        full_stream if stream else (lambda h: h.reply(200, completion("Hello"))),
+    ]
+    async with openai(server) as model:
+        if stream:
+            events = [e async for e in model.stream(REQUEST)]
+            assert events[-1].response.text == "Hello"
+        else:
+            assert (await model.call(REQUEST)).text == "Hello"
+    assert waits == [0.0]

@@ -17,10 +17,12 @@ from .types import (
     Decisions,
     Defer,
     InvalidApprovalDecisions,
+    InvalidApprovalRecord,
     PendingCall,
     PendingRecord,
     Reject,
     StoredResult,
+    arguments_fingerprint,
 )
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "DeferredApprover",
     "InMemoryApprovalStore",
     "InvalidApprovalDecisions",
+    "InvalidApprovalRecord",
     "PendingApproval",
     "PendingCall",
     "PendingRecord",
@@ -49,4 +52,5 @@ __all__ = [
     "Reject",
     "SQLiteApprovalStore",
     "StoredResult",
+    "arguments_fingerprint",
 ]

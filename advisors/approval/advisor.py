@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
+import logging
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -13,6 +14,7 @@ from typing import Any, TypeAlias, TypeGuard
 import anyio
 
 from ...core.advisor import Advisor, ToolNext
+from ...core.arguments import parse_argument_object
 from ...core.context import ToolContext
 from ...core.invocation import ToolInvocation, ToolResult
 from ...core.messages import ToolCall
@@ -32,6 +34,7 @@ from .types import (
     PendingCall,
     PendingRecord,
     Reject,
+    arguments_fingerprint,
     audit_record,
 )
 
@@ -42,6 +45,13 @@ of values to show the approver (which also means "needs approval")."""
 _FAIL_CLOSED = "advisorchain"
 """Who the audit names when the advisor rejected a call because the approver failed."""
 
+ARGUMENTS_CHANGED = (
+    "the call's arguments differ from the arguments the approver saw, so it is not run"
+)
+"""Why a call whose decision was taken on other arguments is refused."""
+
+_log = logging.getLogger("advisorchain.approval")
+
 
 @dataclass
 class _Round:
@@ -50,6 +60,8 @@ class _Round:
     request: ChatRequest
     done: anyio.Event = field(default_factory=anyio.Event)
     decisions: dict[str, Decision] = field(default_factory=dict)
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    """The fingerprint of the arguments each decided call had when the approver saw it."""
 
 
 @dataclass
@@ -58,7 +70,8 @@ class TurnApprovals:
 
     rounds: dict[tuple[object, ...], _Round] = field(default_factory=dict)
     deferred: dict[str, ApprovalCall] = field(default_factory=dict)
-    resumed: set[str] = field(default_factory=set)
+    resumed: dict[str, str] = field(default_factory=dict)
+    """Calls a resume approved: id -> fingerprint of the arguments that may run."""
     saving: bool = False
 
 
@@ -90,6 +103,13 @@ class ApprovalAdvisor(Advisor):
     (in call order, through the chain's `call_tool` hooks), reports rejected ones, and
     sends the completed transcript through the whole chain again. The resumed response's
     `messages` start with the round's new tool results.
+
+    A decision applies only to the call the approver saw, id and arguments (bound by
+    `arguments_fingerprint`): a call that arrives, or is resumed, with other arguments
+    (changed by an earlier hook, or a stored transcript that does not match what was
+    shown) is refused with a `rejected` result, logged and audited, and not run. Calls of
+    one round that share an id (which the chain's innermost step never lets through) are
+    rejected without asking.
 
     Every decision is written to `store` as an `AuditRecord`. The default store is a
     SQLite file (`approvals.db`) with a `DeferredApprover`, memory otherwise. The advisor
@@ -174,11 +194,16 @@ class ApprovalAdvisor(Advisor):
         """Run, edit, reject or defer one call, after its round's decisions."""
         turn = self.turn(invocation.request)
         call_id = invocation.call.id
-        if call_id in turn.resumed:
+        approved = turn.resumed.get(call_id)
+        if approved is not None:
+            if arguments_fingerprint(invocation.arguments) != approved:
+                return await self._refuse(invocation)
             return await next(invocation)
         if self._details(invocation.tool, invocation.arguments, invocation.context) is None:
             return await next(invocation)
-        decision = await self._decision(turn, invocation)
+        decision, seen = await self._decision(turn, invocation)
+        if isinstance(decision, Approve) and seen != arguments_fingerprint(invocation.arguments):
+            return await self._refuse(invocation)
         if isinstance(decision, Defer):
             if not turn.saving:
                 turn.saving = True
@@ -204,7 +229,11 @@ class ApprovalAdvisor(Advisor):
             return verdict
         return {} if verdict else None
 
-    async def _decision(self, turn: TurnApprovals, invocation: ToolInvocation) -> Decision:
+    async def _decision(
+        self, turn: TurnApprovals, invocation: ToolInvocation
+    ) -> tuple[Decision, str | None]:
+        """The round's decision on this call, and the fingerprint of the arguments the
+        approver saw."""
         # A round is its request object (the loop makes a new one per round): call ids alone
         # may repeat across rounds with some models, and must never reuse a decision.
         round_request = invocation.request
@@ -213,25 +242,50 @@ class ApprovalAdvisor(Advisor):
         if shared is None or shared.request is not round_request:
             shared = turn.rounds[key] = _Round(round_request)
             try:
-                shared.decisions = await self._ask(turn, invocation)
+                shared.decisions, shared.fingerprints = await self._ask(turn, invocation)
             finally:
                 shared.done.set()
         else:
             await shared.done.wait()
-        return shared.decisions.get(invocation.call.id, Reject("the approval failed"))
+        call_id = invocation.call.id
+        decision = shared.decisions.get(call_id, Reject("the approval failed"))
+        return decision, shared.fingerprints.get(call_id)
 
-    async def _ask(self, turn: TurnApprovals, invocation: ToolInvocation) -> dict[str, Decision]:
+    async def _ask(
+        self, turn: TurnApprovals, invocation: ToolInvocation
+    ) -> tuple[dict[str, Decision], dict[str, str]]:
+        """Ask the approver about the round's calls that need it: the decisions, and the
+        fingerprints of the arguments it saw, by call id.
+
+        Calls that share an id (which the chain's innermost step never lets through, but
+        a tool loop driven by hand might) are not shown: a decision names a call by its
+        id, so they are all rejected.
+        """
         request = invocation.request
-        items = []
-        for call in invocation.round_calls or (invocation.call,):
+        round_calls = invocation.round_calls or (invocation.call,)
+        counts = Counter(c.id for c in round_calls)
+        items: list[ApprovalCall] = []
+        ambiguous: list[ApprovalCall] = []
+        for call in round_calls:
             item = self._approval_call(invocation, call)
             if item is not None:
-                items.append(item)
+                (items if counts[call.id] == 1 else ambiguous).append(item)
         approval = ApprovalRequest(calls=tuple(items), conversation_id=request.conversation_id)
-        decisions = await self._consult(approval)
+        decisions = await self._consult(approval) if items else {}
+        fingerprints = {item.call_id: item.fingerprint for item in items}
+        for item in ambiguous:
+            decisions[item.call_id] = Reject(
+                f"two calls of this round have the id {item.call_id!r}; neither is run",
+                by=_FAIL_CLOSED,
+            )
+            _log.warning(
+                "approval: rejected tool calls %r: several calls share the id %r",
+                item.tool_name,
+                item.call_id,
+            )
         round_id = f"inline_{uuid.uuid4().hex}"
         audit = []
-        for item in items:
+        for item in (*items, *ambiguous):
             decision = decisions[item.call_id]
             if isinstance(decision, Defer):
                 turn.deferred[item.call_id] = item
@@ -248,10 +302,10 @@ class ApprovalAdvisor(Advisor):
             )
         if audit:
             await self.store.record(audit)
-        return decisions
+        return decisions, fingerprints
 
     def _approval_call(self, invocation: ToolInvocation, call: ToolCall) -> ApprovalCall | None:
-        if call.id == invocation.call.id:
+        if call == invocation.call:
             tool, arguments, context = invocation.tool, invocation.arguments, invocation.context
         else:
             request = invocation.request
@@ -276,6 +330,33 @@ class ApprovalAdvisor(Advisor):
             arguments=dict(arguments),
             details=dict(details),
         )
+
+    async def _refuse(self, invocation: ToolInvocation) -> ToolResult:
+        """Refuse a call whose arguments are not those decided on; log and audit it."""
+        _log.warning(
+            "approval: refused tool call %r (%s): its arguments are not those approved",
+            invocation.name,
+            invocation.call.id,
+        )
+        shown = ApprovalCall(
+            call_id=invocation.call.id,
+            tool_name=invocation.name,
+            description=invocation.tool.description,
+            arguments=dict(invocation.arguments),
+        )
+        refusal = Reject(ARGUMENTS_CHANGED, by=_FAIL_CLOSED)
+        await self.store.record(
+            [
+                audit_record(
+                    f"inline_{uuid.uuid4().hex}",
+                    shown,
+                    refusal,
+                    default_by=_FAIL_CLOSED,
+                    conversation_id=invocation.request.conversation_id,
+                )
+            ]
+        )
+        return rejected(refusal.reason)
 
     async def _consult(self, request: ApprovalRequest) -> dict[str, Decision]:
         """The approver's decisions, one per call; failures and bad answers reject."""
@@ -319,11 +400,7 @@ def _name(approver: Approver) -> str:
 
 
 def _arguments(call: ToolCall) -> dict[str, Any] | None:
-    try:
-        value = json.loads(call.arguments.strip() or "{}")
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+    return parse_argument_object(call.arguments)
 
 
 def _describe(request: ChatRequest, call: ToolCall) -> ApprovalCall:

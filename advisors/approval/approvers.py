@@ -10,6 +10,7 @@ from typing import Any, Protocol, TextIO, runtime_checkable
 
 import anyio.to_thread
 
+from ...core.arguments import ArgumentsError, parse_arguments
 from .types import ApprovalCall, ApprovalRequest, Approve, Decision, Decisions, Defer, Reject
 
 
@@ -125,9 +126,9 @@ class ConsoleApprover:
         if not text:
             return None
         try:
-            value = json.loads(text)
-        except ValueError as exc:
-            self._say(f"  not valid JSON ({exc})")
+            value = parse_arguments(text)
+        except ArgumentsError as exc:
+            self._say(f"  cannot use these arguments: {exc}")
             return None
         if not isinstance(value, dict):
             self._say("  the arguments must be a JSON object")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -9,6 +10,7 @@ from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, cast, get_args
 
 from ...core.advisor import Advisor
+from ...core.arguments import parse_argument_object
 from ...core.errors import ChainConfigurationError
 from ...core.events import StreamEvent, ToolCallFinished, ToolCallStarted
 from ...core.invocation import ToolOutcome, ToolResult
@@ -25,11 +27,19 @@ from .types import (
     PendingRecord,
     Reject,
     StoredResult,
+    arguments_fingerprint,
     audit_record,
 )
 
 if TYPE_CHECKING:
     from .advisor import ApprovalAdvisor
+
+_log = logging.getLogger("advisorchain.approval")
+
+ARGUMENTS_CHANGED = (
+    "the call's arguments differ from the arguments that were approved, so it is not run"
+)
+"""Why a resume refuses an approved call whose arguments are not those shown for approval."""
 
 UNKNOWN_OUTCOME = (
     "Error: the outcome of this call is unknown: it was started before a crash and is not "
@@ -101,11 +111,24 @@ def _manager(advisors: Sequence[Advisor]) -> ToolCallingManager:
     return ToolCallingManager()
 
 
-def _tool_calls(messages: Sequence[Message]) -> dict[str, ToolCall]:
+def _tool_calls(messages: Sequence[Message]) -> dict[str, list[ToolCall]]:
+    """The calls of the last assistant message that has some, by id."""
     for message in reversed(messages):
         if isinstance(message, AssistantMessage) and message.tool_calls:
-            return {c.id: c for c in message.tool_calls}
+            calls: dict[str, list[ToolCall]] = {}
+            for c in message.tool_calls:
+                calls.setdefault(c.id, []).append(c)
+            return calls
     return {}
+
+
+def _matches(found: list[ToolCall], pending: PendingCall) -> bool:
+    """Whether the transcript holds exactly one call with the pending call's id, and with
+    the arguments the approver was shown."""
+    if len(found) != 1:
+        return False
+    arguments = parse_argument_object(found[0].arguments)
+    return arguments is not None and arguments_fingerprint(arguments) == pending.call.fingerprint
 
 
 async def resume_turn(
@@ -157,11 +180,12 @@ async def resume_turn(
     messages: list[Message] = []
     events: list[StreamEvent] = []
     for pending in claimed.calls:
-        call = calls.get(pending.call.call_id) or ToolCall(
-            id=pending.call.call_id, name=pending.call.tool_name
-        )
+        found = calls.get(pending.call.call_id, [])
+        call = found[0] if found else ToolCall(id=pending.call.call_id, name=pending.call.tool_name)
         start = time.perf_counter()
-        result = await _settle(advisor, manager, base, call, pending, token, pending_id)
+        result = await _settle(
+            advisor, manager, base, call, pending, token, pending_id, _matches(found, pending)
+        )
         message = result.to_message(call)
         messages.append(message)
         events += [
@@ -183,8 +207,13 @@ async def _settle(
     pending: PendingCall,
     token: str,
     pending_id: str,
+    matches: bool,
 ) -> ToolResult:
-    """The result of one pending call: stored, rejected, unknown, or run now."""
+    """The result of one pending call: stored, rejected, unknown, or run now.
+
+    An approved call runs only if `matches`: the transcript's call is the one the
+    approver was shown, id and arguments; else it is refused, and the refusal audited.
+    """
     store = advisor.store
     if pending.state == "done" and pending.result is not None:
         return ToolResult(content=pending.result.content, outcome=_outcome(pending.result.outcome))
@@ -195,7 +224,12 @@ async def _settle(
     elif pending.state == "approved" and isinstance(pending.decision, Approve):
         if not await store.start_call(pending_id, call.id, token):
             raise ApprovalAlreadyResolved(f"approval {pending_id!r} is no longer claimed here")
-        advisor.turn(request).resumed.add(call.id)
+        if not matches:
+            return await _refuse(advisor, request, pending_id, call, pending, token)
+        edited = pending.decision.arguments
+        advisor.turn(request).resumed[call.id] = (
+            arguments_fingerprint(edited) if edited is not None else pending.call.fingerprint
+        )
         result = await _run(manager, request, call, pending.decision)
         await store.finish_call(
             pending_id, call.id, token, StoredResult(content=result.content, outcome=result.outcome)
@@ -203,6 +237,40 @@ async def _settle(
         return result
     else:  # not reachable after a claim, which decides every call; never run it
         return rejected("no decision was recorded")
+    await store.finish_call(
+        pending_id, call.id, token, StoredResult(content=result.content, outcome=result.outcome)
+    )
+    return result
+
+
+async def _refuse(
+    advisor: ApprovalAdvisor,
+    request: ChatRequest,
+    pending_id: str,
+    call: ToolCall,
+    pending: PendingCall,
+    token: str,
+) -> ToolResult:
+    """Answer an approved call whose arguments are not those approved, without running it."""
+    store = advisor.store
+    _log.warning(
+        "approval %s: refused tool call %r (%s): its arguments are not those approved",
+        pending_id,
+        call.name,
+        call.id,
+    )
+    await store.record(
+        [
+            audit_record(
+                pending_id,
+                pending.call,
+                Reject(ARGUMENTS_CHANGED, by="advisorchain"),
+                default_by="advisorchain",
+                conversation_id=request.conversation_id,
+            )
+        ]
+    )
+    result = rejected(ARGUMENTS_CHANGED)
     await store.finish_call(
         pending_id, call.id, token, StoredResult(content=result.content, outcome=result.outcome)
     )

@@ -23,6 +23,7 @@ from ...core.errors import ApprovalNotFound
 from .store import (
     DEFAULT_CLAIM_TIMEOUT,
     check_claimable,
+    check_record,
     dump_decision,
     dump_result,
     dump_state,
@@ -33,6 +34,7 @@ from .types import (
     ApprovalAlreadyResolved,
     Approve,
     AuditRecord,
+    InvalidApprovalRecord,
     PendingRecord,
     Reject,
     StoredResult,
@@ -105,8 +107,18 @@ class SQLApprovalStore:
         return fn()
 
     async def save(self, record: PendingRecord) -> None:
-        """Store a new pending approval."""
-        await self._run(partial(self._save, record))
+        """Store a new pending approval (`InvalidApprovalRecord` if it cannot be held)."""
+        check_record(record)
+        try:
+            await self._run(partial(self._save, record))
+        except Exception as exc:
+            # two workers saving one id at once: the second insert breaks the primary key
+            if not any(c.__name__ == "IntegrityError" for c in type(exc).__mro__):
+                raise
+            failure = InvalidApprovalRecord(f"approval {record.id!r} already exists")
+        else:
+            return
+        raise failure
 
     async def get(self, approval_id: str) -> PendingRecord | None:
         """The approval with this id, or `None`."""
@@ -177,6 +189,9 @@ class SQLApprovalStore:
 
     def _save(self, record: PendingRecord) -> None:
         with self.transaction(write=True) as cur:
+            cur.execute(self._sql("SELECT 1 FROM {p}approvals WHERE id = ?"), (record.id,))
+            if cur.fetchone() is not None:
+                raise InvalidApprovalRecord(f"approval {record.id!r} already exists")
             cur.execute(
                 self._sql(
                     "INSERT INTO {p}approvals (id, status, conversation_id, created_at, state) "

@@ -32,6 +32,7 @@ from .types import (
     ApprovalCall,
     Approve,
     AuditRecord,
+    InvalidApprovalRecord,
     PendingCall,
     PendingRecord,
     Reject,
@@ -49,7 +50,11 @@ class ApprovalStore(Protocol):
     """Persistence of pending approvals and audit records (see the module's state machine)."""
 
     async def save(self, record: PendingRecord) -> None:
-        """Store a new pending approval."""
+        """Store a new pending approval.
+
+        Raises `InvalidApprovalRecord` when two of its calls share an id (a decision
+        names a call by its id) or its id is taken.
+        """
         ...
 
     async def get(self, approval_id: str) -> PendingRecord | None:
@@ -119,9 +124,10 @@ class InMemoryApprovalStore:
         return f"InMemoryApprovalStore(approvals={len(self._records)})"
 
     async def save(self, record: PendingRecord) -> None:
-        """Store a new pending approval."""
+        """Store a new pending approval (`InvalidApprovalRecord` if it cannot be held)."""
+        check_record(record)
         if record.id in self._records:
-            raise ValueError(f"approval {record.id!r} already exists")
+            raise InvalidApprovalRecord(f"approval {record.id!r} already exists")
         self._records[record.id] = record
 
     async def get(self, approval_id: str) -> PendingRecord | None:
@@ -205,6 +211,18 @@ class InMemoryApprovalStore:
     def _put_call(self, record: PendingRecord, call: PendingCall) -> None:
         calls = tuple(call if c.call.call_id == call.call.call_id else c for c in record.calls)
         self._records[record.id] = replace(record, calls=calls)
+
+
+def check_record(record: PendingRecord) -> None:
+    """Raise `InvalidApprovalRecord` if two calls of `record` share an id."""
+    seen: set[str] = set()
+    for c in record.calls:
+        if c.call.call_id in seen:
+            raise InvalidApprovalRecord(
+                f"approval {record.id!r} has two calls with the id {c.call.call_id!r}: "
+                "a decision could not tell them apart"
+            )
+        seen.add(c.call.call_id)
 
 
 def check_claimable(record: PendingRecord, now: float) -> None:

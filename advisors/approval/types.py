@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -21,6 +24,25 @@ class ApprovalAlreadyResolved(AdvisorChainError):
 
 class InvalidApprovalDecisions(AdvisorChainError, ValueError):
     """`Chain.resume` got decisions that do not answer exactly the pending calls."""
+
+
+class InvalidApprovalRecord(AdvisorChainError, ValueError):
+    """A store was asked to save a pending approval it cannot hold: two of its calls
+    share an id, or an approval with its id exists already."""
+
+
+def arguments_fingerprint(arguments: Mapping[str, Any]) -> str:
+    """A digest of a call's arguments (key order does not count): what a decision is bound to.
+
+    Arguments that cannot be serialized get a fingerprint that matches nothing.
+    """
+    try:
+        text = json.dumps(
+            arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr
+        )
+    except (TypeError, ValueError, RecursionError):
+        return f"unmatchable:{uuid.uuid4().hex}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +88,12 @@ class ApprovalCall:
     description: str
     arguments: Mapping[str, Any]
     details: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def fingerprint(self) -> str:
+        """`arguments_fingerprint(arguments)`: a decision on this call applies to a call
+        with exactly these arguments."""
+        return arguments_fingerprint(self.arguments)
 
 
 @dataclass(frozen=True, slots=True)

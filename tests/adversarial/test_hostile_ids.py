@@ -4,6 +4,7 @@ record, never a raw driver error, and nothing else in the store touched."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -85,8 +86,9 @@ async def test_a_hostile_call_id_from_the_model_is_suspended_and_resumed(
             await suspend_and_resume(stores, kind, call_id)
         except Exception as exc:
             raw[kind] = exc
-    store = request.node.callspec.params["stores"]
-    assert set(raw) == KNOWN.get(("approval", store), set()), raw
+    # The chain rewrites every hostile call id the model sends into a valid one before any
+    # link sees it (issue 15 item 1), so no store ever receives one: nothing fails.
+    assert raw == {}, raw
 
 
 async def suspend_and_resume(stores: StoreFactory, kind: str, call_id: str) -> None:
@@ -98,6 +100,9 @@ async def suspend_and_resume(stores: StoreFactory, kind: str, call_id: str) -> N
         assert kind in NEVER_STORED  # refused with a typed error, not a driver error
         return
     assert pending.pending_approval is not None
+    (waiting,) = pending.pending_approval.calls
+    assert re.fullmatch(r"[A-Za-z0-9_-]{1,64}", waiting.id), waiting.id
+    call_id = waiting.id
     worker = Bank()
     chain, _ = fresh_chain("before", stores(), ["Paid."])
     resumed = await chain.resume(

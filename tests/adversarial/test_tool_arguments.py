@@ -5,6 +5,7 @@ the arguments are bad), on the call and the stream path, and nothing untyped esc
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import anyio
@@ -80,5 +81,8 @@ def test_every_tool_call_is_answered_once(
     assistant = messages[0]
     assert isinstance(assistant, AssistantMessage)
     answered = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
-    assert sorted(answered) == sorted(c.id for c in batch)
+    sent = [c.id for c in assistant.tool_calls]  # the chain makes the model's ids valid
+    assert len(sent) == len(batch) == len(set(sent))
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", i) for i in sent)
+    assert sorted(answered) == sorted(sent)
     assert messages[-1].content == "done"

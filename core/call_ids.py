@@ -1,0 +1,181 @@
+"""Tool-call ids that are unique in a transcript and valid for every provider.
+
+Models choose the ids of their tool calls (a model that writes calls as text takes them
+from its own text), so two calls of one response may share an id, a response may reuse
+an id of an earlier round, and an id may hold characters a provider rejects (Anthropic
+requires `^[a-zA-Z0-9_-]+$`; OpenAI caps the length). The tool loop, approval, tool
+results, idempotency keys and the next request all key on these ids, so the chain's
+innermost step rewrites them before any advisor sees a model's response:
+`unique_response` for a response, `StreamCallIds` for a stream.
+
+The rules (`CallIds.claim`): an id that is valid (letters, digits, `_`, `-`; at most
+`MAX_CALL_ID_CHARS`) and not taken yet is kept; an invalid one is sanitized (other
+characters become `_`, cut to the maximum); one that is empty or taken (by an earlier
+message of the transcript or an earlier call of the same response) is replaced by a
+fresh `new_call_id()`. So the first call that uses an id keeps it. Only the rewritten id
+exists afterwards: the assistant message and its tool results carry the same one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from .events import ToolCallDelta
+from .messages import AssistantMessage, Message, ToolCall, ToolMessage, new_call_id
+from .response import ChatResponse
+
+MAX_CALL_ID_CHARS = 40
+"""The longest id kept (OpenAI rejects longer ones); `new_call_id()` gives 29 characters."""
+
+_VALID = re.compile(r"[A-Za-z0-9_-]+")
+_INVALID_CHAR = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def is_valid_call_id(value: object) -> bool:
+    """Whether every provider accepts `value` as a tool-call id."""
+    return (
+        isinstance(value, str)
+        and len(value) <= MAX_CALL_ID_CHARS
+        and _VALID.fullmatch(value) is not None
+    )
+
+
+def sanitize_call_id(value: str) -> str:
+    """`value` cut to `MAX_CALL_ID_CHARS`, every character providers reject made `_`."""
+    return _INVALID_CHAR.sub("_", value[:MAX_CALL_ID_CHARS])
+
+
+class CallIds:
+    """The tool-call ids taken in one transcript; `claim` hands out ids of their own."""
+
+    __slots__ = ("_taken",)
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self._taken = set(taken)
+
+    @classmethod
+    def of(cls, messages: Iterable[Message]) -> CallIds:
+        """The ids taken by the calls and tool results of `messages`."""
+        taken: set[str] = set()
+        for message in messages:
+            if isinstance(message, AssistantMessage):
+                taken.update(c.id for c in message.tool_calls)
+            elif isinstance(message, ToolMessage):
+                taken.add(message.tool_call_id)
+        ids = cls()
+        ids._taken = taken
+        return ids
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self._taken
+
+    def claim(self, call_id: str | None) -> str:
+        """`call_id` if valid and free, else its sanitized form if free, else a fresh id;
+        the id returned is taken from now on."""
+        if call_id and not is_valid_call_id(call_id):
+            call_id = sanitize_call_id(call_id)
+        if not call_id or call_id in self._taken:
+            call_id = new_call_id()
+            while call_id in self._taken:  # pragma: no cover - 96 random bits
+                call_id = new_call_id()
+        self._taken.add(call_id)
+        return call_id
+
+    def calls(self, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+        """`calls` with every id claimed in order (`calls` itself when none changed)."""
+        fixed = [self._with_id(c, self.claim(c.id)) for c in calls]
+        if all(a is b for a, b in zip(fixed, calls, strict=True)):
+            return calls
+        return tuple(fixed)
+
+    @staticmethod
+    def _with_id(call: ToolCall, call_id: str) -> ToolCall:
+        return call if call.id == call_id else call.model_copy(update={"id": call_id})
+
+
+def unique_tool_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+    """`calls` (one response's) with ids unique among them and valid for every provider."""
+    return CallIds().calls(calls)
+
+
+def _asks_for_tools(response: ChatResponse) -> bool:
+    # A suspended turn's calls (a nested chain's) are already named in a store: left as is.
+    return bool(response.message.tool_calls) and response.pending_approval is None
+
+
+def with_tool_calls(response: ChatResponse, calls: tuple[ToolCall, ...]) -> ChatResponse:
+    """`response` whose message (also in `messages`) has `calls` instead."""
+    old = response.message
+    if calls is old.tool_calls:
+        return response
+    return response.with_message(old.model_copy(update={"tool_calls": calls}))
+
+
+def unique_response(response: ChatResponse, transcript: Sequence[Message]) -> ChatResponse:
+    """`response` (answering a request with `transcript`) with the ids of its tool calls
+    made unique in the transcript and valid (see the module's rules)."""
+    if not _asks_for_tools(response):
+        return response
+    return with_tool_calls(response, CallIds.of(transcript).calls(response.message.tool_calls))
+
+
+class StreamCallIds:
+    """The ids of one model stream, rewritten so that its deltas and its response agree.
+
+    `delta` rewrites each `ToolCallDelta` as it passes (the first id an index brings
+    decides that call's id; later ids of the index are made the same); `response`
+    rewrites the final response so that its calls carry the ids their deltas showed:
+    paired by position in index order when the response has one call per streamed
+    index (what `StreamAssembler` builds), else by the id the delta brought.
+    """
+
+    __slots__ = ("_assigned", "_ids", "_indices", "_transcript")
+
+    def __init__(self, transcript: Sequence[Message]) -> None:
+        self._transcript = transcript
+        self._ids: CallIds | None = None
+        self._assigned: dict[int, tuple[str, str]] = {}  # index -> (id sent, id given)
+        self._indices: set[int] = set()
+
+    def _registry(self) -> CallIds:
+        if self._ids is None:
+            self._ids = CallIds.of(self._transcript)
+        return self._ids
+
+    def delta(self, event: ToolCallDelta) -> ToolCallDelta:
+        """`event` with the id its call has in this transcript."""
+        self._indices.add(event.index)
+        if not event.id:
+            return event
+        given = self._assigned.get(event.index)
+        if given is None:
+            given = self._assigned[event.index] = (event.id, self._registry().claim(event.id))
+        return event if event.id == given[1] else replace(event, id=given[1])
+
+    def response(self, response: ChatResponse) -> ChatResponse:
+        """The final response, with the ids the deltas showed."""
+        if not _asks_for_tools(response):
+            return response
+        calls = response.message.tool_calls
+        registry = self._registry()
+        order = sorted(self._indices)
+        ids: list[str] = []
+        if len(order) == len(calls):
+            for index, call in zip(order, calls, strict=True):
+                given = self._assigned.get(index)
+                ids.append(given[1] if given is not None else registry.claim(call.id))
+        else:
+            unused = [self._assigned[i] for i in order if i in self._assigned]
+            for call in calls:
+                match = next((g for g in unused if call.id in g), None)
+                if match is not None:
+                    unused.remove(match)
+                    ids.append(match[1])
+                else:
+                    ids.append(registry.claim(call.id))
+        fixed = tuple(CallIds._with_id(c, i) for c, i in zip(calls, ids, strict=True))
+        if all(a is b for a, b in zip(fixed, calls, strict=True)):
+            return response
+        return with_tool_calls(response, fixed)

@@ -1,0 +1,411 @@
+"""Issue 15 item 1: two tool calls with one id must not get past human approval.
+
+The model answers `transfer(to="bob", amount=5)` and `transfer(to="mallory",
+amount=1000000)`, both with `id="call_1"`, under an approver that rejects amounts over 100:
+mallory's call never runs, whether approval is inline or deferred (every store), on the call
+and the stream path; the transcript stays valid (every call answered, ids unique). And a
+decision applies only to the call, id and arguments, that the approver saw.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_approval_deferred import postgres_dsn
+
+from advisorchain import (
+    Advisor,
+    AssistantMessage,
+    Chain,
+    ChatResponse,
+    Message,
+    ResponseCompleted,
+    ToolCall,
+    ToolCallingAdvisor,
+    ToolCallingManager,
+    ToolCallStarted,
+    ToolMessage,
+    UserMessage,
+    tool,
+)
+from advisorchain.advisors import (
+    ApprovalAdvisor,
+    ApprovalRequest,
+    ApprovalStore,
+    Approve,
+    CallbackApprover,
+    DeferredApprover,
+    InMemoryApprovalStore,
+    InvalidApprovalDecisions,
+    PostgresApprovalStore,
+    Reject,
+    SQLiteApprovalStore,
+)
+from advisorchain.advisors.approval import (
+    ApprovalCall,
+    Decision,
+    InvalidApprovalRecord,
+    PendingCall,
+    PendingRecord,
+)
+from advisorchain.core.advisor import ToolNext
+from advisorchain.core.invocation import ToolInvocation, ToolResult
+from advisorchain.core.request import ChatRequest
+from advisorchain.providers import ScriptedChatModel
+
+
+class Bank:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, int]] = []
+
+        @tool(requires_approval=True)
+        def transfer(to: str, amount: int) -> str:
+            """Send money to an account."""
+            self.sent.append((to, amount))
+            return f"sent {amount} to {to}"
+
+        self.tools = [transfer]
+
+
+def duplicates() -> list[ToolCall]:
+    return [
+        ToolCall.from_arguments("transfer", {"to": "bob", "amount": 5}, id="call_1"),
+        ToolCall.from_arguments("transfer", {"to": "mallory", "amount": 1000000}, id="call_1"),
+    ]
+
+
+class Human:
+    """Rejects transfers over 100; remembers what it was shown."""
+
+    def __init__(self) -> None:
+        self.seen: list[ApprovalCall] = []
+
+    def __call__(self, request: ApprovalRequest) -> dict[str, Decision]:
+        self.seen.extend(request.calls)
+        return {c.call_id: self.decide(c) for c in request.calls}
+
+    def decide(self, call: ApprovalCall) -> Approve | Reject:
+        if int(call.arguments["amount"]) > 100:
+            return Reject("over the limit")
+        return Approve()
+
+
+def assert_valid(messages: Sequence[Message]) -> None:
+    """Every call answered exactly once, every id used by one call only."""
+    calls = [c.id for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    answers = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
+    assert len(set(calls)) == len(calls), calls
+    assert Counter(answers) == Counter(calls)
+
+
+def links(advisor: Advisor, placement: str) -> list[Advisor]:
+    loop = ToolCallingAdvisor()
+    return [advisor, loop] if placement == "before" else [loop, advisor]
+
+
+@pytest.fixture(params=["before", "after"])
+def placement(request: pytest.FixtureRequest) -> str:
+    value: str = request.param
+    return value
+
+
+@pytest.fixture(params=["call", "stream"])
+def mode(request: pytest.FixtureRequest) -> str:
+    value: str = request.param
+    return value
+
+
+async def run(chain: Chain, mode: str, prompt: str, tools: list[Any]) -> ChatResponse:
+    if mode == "call":
+        return await chain.call(prompt, tools=tools)
+    events = [e async for e in chain.stream(prompt, tools=tools)]
+    started = [e.call.id for e in events if isinstance(e, ToolCallStarted)]
+    assert len(set(started)) == len(started)
+    last = events[-1]
+    assert isinstance(last, ResponseCompleted)
+    return last.response
+
+
+@pytest.mark.anyio
+async def test_inline_approval_never_runs_the_call_hidden_behind_a_duplicate_id(
+    placement: str, mode: str
+) -> None:
+    bank, human = Bank(), Human()
+    model = ScriptedChatModel([duplicates(), "done"])
+    chain = Chain(links(ApprovalAdvisor(CallbackApprover(human)), placement), model=model)
+    response = await run(chain, mode, "pay", bank.tools)
+
+    assert bank.sent == [("bob", 5)]
+    shown = sorted((c.arguments["to"], c.call_id) for c in human.seen)
+    assert [to for to, _ in shown] == ["bob", "mallory"]
+    assert len({i for _, i in shown}) == 2
+    assert_valid(response.messages)
+    assert_valid(model.requests[-1].messages)
+    results = [m for m in response.messages if isinstance(m, ToolMessage)]
+    assert [m.is_error for m in results] == [False, True]
+    assert "over the limit" in results[1].content
+
+
+# -- deferred, on every store -------------------------------------------------------------
+
+
+StoreFactory = Callable[[], ApprovalStore]
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    """Store objects that all see the same data."""
+    if request.param == "memory":
+        shared = InMemoryApprovalStore()
+        yield lambda: shared
+    elif request.param == "sqlite":
+        path = tmp_path / "approvals.db"
+        yield lambda: SQLiteApprovalStore(path)
+    else:
+        dsn = postgres_dsn()
+        prefix = f"t{uuid.uuid4().hex[:10]}_"
+        made: list[PostgresApprovalStore] = []
+
+        def postgres() -> ApprovalStore:
+            store = PostgresApprovalStore(dsn, table_prefix=prefix)
+            made.append(store)
+            return store
+
+        yield postgres
+        import psycopg
+
+        for store in made:
+            store._pool.close_idle()
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            for table in ("approvals", "approval_calls", "approval_audit"):
+                connection.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
+
+
+def deferred_chain(store: ApprovalStore, placement: str, replies: list[Any]) -> Chain:
+    advisor = ApprovalAdvisor(DeferredApprover(), store=store)
+    return Chain(links(advisor, placement), model=ScriptedChatModel(replies))
+
+
+@pytest.mark.anyio
+async def test_deferred_approval_never_runs_the_call_hidden_behind_a_duplicate_id(
+    stores: StoreFactory, placement: str, mode: str
+) -> None:
+    bank = Bank()
+    chain = deferred_chain(stores(), placement, [duplicates()])
+    pending = await run(chain, mode, "pay", bank.tools)
+    assert pending.pending_approval is not None
+    ids = [c.id for c in pending.pending_approval.calls]
+    assert ids[0] == "call_1" and len(set(ids)) == 2
+    record = await stores().get(pending.pending_approval.id)
+    assert record is not None
+    shown = {c.call.call_id: dict(c.call.arguments) for c in record.calls}
+    assert shown == {
+        "call_1": {"to": "bob", "amount": 5},
+        ids[1]: {"to": "mallory", "amount": 1000000},
+    }
+
+    # The decision the issue used: approving "call_1" approves bob's call only, and leaves
+    # mallory's without a decision: a clear error, nothing runs, nothing is claimed.
+    worker = Bank()
+    resumer = deferred_chain(stores(), placement, ["done"])
+    with pytest.raises(InvalidApprovalDecisions, match="no decision"):
+        await resumer.resume(pending.pending_approval.id, {"call_1": Approve()}, tools=worker.tools)
+    assert worker.sent == []
+    still = await stores().get(pending.pending_approval.id)
+    assert still is not None and still.status == "pending"
+
+    human = Human()
+    decisions = {c.call.call_id: human.decide(c.call) for c in record.calls}
+    if mode == "call":
+        resumed = await resumer.resume(pending.pending_approval.id, decisions, tools=worker.tools)
+    else:
+        events = [
+            e
+            async for e in resumer.resume_stream(
+                pending.pending_approval.id, decisions, tools=worker.tools
+            )
+        ]
+        last = events[-1]
+        assert isinstance(last, ResponseCompleted)
+        resumed = last.response
+    assert worker.sent == [("bob", 5)]
+    assert resumed.text == "done"
+    done = await stores().get(pending.pending_approval.id)
+    assert done is not None and done.status == "completed"
+    assert_valid((*record.messages, *resumed.messages))
+
+
+@pytest.mark.anyio
+async def test_a_store_refuses_a_record_with_duplicate_call_ids(stores: StoreFactory) -> None:
+    bob, mallory = (
+        ApprovalCall(call_id="call_1", tool_name="transfer", description="", arguments=a)
+        for a in ({"to": "bob", "amount": 5}, {"to": "mallory", "amount": 1000000})
+    )
+    record = PendingRecord(
+        id=f"approval_{uuid.uuid4().hex}",
+        status="pending",
+        conversation_id=None,
+        created_at=time.time(),
+        messages=(UserMessage(content="pay"),),
+        options={},
+        tool_names=("transfer",),
+        calls=(PendingCall(call=bob), PendingCall(call=mallory)),
+    )
+    store = stores()
+    with pytest.raises(InvalidApprovalRecord, match="call_1"):
+        await store.save(record)
+    assert await store.get(record.id) is None
+    # the same id twice is a typed error too
+    single = PendingRecord(**{**vars_of(record), "calls": (PendingCall(call=bob),)})
+    await store.save(single)
+    with pytest.raises(InvalidApprovalRecord, match="already exists"):
+        await store.save(single)
+
+
+def vars_of(record: PendingRecord) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in record.__slots__}
+
+
+@pytest.mark.anyio
+async def test_resume_refuses_a_call_whose_arguments_differ_from_the_approved_ones(
+    stores: StoreFactory, placement: str
+) -> None:
+    """A record whose transcript holds other arguments than the approver was shown (one
+    written before this fix, or tampered with): the approved call is not run, audited."""
+    bob = ApprovalCall(
+        call_id="call_1",
+        tool_name="transfer",
+        description="",
+        arguments={"to": "bob", "amount": 5},
+    )
+    hidden = ToolCall.from_arguments("transfer", {"to": "mallory", "amount": 10**6}, id="call_1")
+    record = PendingRecord(
+        id=f"approval_{uuid.uuid4().hex}",
+        status="pending",
+        conversation_id=None,
+        created_at=time.time(),
+        messages=(UserMessage(content="pay"), AssistantMessage(tool_calls=(hidden,))),
+        options={},
+        tool_names=("transfer",),
+        calls=(PendingCall(call=bob),),
+    )
+    await stores().save(record)
+    worker = Bank()
+    chain = deferred_chain(stores(), placement, ["noted"])
+    resumed = await chain.resume(record.id, {"call_1": Approve(by="alice")}, tools=worker.tools)
+    assert worker.sent == []
+    first = resumed.messages[0]
+    assert isinstance(first, ToolMessage) and first.tool_call_id == "call_1"
+    assert first.is_error and "arguments" in first.content
+    approved, refused = await stores().audit(record.id)
+    assert (approved.decision, approved.decided_by) == ("approved", "alice")
+    assert (refused.decision, refused.decided_by) == ("rejected", "advisorchain")
+    assert refused.reason is not None and "arguments" in refused.reason
+    done = await stores().get(record.id)
+    assert done is not None and done.status == "completed"
+    assert_valid((*record.messages, *resumed.messages))
+
+
+# -- defence in depth: a tool loop driven by hand, without the chain --------------------------
+
+
+@pytest.mark.anyio
+async def test_approval_fails_closed_on_duplicate_ids_that_bypass_the_chain() -> None:
+    bank, human = Bank(), Human()
+    advisor = ApprovalAdvisor(CallbackApprover(human))
+    request = ChatRequest(
+        messages=(UserMessage(content="pay"),),
+        tools=tuple(bank.tools),
+        tool_hooks=(advisor.call_tool,),
+    )
+    tool_round = await ToolCallingManager().execute(
+        request, AssistantMessage(tool_calls=tuple(duplicates()))
+    )
+    assert bank.sent == []
+    assert [r.outcome for r in tool_round.results] == ["rejected", "rejected"]
+    assert all("have the id 'call_1'" in r.content for r in tool_round.results)
+    assert human.seen == []  # never asked about calls it could not tell apart
+
+
+class Rewriter(Advisor):
+    """A `call_tool` hook before approval that changes the second call's arguments."""
+
+    async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+        if invocation.arguments.get("to") == "eve":
+            invocation = invocation.with_arguments({"to": "mallory", "amount": 10**6})
+        return await next(invocation)
+
+
+@pytest.mark.anyio
+async def test_an_inline_decision_applies_only_to_the_arguments_the_approver_saw() -> None:
+    bank, human = Bank(), Human()
+    calls = [
+        ToolCall.from_arguments("transfer", {"to": "bob", "amount": 5}, id="a"),
+        ToolCall.from_arguments("transfer", {"to": "eve", "amount": 7}, id="b"),
+    ]
+    model = ScriptedChatModel([calls, "done"])
+    store = InMemoryApprovalStore()
+    approval = ApprovalAdvisor(CallbackApprover(human), store=store)
+    chain = Chain([ToolCallingAdvisor(), Rewriter(), approval], model=model)
+    response = await chain.call("pay", tools=bank.tools)
+    assert ("mallory", 10**6) not in bank.sent
+    assert ("bob", 5) in bank.sent
+    results = {m.tool_call_id: m for m in response.messages if isinstance(m, ToolMessage)}
+    assert results["b"].is_error and "arguments" in results["b"].content
+    audit = await store.audit()
+    assert (audit[-1].call_id, audit[-1].decision, audit[-1].decided_by) == (
+        "b",
+        "rejected",
+        "advisorchain",
+    )
+    assert dict(audit[-1].arguments) == {"to": "mallory", "amount": 10**6}
+
+
+@pytest.mark.anyio
+async def test_a_racing_insert_of_the_same_approval_is_a_typed_error(tmp_path: Path) -> None:
+    """Two workers saving one id at once: the existence check passed for both, the
+    database's key refuses the second (simulated by skipping the check)."""
+    store = SQLiteApprovalStore(tmp_path / "approvals.db")
+    record = PendingRecord(
+        id="approval_race",
+        status="pending",
+        conversation_id=None,
+        created_at=time.time(),
+        messages=(UserMessage(content="pay"),),
+        options={},
+        tool_names=(),
+        calls=(),
+    )
+    await store.save(record)
+
+    class NoCheck:
+        def execute(self, sql: str, params: Any = ()) -> Any:
+            return None if sql.startswith("SELECT 1") else real.execute(sql, params)
+
+        def fetchone(self) -> Any:
+            return None
+
+    original = store.transaction
+
+    def transaction(*, write: bool) -> Any:
+        from contextlib import contextmanager
+
+        @contextmanager
+        def wrapped() -> Iterator[Any]:
+            nonlocal real
+            with original(write=write) as cursor:
+                real = cursor
+                yield NoCheck()
+
+        return wrapped()
+
+    real: Any = None
+    store.transaction = transaction  # type: ignore[method-assign]
+    with pytest.raises(InvalidApprovalRecord, match="already exists"):
+        await store.save(record)
