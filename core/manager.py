@@ -103,6 +103,11 @@ class ToolCallingManager:
       a callable maps the exception to the text the model reads (or raises).
     - `max_concurrency`: how many calls of one round run at once (default: all).
     - `tool_timeout`: seconds per call, for tools without their own `timeout`.
+
+    What a call raises past these (a `BaseException` such as `SystemExit` or
+    `KeyboardInterrupt`, or an exception from a `call_tool` hook) cancels the round's
+    other calls and reaches the caller as itself, never inside an exception group,
+    however many calls the round has; if several raise, the first in call order.
     """
 
     def __init__(
@@ -296,6 +301,7 @@ class ToolCallingManager:
             durations[i] = time.perf_counter() - start
             return
         failures: list[tuple[int, BaseException]] = []
+        cancelled = anyio.get_cancelled_exc_class()
         limiter = anyio.CapacityLimiter(self.max_concurrency) if self.max_concurrency else None
 
         async def run_one(i: int, invocation: ToolInvocation, scope: anyio.CancelScope) -> None:
@@ -306,7 +312,9 @@ class ToolCallingManager:
                 else:
                     async with limiter:
                         slots[i] = await run(invocation)
-            except Exception as exc:
+            except cancelled:
+                raise
+            except BaseException as exc:  # SystemExit & co. too: never into the task group
                 failures.append((i, exc))
                 scope.cancel()
             finally:
@@ -342,6 +350,7 @@ class ToolCallingManager:
                     await _drive(coro, context, suspended)
                     break
         if failures:
+            # The exception itself, never a group, whichever call raised: as in a 1-call round.
             raise min(failures, key=lambda f: f[0])[1]
 
     async def invoke(self, invocation: ToolInvocation) -> ToolResult:
