@@ -13,7 +13,16 @@ import re
 import time
 import types
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextvars import Context, copy_context
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
@@ -103,6 +112,10 @@ class ToolCallingManager:
       a callable maps the exception to the text the model reads (or raises).
     - `max_concurrency`: how many calls of one round run at once (default: all).
     - `tool_timeout`: seconds per call, for tools without their own `timeout`.
+
+    A tool that returns an iterator (a generator, an async generator, `map(...)`) gets
+    an error result naming it (`on_tool_error` applies): converting it would drain it
+    on the event loop, outside the tool's timeout, and it may never end.
 
     What a call raises past these (a `BaseException` such as `SystemExit` or
     `KeyboardInterrupt`, or an exception from a `call_tool` hook) cancels the round's
@@ -377,6 +390,8 @@ class ToolCallingManager:
                     value = await tool.run(
                         invocation.arguments, invocation.context, validated=validated
                     )
+            if isinstance(value, _ITERATORS):
+                return self._on_error(_iterator_result(tool, value), invocation)
             content = tool.convert_result(value)
         except TimeoutError as exc:
             if timeout is None:
@@ -402,6 +417,17 @@ class ToolCallingManager:
         else:
             content = f"Error: {describe_exception(exc)}"
         return ToolResult(content=content, outcome="error", error=exc)
+
+
+_ITERATORS = (Iterator, AsyncIterator)
+
+
+def _iterator_result(tool: Tool, value: object) -> TypeError:
+    # Converting would drain it, outside the tool's timeout; it may never end.
+    return TypeError(
+        f"tool {tool.name!r} returned {type(value).__name__}, an iterator, which is not "
+        "drained (it may never end): return a list"
+    )
 
 
 _NOT_STARTED = object()
