@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from advisorchain import Chain, Tool, ToolCall, ToolCallingAdvisor, ToolDefinition, ToolMessage
-from advisorchain.advisors import RegexIndex, ToolSearchAdvisor
+from advisorchain.advisors import HybridIndex, KeywordIndex, RegexIndex, ToolSearchAdvisor
 from advisorchain.advisors.tool_search import QueryRejected, regex
 from advisorchain.advisors.tool_search.regex import text_limit
 from advisorchain.providers import ScriptedChatModel
@@ -129,3 +129,12 @@ async def test_the_model_reads_why_its_pattern_was_refused(path: str) -> None:
     assert result.is_error
     assert "quantifier" in result.content and "simpler pattern" in result.content
     assert "tool search failed" not in result.content
+
+
+@pytest.mark.anyio
+async def test_a_hybrid_index_answers_with_the_indexes_that_accept_the_query() -> None:
+    hybrid = await HybridIndex(KeywordIndex(), RegexIndex()).build(CATALOG)
+    assert await hybrid.search(r"(\w+\s?)+alerts", 2) == ["page_oncall"]
+    only_regex = await HybridIndex(RegexIndex(), RegexIndex()).build(CATALOG)
+    with pytest.raises(QueryRejected):
+        await only_regex.search(r"(\w+\s?)+alerts", 2)
