@@ -129,3 +129,25 @@ async def test_approver_timeouts_and_malformed_answers_are_logged(
     assert "malformed" in messages[1]
     assert all(SECRET not in m for m in messages)
     assert sent == []
+
+
+@pytest.mark.anyio
+async def test_a_policy_that_raises_asks_and_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    def policy(tool: Any, arguments: Any, context: Any) -> bool:
+        raise KeyError("limit")
+
+    asked: list[ApprovalRequest] = []
+
+    def approve(request: ApprovalRequest) -> Decisions:
+        asked.append(request)
+        return [Approve()]
+
+    sent: list[tuple[str, int]] = []
+    with caplog.at_level(logging.WARNING, logger="advisorchain"):
+        await bank_chain(CallbackApprover(approve), sent, policy=policy).call("pay")
+    assert len(asked) == 1 and sent == [(SECRET, 990001)]
+    texts = [r.getMessage() for r in caplog.records if r.name == "advisorchain.approval"]
+    assert texts  # the policy is consulted once per check of the call
+    for text in texts:
+        assert "policy failed" in text and "KeyError" in text and "transfer" in text
+        assert SECRET not in text and "990001" not in text

@@ -204,7 +204,14 @@ class ApprovalAdvisor(Advisor):
             return {} if tool.requires_approval else None
         try:
             verdict = self.policy(tool, arguments, context)
-        except Exception:
+        except Exception as exc:
+            _log.warning(
+                "approval policy failed for %s (call %s), asking the approver: %s: %.500s",
+                tool.name,
+                context.call_id,
+                type(exc).__name__,
+                exc,
+            )
             return {}  # fail closed: a broken policy means "ask"
         if isinstance(verdict, Mapping):
             return verdict
