@@ -123,10 +123,12 @@ async def test_approver_timeouts_and_malformed_answers_are_logged(
     with caplog.at_level(logging.WARNING, logger="advisorchain"):
         await bank_chain(CallbackApprover(never), sent, timeout=0.01).call("pay")
         await bank_chain(CallbackApprover(lambda r: "yes please"), sent).call("pay")
+        await bank_chain(CallbackApprover(lambda r: {"c1": "approve"}), sent).call("pay")
     messages = [r.getMessage() for r in caplog.records if r.name == "advisorchain.approval"]
-    assert len(messages) == 2
+    assert len(messages) == 3
     assert "no decision within 0.01 s" in messages[0]
     assert "malformed" in messages[1]
+    assert "no valid decision" in messages[2] and "transfer (call c1)" in messages[2]
     assert all(SECRET not in m for m in messages)
     assert sent == []
 

@@ -311,13 +311,12 @@ class ApprovalAdvisor(Advisor):
         else:
             return self._fail_closed(request, "the approver's answer was malformed")
         decisions: dict[str, Decision] = {}
-        invalid = []
-        for call, decision in zip(request.calls, given, strict=True):
+        for call_id, decision in zip(ids, given, strict=True):
             if _valid(decision):
-                decisions[call.call_id] = decision
+                decisions[call_id] = decision
             else:
-                invalid.append(call)
-                decisions[call.call_id] = Reject("no valid decision for this call", by=_FAIL_CLOSED)
+                decisions[call_id] = Reject("no valid decision for this call", by=_FAIL_CLOSED)
+        invalid = [c for c, d in zip(request.calls, given, strict=True) if not _valid(d)]
         if invalid:
             _log_failure(self.approver, invalid, "no valid decision")
         return decisions
