@@ -391,7 +391,7 @@ class ToolCallingManager:
                         invocation.arguments, invocation.context, validated=validated
                     )
             if isinstance(value, _ITERATORS):
-                return self._on_error(_iterator_result(tool, value), invocation)
+                raise _iterator_result(tool, value)
             content = tool.convert_result(value)
         except TimeoutError as exc:
             if timeout is None:

@@ -103,8 +103,10 @@ async def test_iterator_results_are_refused_with_a_clear_error(name: str, path: 
 async def test_with_on_tool_error_raise_the_refusal_raises() -> None:
     model = ScriptedChatModel([ToolCall.from_arguments("numbers", {}, id="c1"), "done"])
     chain = Chain([ToolCallingAdvisor(on_tool_error="raise")], model=model, tools=TOOLS)
-    with pytest.raises(ToolExecutionError, match="return a list"):
+    with pytest.raises(ToolExecutionError, match="return a list") as caught:
         await chain.call("go")
+    assert str(caught.value).count("failed") == 1
+    assert isinstance(caught.value.__cause__, TypeError)
 
 
 @pytest.mark.anyio
