@@ -48,6 +48,11 @@ class ToolCallingAdvisor(Advisor):
     message the turn added. Streaming passes text deltas through as they arrive, hides
     tool-call fragments, and emits `ToolCallStarted` / `ToolCallFinished`.
 
+    A forcing `tool_choice` (`"required"` or a tool's name) applies to the first model
+    call only: after a round in which tools ran (and on a resumed turn), the next calls
+    get `tool_choice="auto"`, or the model, still forced, could never answer.
+    `reset_tool_choice=False` keeps the caller's choice for every round.
+
     Options are those of `ToolCallingManager`, or pass a ready `manager`.
     """
 
@@ -63,7 +68,9 @@ class ToolCallingAdvisor(Advisor):
         | Callable[[BaseException, ToolInvocation], str] = "report",
         max_concurrency: int | None = None,
         tool_timeout: float | None = None,
+        reset_tool_choice: bool = True,
     ) -> None:
+        self.reset_tool_choice = reset_tool_choice
         self.manager = manager or ToolCallingManager(
             max_calls_per_tool=max_calls_per_tool,
             max_calls=max_calls,
@@ -80,7 +87,7 @@ class ToolCallingAdvisor(Advisor):
         return self.manager
 
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
-        turn = _Turn(request)
+        turn = _Turn(request, self.reset_tool_choice)
         while True:
             response = await next(turn.request)
             done = turn.model_answered(response)
@@ -93,7 +100,7 @@ class ToolCallingAdvisor(Advisor):
                 return done
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        turn = _Turn(request)
+        turn = _Turn(request, self.reset_tool_choice)
         for event in turn.resumed_events:
             yield event
         while True:
@@ -135,16 +142,27 @@ class _Turn:
     A resumed turn starts with the results the resume produced as messages already added.
     """
 
-    __slots__ = ("added", "initial", "request", "resumed_count", "resumed_events", "usage")
+    __slots__ = (
+        "added",
+        "initial",
+        "request",
+        "reset_tool_choice",
+        "resumed_count",
+        "resumed_events",
+        "usage",
+    )
 
-    def __init__(self, request: ChatRequest) -> None:
+    def __init__(self, request: ChatRequest, reset_tool_choice: bool = True) -> None:
         self.initial = request
         self.request = request
+        self.reset_tool_choice = reset_tool_choice
         resumed = take_resumed(request.context)
         self.added: list[Message] = list(resumed.messages) if resumed else []
         self.resumed_count = len(self.added)
         self.resumed_events = resumed.events if resumed else ()
         self.usage = Usage()
+        if resumed:  # the resume ran the waiting round's tools
+            self._relax_tool_choice()
 
     def model_answered(self, response: ChatResponse) -> ChatResponse | None:
         """Account for a model response; the final response if it asks for no tools."""
@@ -202,7 +220,17 @@ class _Turn:
                 )
             )
         self.request = self.request.appended(*response.messages, *tool_round.messages)
+        self._relax_tool_choice()
         return None
+
+    def _relax_tool_choice(self) -> None:
+        """After tools ran, stop forcing the model to call one (or it never answers)."""
+        if self.reset_tool_choice and self.request.options.tool_choice not in (
+            None,
+            "auto",
+            "none",
+        ):
+            self.request = self.request.with_options(tool_choice="auto")
 
     async def suspend_if_waiting(self, done: ChatResponse) -> None:
         """Hand a turn that ends waiting for approval to the suspension handlers."""

@@ -12,7 +12,16 @@ import re
 import time
 import types
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextvars import Context, copy_context
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
@@ -31,13 +40,37 @@ from .tools import InvalidToolArguments, Tool
 ToolErrorHandler: TypeAlias = Callable[[BaseException, ToolInvocation], str]
 """Maps a tool's exception to the text the model reads (or raises to stop the turn)."""
 
-_PATH = re.compile(r"(?:[A-Za-z]:\\|/)(?:[^\s/\\'\"]+[/\\])+[^\s/\\'\"]*")
+# File paths in error messages, as the OS and repr() write them (backslashes doubled).
+_PATH_PARTS = {"SEP": r"(?:\\{1,2}|/)", "SEG": r"[^\s\\/'\"<>|*?]+"}
+
+
+def _path_pattern(template: str) -> re.Pattern[str]:
+    return re.compile(re.sub("SEP|SEG", lambda m: _PATH_PARTS[m[0]], template))
+
+
+_WINDOWS_ROOT = (
+    r"(?:(?<![\w\\])[A-Za-z]:SEP"  # C:\  C:\\  C:/
+    r"|(?<!\\)\\{2}(?:\\{2})?(?:[?.]\\{1,2}(?:[A-Za-z]:\\{1,2})?|SEGSEP))"  # \\?\C:\  \\server\
+)
+_QUOTED_PATH = _path_pattern(
+    r"(?P<q>['\"])(?:" + _WINDOWS_ROOT + r"|/[^'\"\n/]+/)(?:(?!(?P=q))[^\n])*(?P=q)"
+)
+# Outside quotes, the names before a Windows path's last separator may have spaces.
+_WINDOWS_PATH = _path_pattern(_WINDOWS_ROOT + r"(?:SEG(?: SEG)*SEP)*(?:SEG)?")
+_POSIX_PATH = re.compile(r"/(?:[^\s/\\'\"]+[/\\])+[^\s/\\'\"]*")
 _MAX_ERROR_CHARS = 500
+
+
+def redact_paths(text: str) -> str:
+    """`text` with every file path replaced by `<path>`: POSIX, Windows drive and UNC
+    paths, quoted (as `repr` shows them, with doubled backslashes and spaces) or bare."""
+    text = _QUOTED_PATH.sub(lambda m: f"{m['q']}<path>{m['q']}", text)
+    return _POSIX_PATH.sub("<path>", _WINDOWS_PATH.sub("<path>", text))
 
 
 def describe_exception(exc: BaseException) -> str:
     """`Type: message`, with file paths redacted and the length capped: what a model may see."""
-    message = _PATH.sub("<path>", str(exc)).strip()
+    message = redact_paths(str(exc)[: _MAX_ERROR_CHARS * 8]).strip()
     if len(message) > _MAX_ERROR_CHARS:
         message = message[:_MAX_ERROR_CHARS] + "..."
     name = type(exc).__name__
@@ -79,6 +112,15 @@ class ToolCallingManager:
       a callable maps the exception to the text the model reads (or raises).
     - `max_concurrency`: how many calls of one round run at once (default: all).
     - `tool_timeout`: seconds per call, for tools without their own `timeout`.
+
+    A tool that returns an iterator (a generator, an async generator, `map(...)`) gets
+    an error result naming it (`on_tool_error` applies): converting it would drain it
+    on the event loop, outside the tool's timeout, and it may never end.
+
+    What a call raises past these (a `BaseException` such as `SystemExit` or
+    `KeyboardInterrupt`, or an exception from a `call_tool` hook) cancels the round's
+    other calls and reaches the caller as itself, never inside an exception group,
+    however many calls the round has; if several raise, the first in call order.
     """
 
     def __init__(
@@ -270,6 +312,7 @@ class ToolCallingManager:
             durations[i] = time.perf_counter() - start
             return
         failures: list[tuple[int, BaseException]] = []
+        cancelled = anyio.get_cancelled_exc_class()
         limiter = anyio.CapacityLimiter(self.max_concurrency) if self.max_concurrency else None
 
         async def run_one(i: int, invocation: ToolInvocation, scope: anyio.CancelScope) -> None:
@@ -280,7 +323,9 @@ class ToolCallingManager:
                 else:
                     async with limiter:
                         slots[i] = await run(invocation)
-            except Exception as exc:
+            except cancelled:
+                raise
+            except BaseException as exc:  # SystemExit & co. too: never into the task group
                 failures.append((i, exc))
                 scope.cancel()
             finally:
@@ -316,6 +361,7 @@ class ToolCallingManager:
                     await _drive(coro, context, suspended)
                     break
         if failures:
+            # The exception itself, never a group, whichever call raised: as in a 1-call round.
             raise min(failures, key=lambda f: f[0])[1]
 
     async def invoke(self, invocation: ToolInvocation) -> ToolResult:
@@ -342,6 +388,8 @@ class ToolCallingManager:
                     value = await tool.run(
                         invocation.arguments, invocation.context, validated=validated
                     )
+            if isinstance(value, _ITERATORS):
+                raise _iterator_result(tool, value)
             content = tool.convert_result(value)
         except TimeoutError as exc:
             if timeout is None:
@@ -367,6 +415,17 @@ class ToolCallingManager:
         else:
             content = f"Error: {describe_exception(exc)}"
         return ToolResult(content=content, outcome="error", error=exc)
+
+
+_ITERATORS = (Iterator, AsyncIterator)
+
+
+def _iterator_result(tool: Tool, value: object) -> TypeError:
+    # Converting would drain it, outside the tool's timeout; it may never end.
+    return TypeError(
+        f"tool {tool.name!r} returned {type(value).__name__}, an iterator, which is not "
+        "drained (it may never end): return a list"
+    )
 
 
 _NOT_STARTED = object()

@@ -87,6 +87,9 @@ class Tool:
     A sync tool runs in a worker thread; when its call is cancelled or times out the turn
     goes on at once and the thread is left to finish on its own (threads cannot be
     interrupted), so a sync tool that may hang should check a deadline itself.
+
+    Return a value, not an iterator: a generator, iterator or async iterator result is
+    answered with an error (it is never drained: it may not end), so return a list.
     """
 
     def __init__(

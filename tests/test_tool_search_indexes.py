@@ -17,6 +17,7 @@ from advisorchain.advisors import (
     RegexIndex,
     ToolIndex,
 )
+from advisorchain.advisors.tool_search import QueryRejected
 from advisorchain.advisors.tool_search.hybrid import fuse
 from advisorchain.advisors.tool_search.index import (
     document_text,
@@ -116,7 +117,11 @@ HOSTILE_QUERIES = [
 @pytest.mark.parametrize("query", HOSTILE_QUERIES, ids=range(len(HOSTILE_QUERIES)))
 async def test_hostile_queries_return_names_or_nothing(index: ToolIndex, query: str) -> None:
     built = await index.build(CATALOG)
-    found = await built.search(query, 3)
+    try:
+        found = await built.search(query, 3)
+    except QueryRejected as exc:  # the one exception a query may cause: costly patterns
+        assert isinstance(index, RegexIndex) and "simpler pattern" in str(exc)
+        return
     assert isinstance(found, list) and len(found) <= 3
     assert set(found) <= {d.name for d in CATALOG}
 

@@ -42,6 +42,8 @@ Policy: TypeAlias = Callable[[Tool, Mapping[str, Any], ToolContext], "bool | Map
 """Whether a call needs approval: `(tool, arguments, tool context) -> bool`, or a mapping
 of values to show the approver (which also means "needs approval")."""
 
+_log = logging.getLogger("advisorchain.approval")
+
 _FAIL_CLOSED = "advisorchain"
 """Who the audit names when the advisor rejected a call because the approver failed."""
 
@@ -90,7 +92,10 @@ class ApprovalAdvisor(Advisor):
     (validated again by the loop), `Reject(reason)` answers it with a `rejected` error
     result that tells the model the reason, without running it. An approver that raises,
     takes longer than `timeout` seconds, or answers a call with anything but a decision
-    rejects that call (fail closed).
+    rejects that call (fail closed), and logs a WARNING on the `advisorchain.approval`
+    logger: the approver, the tool names and call ids, and why (an exception's type and
+    message); never the arguments. A sync `CallbackApprover` function runs in a worker
+    thread, so `timeout` bounds it too: an answer after the timeout is ignored.
 
     `Defer()` (what `DeferredApprover` always answers) answers with a `pending` result
     and registers a suspension handler in the turn's `request.context`: the loop finishes
@@ -223,7 +228,14 @@ class ApprovalAdvisor(Advisor):
             return {} if tool.requires_approval else None
         try:
             verdict = self.policy(tool, arguments, context)
-        except Exception:
+        except Exception as exc:
+            _log.warning(
+                "approval policy failed for %s (call %s), asking the approver: %s: %.500s",
+                tool.name,
+                context.call_id,
+                type(exc).__name__,
+                exc,
+            )
             return {}  # fail closed: a broken policy means "ask"
         if isinstance(verdict, Mapping):
             return verdict
@@ -364,9 +376,11 @@ class ApprovalAdvisor(Advisor):
             with anyio.fail_after(self.timeout):
                 answer: Any = await self.approver.decide(request)
         except TimeoutError:
-            return _reject_all(request, f"no decision within {self.timeout:g} s")
+            return self._fail_closed(request, f"no decision within {self.timeout:g} s")
         except Exception as exc:
-            return _reject_all(request, f"the approver failed ({type(exc).__name__})")
+            return self._fail_closed(
+                request, f"the approver failed ({type(exc).__name__})", f"{exc!s:.500}"
+            )
         ids = [c.call_id for c in request.calls]
         if isinstance(answer, Mapping):
             given = [answer.get(i) for i in ids]
@@ -375,14 +389,35 @@ class ApprovalAdvisor(Advisor):
         ):
             given = list(answer)
         else:
-            return _reject_all(request, "the approver's answer was malformed")
+            return self._fail_closed(request, "the approver's answer was malformed")
         decisions: dict[str, Decision] = {}
         for call_id, decision in zip(ids, given, strict=True):
             if _valid(decision):
                 decisions[call_id] = decision
             else:
                 decisions[call_id] = Reject("no valid decision for this call", by=_FAIL_CLOSED)
+        invalid = [c for c, d in zip(request.calls, given, strict=True) if not _valid(d)]
+        if invalid:
+            _log_failure(self.approver, invalid, "no valid decision")
         return decisions
+
+    def _fail_closed(
+        self, request: ApprovalRequest, reason: str, detail: str = ""
+    ) -> dict[str, Decision]:
+        """Reject every call of `request` for `reason` (what the model reads), and log it."""
+        _log_failure(self.approver, request.calls, f"{reason}: {detail}" if detail else reason)
+        return _reject_all(request, reason)
+
+
+def _log_failure(approver: Approver, calls: Sequence[ApprovalCall], why: str) -> None:
+    # Never the arguments: they may be personal data, and no content logging is opted into.
+    _log.warning(
+        "approver %s gave no decision, rejecting %s: %s",
+        _name(approver),
+        ", ".join(f"{c.tool_name} (call {c.call_id})" for c in calls),
+        why,
+        extra={"tool_names": [c.tool_name for c in calls], "call_ids": [c.call_id for c in calls]},
+    )
 
 
 def _valid(decision: object) -> TypeGuard[Decision]:

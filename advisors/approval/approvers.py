@@ -6,6 +6,7 @@ import inspect
 import json
 import sys
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, Protocol, TextIO, runtime_checkable
 
 import anyio.to_thread
@@ -28,7 +29,13 @@ class Approver(Protocol):
 
 
 class CallbackApprover:
-    """An approver that asks a function: `fn(request) -> decisions`, sync or async."""
+    """An approver that asks a function: `fn(request) -> decisions`, sync or async.
+
+    An async function runs on the event loop. A sync function runs in a worker thread,
+    so that it may block (a prompt, a web form, a queue) without stalling other turns,
+    and so that `ApprovalAdvisor(timeout=...)` can give up on it: the thread is then left
+    to finish on its own (threads cannot be interrupted) and its late answer is ignored.
+    """
 
     def __init__(
         self, fn: Callable[[ApprovalRequest], Decisions | Awaitable[Decisions]], *, name: str = ""
@@ -40,11 +47,23 @@ class CallbackApprover:
         return f"CallbackApprover({self.name})"
 
     async def decide(self, request: ApprovalRequest) -> Decisions:
-        """Call the function."""
-        answer = self.fn(request)
+        """Call the function (a sync one in a worker thread)."""
+        if _is_async_callable(self.fn):
+            answer = self.fn(request)
+        else:
+            answer = await anyio.to_thread.run_sync(self.fn, request, abandon_on_cancel=True)
         if inspect.isawaitable(answer):
-            return await answer
+            decisions: Decisions = await answer
+            return decisions
         return answer
+
+
+def _is_async_callable(fn: Callable[..., Any]) -> bool:
+    while isinstance(fn, partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
 
 
 class DeferredApprover:

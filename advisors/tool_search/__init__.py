@@ -3,7 +3,7 @@
 from .advisor import ToolSearchAdvisor
 from .embedding import EmbeddingFunction, EmbeddingIndex, minilm_embedder
 from .hybrid import HybridIndex
-from .index import ToolIndex
+from .index import QueryRejected, ToolIndex
 from .keyword import KeywordIndex
 from .regex import RegexIndex
 
@@ -12,6 +12,7 @@ __all__ = [
     "EmbeddingIndex",
     "HybridIndex",
     "KeywordIndex",
+    "QueryRejected",
     "RegexIndex",
     "ToolIndex",
     "ToolSearchAdvisor",

@@ -14,7 +14,7 @@ from ...core.messages import Message, SystemMessage, ToolMessage
 from ...core.request import ChatRequest
 from ...core.tools import Tool
 from .catalog import CatalogIndexes
-from .index import ToolIndex, one_line
+from .index import QueryRejected, ToolIndex, one_line
 from .keyword import KeywordIndex
 
 _RESULT_LINE = re.compile(r"^([A-Za-z0-9_.\-]+): ", re.MULTILINE)
@@ -44,7 +44,9 @@ class ToolSearchAdvisor(Advisor):
     conversations, deferred approvals and resumes, and conversations never share them.
 
     Its `call_tool` hook answers calls of the search tool from the round's whole
-    catalog: one line per match, `name: one-line description`, at most `max_results`.
+    catalog: one line per match, `name: one-line description`, at most `max_results`;
+    a query the index refuses (`QueryRejected`) is answered with an error result that
+    tells the model why.
     The index over a catalog is built once (by `index`, default `KeywordIndex`) and
     cached by the catalog's fingerprint; a changed catalog is indexed again.
     """
@@ -126,6 +128,8 @@ class ToolSearchAdvisor(Advisor):
         try:
             index = await self.indexes.get([t.definition for t in catalog])
             names = await index.search(query, self.max_results)
+        except QueryRejected as exc:  # the model wrote a query the index will not run
+            return ToolResult(content=f"Error: {exc}", outcome="error", error=exc)
         except Exception as exc:  # an embedding service may fail: the model reads why
             return ToolResult(
                 content=f"Error: tool search failed: {describe_exception(exc)}",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import anyio
 
 from ...core.tools import ToolDefinition
-from .index import ToolIndex
+from .index import QueryRejected, ToolIndex
 
 
 class HybridIndex:
@@ -19,7 +19,9 @@ class HybridIndex:
     index's first few names, which is what a search returning about five tools needs
     (chosen on half of the BFCL queries, see the benchmark). Typical use: a keyword
     index and an embedding index, which miss different tools. Building builds every
-    index concurrently; searching queries them concurrently.
+    index concurrently; searching queries them concurrently. A query that an index
+    refuses (`QueryRejected`, e.g. a costly regex) is answered by the others; refused
+    by all, it raises the first refusal.
     """
 
     def __init__(
@@ -59,14 +61,20 @@ class HybridIndex:
         if k < 1:
             return []
         rankings: list[list[str]] = [[] for _ in self.indexes]
+        rejected: list[QueryRejected] = []
         depth = max(k, self.depth)
 
         async def search_one(i: int) -> None:
-            rankings[i] = await self.indexes[i].search(query, depth)
+            try:
+                rankings[i] = await self.indexes[i].search(query, depth)
+            except QueryRejected as exc:  # the other indexes may still answer
+                rejected.append(exc)
 
         async with anyio.create_task_group() as group:
             for i in range(len(self.indexes)):
                 group.start_soon(search_one, i)
+        if len(rejected) == len(self.indexes):
+            raise rejected[0]
         return fuse(rankings, self.weights, self.rrf_k)[:k]
 
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from ...core.errors import AdvisorChainError
 from ...core.tools import ToolDefinition
 
 MAX_QUERY_CHARS = 2000
@@ -23,14 +24,19 @@ _WORD = re.compile(r"\w+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
+class QueryRejected(AdvisorChainError, ValueError):
+    """A search query an index refuses to run; the message is written for the model."""
+
+
 @runtime_checkable
 class ToolIndex(Protocol):
     """Searches a catalog of tool definitions.
 
     `build` returns a new, searchable index over `definitions` and leaves `self`
     unchanged; `search` returns at most `k` names of the built catalog, best first. The
-    query is plain text written by a model: it is data, never syntax, and no query may
-    raise (an unusable query finds nothing).
+    query is plain text written by a model: it is data, never syntax. An unusable query
+    finds nothing; the only exception a query may cause is `QueryRejected`, for a query
+    the index refuses to run (too costly), whose message tells the model what to send.
     """
 
     async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:

@@ -37,7 +37,7 @@ from advisorchain.providers.http import retry_after
 
 from .support import KEY, exception_chain_text
 
-MERGED = {"harden-a"}
+MERGED = {"harden-a", "harden-b"}
 """Branches whose fixes are in: their tests run as plain tests."""
 
 
