@@ -11,6 +11,7 @@ from .errors import (
     RateLimitError,
 )
 from .factory import model_from_name
+from .fallback import FallbackModel
 from .http import RetryPolicy
 from .llamacpp import LlamaCppChatModel
 from .openai import OpenAIChatModel
@@ -20,6 +21,7 @@ __all__ = [
     "AnthropicChatModel",
     "AuthenticationError",
     "BadRequestError",
+    "FallbackModel",
     "InvalidResponseError",
     "LlamaCppChatModel",
     "OpenAIChatModel",
