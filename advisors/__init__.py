@@ -31,6 +31,7 @@ from .memory_stores import (
     SQLiteChatMemoryStore,
 )
 from .tool_calling import ToolCallingAdvisor
+from .tool_retry import ExponentialBackoff, ToolRetryAdvisor
 from .tool_search import (
     EmbeddingIndex,
     HybridIndex,
@@ -59,6 +60,7 @@ __all__ = [
     "Defer",
     "DeferredApprover",
     "EmbeddingIndex",
+    "ExponentialBackoff",
     "HybridIndex",
     "InMemoryApprovalStore",
     "InMemoryChatMemoryStore",
@@ -75,6 +77,7 @@ __all__ = [
     "SQLiteChatMemoryStore",
     "ToolCallingAdvisor",
     "ToolIndex",
+    "ToolRetryAdvisor",
     "ToolSearchAdvisor",
     "TracingAdvisor",
     "trim_history",
