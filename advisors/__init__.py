@@ -30,6 +30,7 @@ from .memory_stores import (
     InMemoryChatMemoryStore,
     SQLiteChatMemoryStore,
 )
+from .tool_cache import ToolResultCacheAdvisor
 from .tool_calling import ToolCallingAdvisor
 from .tool_retry import ExponentialBackoff, ToolRetryAdvisor
 from .tool_search import (
@@ -77,6 +78,7 @@ __all__ = [
     "SQLiteChatMemoryStore",
     "ToolCallingAdvisor",
     "ToolIndex",
+    "ToolResultCacheAdvisor",
     "ToolRetryAdvisor",
     "ToolSearchAdvisor",
     "TracingAdvisor",
