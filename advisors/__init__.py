@@ -21,6 +21,7 @@ from .approval import (
     Reject,
     SQLiteApprovalStore,
 )
+from .budget import BudgetAdvisor, BudgetExceeded, ModelPrice
 from .logging import LoggingAdvisor
 from .memory import ConversationIdError, MemoryAdvisor, trim_history
 from .memory_postgres import PostgresChatMemoryStore
@@ -53,6 +54,8 @@ __all__ = [
     "Approve",
     "Approver",
     "AuditRecord",
+    "BudgetAdvisor",
+    "BudgetExceeded",
     "CallbackApprover",
     "ChatMemoryStore",
     "ChatMemoryStoreError",
@@ -69,6 +72,7 @@ __all__ = [
     "KeywordIndex",
     "LoggingAdvisor",
     "MemoryAdvisor",
+    "ModelPrice",
     "PendingApproval",
     "PostgresApprovalStore",
     "PostgresChatMemoryStore",
