@@ -74,16 +74,31 @@ class BudgetExceeded(AdvisorChainError):
 
 
 class _Spend:
-    __slots__ = ("base", "calls", "cost", "reported", "start", "unpriced", "usage")
+    __slots__ = (
+        "base",
+        "cached",
+        "calls",
+        "cost",
+        "input",
+        "output",
+        "reported",
+        "requests",
+        "start",
+        "unpriced",
+    )
 
     def __init__(self, start: float, base: int) -> None:
         self.start = start
         self.base = base
         self.calls = 0
-        self.usage = Usage()
+        self.input = self.output = self.cached = self.requests = 0
         self.cost = 0.0
         self.unpriced: str | None = None
         self.reported = False
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(self.input, self.output, self.cached, self.requests)
 
 
 class BudgetAdvisor(Advisor):
@@ -155,6 +170,7 @@ class BudgetAdvisor(Advisor):
         self.wrap_up = wrap_up
         self.clock = clock
         self._model_name: str | None = None
+        self._price_cache: dict[str | None, ModelPrice | None] = {}
         self._key = f"advisorchain.budget.{id(self)}"
 
     def __repr__(self) -> str:
@@ -289,10 +305,18 @@ class BudgetAdvisor(Advisor):
 
     def _account(self, spend: _Spend, request: ChatRequest, response: ChatResponse) -> None:
         usage = response.usage
-        spend.usage += usage
+        spend.input += usage.input_tokens
+        spend.output += usage.output_tokens
+        spend.cached += usage.cached_tokens
+        spend.requests += usage.requests
         if self.prices:
             model = response.model or request.options.model or self._model_name
-            price = self.price_of(model)
+            try:
+                price = self._price_cache[model]
+            except KeyError:
+                price = self._price_cache[model] = self.price_of(model)
+                if len(self._price_cache) > 256:
+                    self._price_cache.clear()
             if price is None:
                 spend.unpriced = model or "unknown"
             else:
@@ -309,14 +333,19 @@ class BudgetAdvisor(Advisor):
         return self._check(spend, at_limit=False)
 
     def _check(self, spend: _Spend, *, at_limit: bool) -> tuple[str, str] | None:
-        usage = spend.usage
-        for limit, name, value in (
-            (self.max_input_tokens, "input_tokens", usage.input_tokens),
-            (self.max_output_tokens, "output_tokens", usage.output_tokens),
-            (self.max_total_tokens, "total_tokens", usage.total_tokens),
-        ):
-            if limit is not None and (value > limit or (at_limit and value == limit)):
-                return name, f"{name.replace('_', ' ')}: {value} of {limit}"
+        if self.max_input_tokens is not None:
+            over = _over("input_tokens", spend.input, self.max_input_tokens, at_limit)
+            if over is not None:
+                return over
+        if self.max_output_tokens is not None:
+            over = _over("output_tokens", spend.output, self.max_output_tokens, at_limit)
+            if over is not None:
+                return over
+        if self.max_total_tokens is not None:
+            total = spend.input + spend.output
+            over = _over("total_tokens", total, self.max_total_tokens, at_limit)
+            if over is not None:
+                return over
         if self.max_cost is not None:
             if spend.unpriced is not None:
                 return "cost", f"cost: no price for model {spend.unpriced!r}"
@@ -347,6 +376,12 @@ class BudgetAdvisor(Advisor):
             cost=spend.cost if self.prices else None,
             elapsed=self.clock() - spend.start,
         )
+
+
+def _over(name: str, value: int, limit: int, at_limit: bool) -> tuple[str, str] | None:
+    if value > limit or (at_limit and value == limit):
+        return name, f"{name.replace('_', ' ')}: {value} of {limit}"
+    return None
 
 
 def _answered(response: ChatResponse) -> tuple[Message, ...]:

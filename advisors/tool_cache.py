@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import replace
+from types import MappingProxyType
 from typing import Any, TypeAlias
 
 import pydantic_core
 from opentelemetry import trace
+from pydantic import BaseModel
 
 from ..core.advisor import Advisor, ToolNext
 from ..core.invocation import ToolInvocation, ToolResult
@@ -86,17 +88,18 @@ class ToolResultCacheAdvisor(Advisor):
         entries = self._entries
         found = entries.get(cache_key)
         if found is not None:
-            expires, cached = found
-            if expires >= self.clock():
+            expires, hit = found
+            if self.ttl is None or expires >= self.clock():
                 entries.move_to_end(cache_key)
-                return self._hit(invocation, cached)
+                self._hit(invocation)
+                return hit
             del entries[cache_key]
         result = await next(invocation)
         if result.outcome == "ok":
-            expires = self.clock() + self.ttl if self.ttl is not None else float("inf")
-            entries[cache_key] = (expires, result)
+            expires = self.clock() + self.ttl if self.ttl is not None else 0.0
+            entries[cache_key] = (expires, _as_hit(result))
             entries.move_to_end(cache_key)
-            while len(entries) > self.max_entries:
+            if len(entries) > self.max_entries:
                 entries.popitem(last=False)
         return result
 
@@ -109,12 +112,12 @@ class ToolResultCacheAdvisor(Advisor):
                 return None  # `next` reports it; nothing to cache
         try:
             arguments = _canonical(validated)
-        except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
+        except (TypeError, ValueError):
             return None
         key = self.key
         if callable(key):
             extra: Hashable = key(invocation)
-        else:
+        elif key:
             context = invocation.context
             values = []
             for name in key:
@@ -123,11 +126,13 @@ class ToolResultCacheAdvisor(Advisor):
                 values.append(context[name])
             try:
                 extra = _canonical(values)
-            except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
+            except (TypeError, ValueError):
                 return None
+        else:
+            extra = ()
         return (invocation.name, arguments, extra)
 
-    def _hit(self, invocation: ToolInvocation, cached: ToolResult) -> ToolResult:
+    def _hit(self, invocation: ToolInvocation) -> None:
         if logger.isEnabledFor(logging.INFO):
             logger.info(
                 "tool %r (call %s) answered from the cache",
@@ -142,18 +147,36 @@ class ToolResultCacheAdvisor(Advisor):
         span = trace.get_current_span()
         if span.is_recording():
             span.set_attribute(HIT_ATTRIBUTE, True)
-        return replace(cached, metadata={**cached.metadata, "cache_hit": True})
 
 
-def _canonical(value: Any) -> str:
-    """`value` as JSON with sorted keys: equal arguments give equal text."""
-    plain = pydantic_core.to_jsonable_python(value)
-    return pydantic_core.to_json(_sorted(plain)).decode()
+def _as_hit(result: ToolResult) -> ToolResult:
+    """The result a hit answers with (built once, when the entry is stored)."""
+    return ToolResult(
+        content=result.content,
+        outcome=result.outcome,
+        return_direct=result.return_direct,
+        value=result.value,
+        metadata=MappingProxyType({**result.metadata, "cache_hit": True}),
+    )
 
 
-def _sorted(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _sorted(value[k]) for k in sorted(value, key=str)}
-    if isinstance(value, list):
-        return [_sorted(v) for v in value]
-    return value
+def _canonical(value: Any) -> Hashable:
+    """`value` as a hashable key: equal arguments give equal keys. A validated model's
+    fields come in declaration order (defaults filled in), a mapping's keys are sorted;
+    each value is paired with its type (so `1` and `True` differ). Values that cannot be
+    hashed are written as JSON instead."""
+    if isinstance(value, BaseModel):
+        items: Any = value.__dict__.items()
+    elif isinstance(value, dict):
+        items = sorted(value.items())
+    else:
+        items = enumerate(value)
+    try:
+        key = tuple([(k, v.__class__, v) for k, v in items])
+        hash(key)
+        return key
+    except TypeError:
+        pass
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(pydantic_core.to_jsonable_python(value), sort_keys=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, TypeAlias
+from dataclasses import replace
+from typing import Any, NamedTuple, TypeAlias
 
 from opentelemetry import trace
 
@@ -36,8 +36,7 @@ INDEX_ATTRIBUTE = "advisorchain.fallback.index"
 PROVIDER_ATTRIBUTE = "advisorchain.fallback.provider"
 
 
-@dataclass(frozen=True, slots=True)
-class FallbackRecord:
+class FallbackRecord(NamedTuple):
     """Which model answered one model call: its position in the list (0: the primary),
     its names, and the exception type names of the models that failed before it."""
 
@@ -183,10 +182,13 @@ class FallbackModel:
         answered_by = response.model or model
         if response.model is None and model is not None:
             response = replace(response, model=model)
-        record = FallbackRecord(
-            index, answered_by, provider, tuple(type(f).__qualname__ for f in failures)
-        )
-        request.context.setdefault(FALLBACK_RECORDS, []).append(record)
+        failed = tuple([type(f).__qualname__ for f in failures]) if failures else ()
+        record = FallbackRecord(index, answered_by, provider, failed)
+        records = request.context.get(FALLBACK_RECORDS)
+        if records is None:
+            request.context[FALLBACK_RECORDS] = [record]
+        else:
+            records.append(record)
         if index:
             logger.info(
                 "answered by fallback model %s (#%d)",

@@ -267,3 +267,32 @@ def test_bad_options_are_refused() -> None:
         ToolResultCacheAdvisor(max_entries=0)
     with pytest.raises(TypeError):
         ToolResultCacheAdvisor(key="tenant")
+
+
+@pytest.mark.anyio
+async def test_schema_tools_and_unhashable_arguments_are_cached_too() -> None:
+    runs: list[dict[str, Any]] = []
+
+    def handler(arguments: dict[str, Any], context: ToolContext) -> str:
+        runs.append(arguments)
+        return "ok"
+
+    schema = {
+        "type": "object",
+        "properties": {"tags": {"type": "array", "items": {"type": "string"}}, "n": {}},
+    }
+    tagged = Tool("tagged", "By tags.", schema, handler, read_only=True)
+    model = ScriptedChatModel(
+        [
+            ToolCall(id="1", name="tagged", arguments='{"tags": ["a", "b"], "n": 1}'),
+            "done",
+            ToolCall(id="2", name="tagged", arguments='{"n": 1, "tags": ["a", "b"]}'),
+            "done",
+            ToolCall(id="3", name="tagged", arguments='{"n": true, "tags": ["a", "b"]}'),
+            "done",
+        ]
+    )
+    chain = Chain([ToolCallingAdvisor(), ToolResultCacheAdvisor()], model=model, tools=[tagged])
+    for _ in range(3):
+        await chain.call("go")
+    assert [r["n"] for r in runs] == [1, True]
