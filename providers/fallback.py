@@ -40,7 +40,7 @@ class FallbackRecord(NamedTuple):
     """Which model answered one model call: its position in the list (0: the primary),
     its names, and the exception type names of the models that failed before it."""
 
-    index: int
+    position: int
     model: str | None
     provider: str | None
     failures: tuple[str, ...] = ()

@@ -171,7 +171,7 @@ async def test_stream_falls_back_before_the_first_event() -> None:
     text, response = await collect(FallbackModel([primary, secondary]).stream(request))
     assert text == "streamed answer"
     assert response.model == "secondary"
-    assert request.context[FALLBACK_RECORDS][0].index == 1
+    assert request.context[FALLBACK_RECORDS][0].position == 1
 
 
 @pytest.mark.anyio
