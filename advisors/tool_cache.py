@@ -6,7 +6,7 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
@@ -25,6 +25,8 @@ CacheKey: TypeAlias = Sequence[str] | Callable[[ToolInvocation], Hashable]
 the invocation that returns the extra part of the key."""
 
 HIT_ATTRIBUTE = "advisorchain.tool.cache_hit"
+
+_HIT: Mapping[str, Any] = MappingProxyType({"cache_hit": True})
 
 
 class ToolResultCacheAdvisor(Advisor):
@@ -150,13 +152,14 @@ class ToolResultCacheAdvisor(Advisor):
 
 
 def _as_hit(result: ToolResult) -> ToolResult:
-    """The result a hit answers with (built once, when the entry is stored)."""
+    """The result a hit answers with (built once, when the entry is stored); its
+    metadata says only that it is a hit (not how the original call went)."""
     return ToolResult(
         content=result.content,
         outcome=result.outcome,
         return_direct=result.return_direct,
         value=result.value,
-        metadata=MappingProxyType({**result.metadata, "cache_hit": True}),
+        metadata=_HIT,
     )
 
 
