@@ -565,4 +565,5 @@ __all__ = [
     "McpToolset",
     "ToolFilter",
     "result_text",
+    "tool_effects",
 ]
