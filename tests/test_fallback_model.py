@@ -236,3 +236,21 @@ async def test_in_a_traced_tool_loop_the_span_names_the_answering_model(path: st
         assert event.name == "advisorchain.fallback"
         assert dict(event.attributes or {})["error.type"] == "ProviderUnavailableError"
     assert primary.calls == 2
+
+
+@pytest.mark.anyio
+async def test_a_caller_reads_the_records_of_its_turn_from_the_request_it_passed() -> None:
+    secondary = ScriptedChatModel([_add_call(), "3"], model_name="secondary")
+    chain = Chain(
+        [ToolCallingAdvisor()],
+        model=FallbackModel([Failing(unavailable()), secondary]),
+        tools=[add],
+    )
+    request = chain.request("add")
+    response = await chain.call(request)
+    assert response.text == "3"
+    records = request.context[FALLBACK_RECORDS]
+    assert [(r.position, r.model, r.failures) for r in records] == [
+        (1, "secondary", ("ProviderUnavailableError",)),
+        (1, "secondary", ("ProviderUnavailableError",)),
+    ]
