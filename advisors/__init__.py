@@ -21,7 +21,14 @@ from .approval import (
     Reject,
     SQLiteApprovalStore,
 )
-from .budget import BudgetAdvisor, BudgetExceeded, ModelPrice
+from .budget import (
+    BudgetAdvisor,
+    BudgetExceeded,
+    BudgetStore,
+    ConversationSpend,
+    InMemoryBudgetStore,
+    ModelPrice,
+)
 from .logging import LoggingAdvisor
 from .memory import ConversationIdError, MemoryAdvisor, trim_history
 from .memory_postgres import PostgresChatMemoryStore
@@ -56,17 +63,20 @@ __all__ = [
     "AuditRecord",
     "BudgetAdvisor",
     "BudgetExceeded",
+    "BudgetStore",
     "CallbackApprover",
     "ChatMemoryStore",
     "ChatMemoryStoreError",
     "ConsoleApprover",
     "ConversationIdError",
+    "ConversationSpend",
     "Defer",
     "DeferredApprover",
     "EmbeddingIndex",
     "ExponentialBackoff",
     "HybridIndex",
     "InMemoryApprovalStore",
+    "InMemoryBudgetStore",
     "InMemoryChatMemoryStore",
     "InvalidApprovalDecisions",
     "KeywordIndex",

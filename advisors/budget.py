@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, runtime_checkable
 
 from ..core.advisor import Advisor, CallNext, StreamNext
 from ..core.errors import AdvisorChainError, ChainConfigurationError
@@ -15,6 +15,7 @@ from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.streams import closing_stream
 from ..core.usage import Usage
+from .memory import ConversationIdError
 
 if TYPE_CHECKING:
     from ..core.chain import Chain
@@ -45,11 +46,56 @@ class ModelPrice:
         ) / 1_000_000
 
 
+class ConversationSpend(NamedTuple):
+    """What a conversation has spent over all its turns so far."""
+
+    usage: Usage
+    cost: float
+
+
+@runtime_checkable
+class BudgetStore(Protocol):
+    """Per-conversation totals for `BudgetAdvisor`; `add` must be atomic per conversation
+    (several turns of one conversation may run at once, in several processes)."""
+
+    async def spent(self, conversation_id: str) -> ConversationSpend:
+        """The conversation's totals (zero for a conversation never seen)."""
+        ...
+
+    async def add(self, conversation_id: str, usage: Usage, cost: float) -> ConversationSpend:
+        """Add one model call's usage and cost; the new totals."""
+        ...
+
+
+class InMemoryBudgetStore:
+    """A `BudgetStore` in this process's memory (tests, single-process apps)."""
+
+    def __init__(self) -> None:
+        self._spent: dict[str, ConversationSpend] = {}
+
+    def __repr__(self) -> str:
+        return f"InMemoryBudgetStore(conversations={len(self._spent)})"
+
+    async def spent(self, conversation_id: str) -> ConversationSpend:
+        return self._spent.get(conversation_id, _NOTHING)
+
+    async def add(self, conversation_id: str, usage: Usage, cost: float) -> ConversationSpend:
+        before = self._spent.get(conversation_id, _NOTHING)
+        after = self._spent[conversation_id] = ConversationSpend(
+            before.usage + usage, before.cost + cost
+        )
+        return after
+
+
+_NOTHING = ConversationSpend(Usage(), 0.0)
+
+
 class BudgetExceeded(AdvisorChainError):
     """A turn went over a `BudgetAdvisor` limit (`on_exceed="raise"`).
 
     `limit` names the limit (`input_tokens`, `output_tokens`, `total_tokens`,
-    `model_calls`, `seconds`, `cost`); `messages` is what the turn added until then,
+    `model_calls`, `seconds`, `cost`, `conversation_tokens`, `conversation_cost`);
+    `messages` is what the turn added until then,
     valid: every tool call of it is answered (calls the model asked for in the call
     that went over are answered with an error, not executed). `usage`, `cost` (`None`
     without prices) and `elapsed` are the turn's spend.
@@ -127,6 +173,13 @@ class BudgetAdvisor(Advisor):
     as free), and a chain whose model has no price is refused. `clock` is injectable.
     Wall time is checked between model calls; a call in flight is not interrupted (give
     the provider a timeout).
+
+    Per conversation, over all its turns: with a `store` (`BudgetStore`, e.g.
+    `InMemoryBudgetStore`), every model call's usage and cost is added to the request's
+    `conversation_id` totals, and `max_conversation_tokens` (total tokens) and
+    `max_conversation_cost` are checked like the per-turn limits (before each call: used
+    up; after it: exceeded). A turn without a conversation id raises
+    `ConversationIdError`.
     """
 
     def __init__(
@@ -142,6 +195,9 @@ class BudgetAdvisor(Advisor):
         on_exceed: Literal["raise", "report"] = "raise",
         wrap_up: str = DEFAULT_WRAP_UP,
         clock: Callable[[], float] = time.monotonic,
+        store: BudgetStore | None = None,
+        max_conversation_tokens: int | None = None,
+        max_conversation_cost: float | None = None,
     ) -> None:
         if on_exceed not in ("raise", "report"):
             raise ValueError("on_exceed must be 'raise' or 'report'")
@@ -152,13 +208,17 @@ class BudgetAdvisor(Advisor):
             max_model_calls,
             max_seconds,
             max_cost,
+            max_conversation_tokens,
+            max_conversation_cost,
         )
         if any(v is not None and v < 0 for v in limits):
             raise ValueError("budget limits cannot be negative")
         if max_model_calls == 0:
             raise ValueError("max_model_calls must be at least 1")
-        if max_cost is not None and not prices:
-            raise ChainConfigurationError("max_cost needs prices (model name -> ModelPrice)")
+        if (max_cost is not None or max_conversation_cost is not None) and not prices:
+            raise ChainConfigurationError("a cost limit needs prices (model name -> ModelPrice)")
+        if store is None and (max_conversation_tokens, max_conversation_cost) != (None, None):
+            raise ChainConfigurationError("per-conversation limits need a store")
         self.max_input_tokens = max_input_tokens
         self.max_output_tokens = max_output_tokens
         self.max_total_tokens = max_total_tokens
@@ -169,6 +229,9 @@ class BudgetAdvisor(Advisor):
         self.on_exceed = on_exceed
         self.wrap_up = wrap_up
         self.clock = clock
+        self.store = store
+        self.max_conversation_tokens = max_conversation_tokens
+        self.max_conversation_cost = max_conversation_cost
         self._model_name: str | None = None
         self._price_cache: dict[str | None, ModelPrice | None] = {}
         self._key = f"advisorchain.budget.{id(self)}"
@@ -179,7 +242,8 @@ class BudgetAdvisor(Advisor):
     def bind(self, chain: Chain) -> None:
         name = chain.model_name
         self._model_name = name if isinstance(name, str) and name else None
-        if self.max_cost is not None and self._model_name is not None:
+        priced = self.max_cost is not None or self.max_conversation_cost is not None
+        if priced and self._model_name is not None:
             if self.price_of(self._model_name) is None:
                 raise ChainConfigurationError(
                     f"BudgetAdvisor has no price for the chain's model {self._model_name!r}"
@@ -202,13 +266,14 @@ class BudgetAdvisor(Advisor):
     async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         spend = self._spend(request)
         over = self._used_up(spend)
+        if over is None and self.store is not None:
+            over = await self._conversation_used_up(request)
         if over is not None:
             self._stop_unless_reporting(over, request, spend, ())
             return await self._wrap_up_call(request, next, spend, over, (), Usage())
         spend.calls += 1
         response = await next(request)
-        self._account(spend, request, response)
-        over = self._exceeded(spend)
+        over = await self._after_call(spend, request, response)
         if over is None:
             return response
         answered = _answered(response)
@@ -223,6 +288,8 @@ class BudgetAdvisor(Advisor):
     ) -> AsyncIterator[StreamEvent]:
         spend = self._spend(request)
         over = self._used_up(spend)
+        if over is None and self.store is not None:
+            over = await self._conversation_used_up(request)
         if over is not None:
             self._stop_unless_reporting(over, request, spend, ())
             async for event in self._wrap_up_stream(request, next, spend, over, (), Usage()):
@@ -238,8 +305,7 @@ class BudgetAdvisor(Advisor):
                     yield event
         if response is None:
             return
-        self._account(spend, request, response)
-        over = self._exceeded(spend)
+        over = await self._after_call(spend, request, response)
         if over is None or not response.tool_calls:
             if over is not None:
                 self._stop_unless_reporting(over, request, spend, _answered(response))
@@ -274,7 +340,7 @@ class BudgetAdvisor(Advisor):
     ) -> ChatResponse:
         wrapped = self._wrap_up_request(request, spend, over)
         response = await next(wrapped)
-        self._account(spend, wrapped, response)
+        await self._record(wrapped, response.usage, self._account(spend, wrapped, response))
         return _final(response, answered, earlier)
 
     async def _wrap_up_stream(
@@ -290,7 +356,8 @@ class BudgetAdvisor(Advisor):
         async with closing_stream(next(wrapped)) as events:
             async for event in events:
                 if isinstance(event, ResponseCompleted):
-                    self._account(spend, wrapped, event.response)
+                    cost = self._account(spend, wrapped, event.response)
+                    await self._record(wrapped, event.response.usage, cost)
                     yield ResponseCompleted(_final(event.response, answered, earlier))
                 elif not isinstance(event, ToolCallDelta):  # tool calls are dropped
                     yield event
@@ -303,7 +370,8 @@ class BudgetAdvisor(Advisor):
             spend = request.context[self._key] = _Spend(self.clock(), len(request.messages))
         return spend
 
-    def _account(self, spend: _Spend, request: ChatRequest, response: ChatResponse) -> None:
+    def _account(self, spend: _Spend, request: ChatRequest, response: ChatResponse) -> float:
+        """Add a model call's usage and cost to the turn's spend; the call's cost."""
         usage = response.usage
         spend.input += usage.input_tokens
         spend.output += usage.output_tokens
@@ -320,7 +388,58 @@ class BudgetAdvisor(Advisor):
             if price is None:
                 spend.unpriced = model or "unknown"
             else:
-                spend.cost += price.cost(usage)
+                cost = price.cost(usage)
+                spend.cost += cost
+                return cost
+        return 0.0
+
+    async def _after_call(
+        self, spend: _Spend, request: ChatRequest, response: ChatResponse
+    ) -> tuple[str, str] | None:
+        """Account for a model call; the limit it made the turn (or conversation) exceed."""
+        cost = self._account(spend, request, response)
+        over = self._exceeded(spend)
+        if self.store is not None:
+            totals = await self._record(request, response.usage, cost)
+            if over is None and totals is not None:
+                over = self._conversation_check(totals, at_limit=False)
+        return over
+
+    def _conversation_id(self, request: ChatRequest) -> str:
+        if not request.conversation_id:
+            raise ConversationIdError(
+                "BudgetAdvisor with a store needs a conversation_id on every turn"
+            )
+        return request.conversation_id
+
+    async def _record(
+        self, request: ChatRequest, usage: Usage, cost: float
+    ) -> ConversationSpend | None:
+        if self.store is None:
+            return None
+        return await self.store.add(self._conversation_id(request), usage, cost)
+
+    async def _conversation_used_up(self, request: ChatRequest) -> tuple[str, str] | None:
+        assert self.store is not None
+        totals = await self.store.spent(self._conversation_id(request))
+        return self._conversation_check(totals, at_limit=True)
+
+    def _conversation_check(
+        self, totals: ConversationSpend, *, at_limit: bool
+    ) -> tuple[str, str] | None:
+        if self.max_conversation_tokens is not None:
+            over = _over(
+                "conversation_tokens",
+                totals.usage.total_tokens,
+                self.max_conversation_tokens,
+                at_limit,
+            )
+            if over is not None:
+                return over
+        limit = self.max_conversation_cost
+        if limit is not None and (totals.cost > limit or (at_limit and totals.cost == limit)):
+            return "conversation_cost", f"conversation cost: {totals.cost:.6g} of {limit:g}"
+        return None
 
     def _used_up(self, spend: _Spend) -> tuple[str, str] | None:
         """The limit that leaves nothing for another model call, if any."""
@@ -346,9 +465,12 @@ class BudgetAdvisor(Advisor):
             over = _over("total_tokens", total, self.max_total_tokens, at_limit)
             if over is not None:
                 return over
-        if self.max_cost is not None:
-            if spend.unpriced is not None:
+        if spend.unpriced is not None:
+            if self.max_cost is not None:
                 return "cost", f"cost: no price for model {spend.unpriced!r}"
+            if self.max_conversation_cost is not None:
+                return "conversation_cost", f"cost: no price for model {spend.unpriced!r}"
+        if self.max_cost is not None:
             cost = spend.cost
             if cost > self.max_cost or (at_limit and cost == self.max_cost):
                 return "cost", f"cost: {cost:.6g} of {self.max_cost:g}"

@@ -22,7 +22,15 @@ from advisorchain import (
     UserMessage,
     tool,
 )
-from advisorchain.advisors import BudgetAdvisor, BudgetExceeded, ModelPrice
+from advisorchain.advisors import (
+    BudgetAdvisor,
+    BudgetExceeded,
+    BudgetStore,
+    ConversationIdError,
+    ConversationSpend,
+    InMemoryBudgetStore,
+    ModelPrice,
+)
 from advisorchain.core.errors import AdvisorChainError, ChainConfigurationError
 from advisorchain.core.usage import Usage
 from advisorchain.providers import ScriptedChatModel
@@ -298,3 +306,56 @@ def test_bad_options_are_refused() -> None:
         BudgetAdvisor(max_output_tokens=-1)
     with pytest.raises(ValueError):
         BudgetAdvisor(max_model_calls=0)
+
+
+@pytest.mark.anyio
+@PATHS
+async def test_conversation_totals_span_turns_through_the_store(path: str) -> None:
+    store = InMemoryBudgetStore()
+    lookups = Lookups()
+    model = ScriptedChatModel(
+        [reply(None, lookup("a")), reply("one"), reply(None, lookup("b")), reply("never")]
+    )
+    budget = BudgetAdvisor(store=store, max_conversation_tokens=110)
+    chain = chain_with(budget, model, lookups, "outside")
+
+    async def turn() -> ChatResponse:
+        if path == "call":
+            return await chain.call("go", conversation_id="conv-1")
+        final = None
+        async for event in chain.stream("go", conversation_id="conv-1"):
+            if isinstance(event, ResponseCompleted):
+                final = event.response
+        assert final is not None
+        return final
+
+    assert (await turn()).text == "one"  # 2 calls: 80 tokens
+    assert await store.spent("conv-1") == ConversationSpend(Usage(20, 60, 0, 2), 0.0)
+    with pytest.raises(BudgetExceeded) as caught:
+        await turn()  # the next call brings the conversation to 120 > 110
+    assert caught.value.limit == "conversation_tokens"
+    assert lookups.runs == ["a"]
+    assert_valid(caught.value.messages)
+    assert (await store.spent("conv-1")).usage.total_tokens == 120
+    assert (await store.spent("other")).usage == Usage()
+    with pytest.raises(BudgetExceeded, match="conversation tokens: 120 of 110"):
+        await turn()  # used up before any call
+
+
+@pytest.mark.anyio
+async def test_conversation_cost_and_a_missing_conversation_id() -> None:
+    store = InMemoryBudgetStore()
+    model = ScriptedChatModel([reply("a", output=1_000_000), "b"])
+    budget = BudgetAdvisor(
+        store=store, max_conversation_cost=1.0, prices={"scripted": ModelPrice(0, 1)}
+    )
+    chain = Chain([budget], model=model)
+    assert (await chain.call("go", conversation_id="c")).text == "a"  # exactly 1.0: used up
+    with pytest.raises(BudgetExceeded) as caught:
+        await chain.call("go", conversation_id="c")
+    assert caught.value.limit == "conversation_cost"
+    with pytest.raises(ConversationIdError):
+        await chain.call("go")
+    with pytest.raises(ChainConfigurationError, match="need a store"):
+        BudgetAdvisor(max_conversation_tokens=10)
+    assert isinstance(store, BudgetStore)
