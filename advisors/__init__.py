@@ -25,6 +25,14 @@ from .approval import (
     Reject,
     SQLiteApprovalStore,
 )
+from .budget import (
+    BudgetAdvisor,
+    BudgetExceeded,
+    BudgetStore,
+    ConversationSpend,
+    InMemoryBudgetStore,
+    ModelPrice,
+)
 from .logging import LoggingAdvisor
 from .memory import ConversationIdError, MemoryAdvisor, trim_history
 from .memory_postgres import PostgresChatMemoryStore
@@ -35,7 +43,9 @@ from .memory_stores import (
     SQLiteChatMemoryStore,
 )
 from .redaction import RedactionAdvisor, RedactionBlocked, RedactionRule
+from .tool_cache import ToolResultCacheAdvisor
 from .tool_calling import ToolCallingAdvisor
+from .tool_retry import ExponentialBackoff, ToolRetryAdvisor
 from .tool_search import (
     EmbeddingIndex,
     HybridIndex,
@@ -56,22 +66,29 @@ __all__ = [
     "Approve",
     "Approver",
     "AuditRecord",
+    "BudgetAdvisor",
+    "BudgetExceeded",
+    "BudgetStore",
     "CallbackApprover",
     "ChatMemoryStore",
     "ChatMemoryStoreError",
     "ConsoleApprover",
     "ConversationIdError",
+    "ConversationSpend",
     "Defer",
     "DeferredApprover",
     "EmbeddingIndex",
+    "ExponentialBackoff",
     "HybridIndex",
     "InMemoryApprovalStore",
+    "InMemoryBudgetStore",
     "InMemoryChatMemoryStore",
     "InvalidApprovalDecisions",
     "InvalidApprovalRecord",
     "KeywordIndex",
     "LoggingAdvisor",
     "MemoryAdvisor",
+    "ModelPrice",
     "PendingApproval",
     "PostgresApprovalStore",
     "PostgresChatMemoryStore",
@@ -87,6 +104,8 @@ __all__ = [
     "TextTransformAdvisor",
     "ToolCallingAdvisor",
     "ToolIndex",
+    "ToolResultCacheAdvisor",
+    "ToolRetryAdvisor",
     "ToolSearchAdvisor",
     "TracingAdvisor",
     "trim_history",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .context import ToolContext
@@ -13,6 +14,8 @@ from .parts import DocumentPart, ImagePart, TextPart, text_of
 if TYPE_CHECKING:
     from .request import ChatRequest
     from .tools import Tool
+
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 ToolOutcome: TypeAlias = Literal[
     "ok",
@@ -68,7 +71,8 @@ class ToolResult:
     """What a tool call produced, for the model: text, or parts (text, images, documents).
 
     `value` is the tool's raw return value (before conversion), `error` the exception a
-    failed call raised; neither is ever sent to the model.
+    failed call raised; neither is ever sent to the model. `metadata` is what links say
+    about the result (`{"cache_hit": True}`, `{"attempts": 2}`), never sent either.
     """
 
     content: str | tuple[TextPart | ImagePart | DocumentPart, ...]
@@ -76,6 +80,7 @@ class ToolResult:
     return_direct: bool = False
     value: Any = None
     error: BaseException | None = None
+    metadata: Mapping[str, Any] = field(default_factory=lambda: _NO_METADATA)
 
     @property
     def text(self) -> str:

@@ -111,6 +111,8 @@ class ToolCallingManager:
       reads (type and message, paths redacted); `"raise"` raises `ToolExecutionError`;
       a callable maps the exception to the text the model reads (or raises).
     - `max_concurrency`: how many calls of one round run at once (default: all).
+      A `sequential` tool's call runs alone: the calls before it in the round finish
+      first, the calls after it start once it ended.
     - `tool_timeout`: seconds per call, for tools without their own `timeout`.
 
     A tool that returns an iterator (a generator, an async generator, `map(...)`) gets
@@ -311,6 +313,11 @@ class ToolCallingManager:
             slots[i] = await _drive(_awaited(run(invocation)), copy_context())
             durations[i] = time.perf_counter() - start
             return
+        for _, invocation in pending:
+            if invocation.tool.sequential:
+                for segment in _segments(pending):
+                    await self._run_all(request, segment, slots, durations)
+                return
         failures: list[tuple[int, BaseException]] = []
         cancelled = anyio.get_cancelled_exc_class()
         limiter = anyio.CapacityLimiter(self.max_concurrency) if self.max_concurrency else None
@@ -476,6 +483,26 @@ def _wrap(hook: ToolHook, next_step: ToolNext) -> ToolNext:
         return await hook(invocation, next_step)
 
     return step
+
+
+def _segments(
+    pending: list[tuple[int, ToolInvocation]],
+) -> list[list[tuple[int, ToolInvocation]]]:
+    """A round split at its sequential calls, in call order: each sequential call alone,
+    the calls between them together (run one segment after the other)."""
+    segments: list[list[tuple[int, ToolInvocation]]] = []
+    together: list[tuple[int, ToolInvocation]] = []
+    for item in pending:
+        if item[1].tool.sequential:
+            if together:
+                segments.append(together)
+                together = []
+            segments.append([item])
+        else:
+            together.append(item)
+    if together:
+        segments.append(together)
+    return segments
 
 
 def _cancelled() -> ToolResult:

@@ -84,6 +84,16 @@ class Tool:
     - `run_inline`: run a sync function on the event loop instead of a worker thread;
       only for functions that never block (pure computation, dict look-ups).
 
+    Effects, declared by the tool's author and read by the links:
+
+    - `read_only`: the tool changes nothing (a look-up); `ToolResultCacheAdvisor` may
+      cache its results and `ToolRetryAdvisor` may run it again.
+    - `idempotent`: running it twice with the same arguments has the effect of running it
+      once; `ToolRetryAdvisor` may retry it.
+    - `sequential`: the tool runs alone: the calls the model asked for before it in the
+      same round finish first, those after it start once it ended (the others of a
+      round run concurrently).
+
     A sync tool runs in a worker thread; when its call is cancelled or times out the turn
     goes on at once and the thread is left to finish on its own (threads cannot be
     interrupted), so a sync tool that may hang should check a deadline itself.
@@ -105,6 +115,9 @@ class Tool:
         timeout: float | None = None,
         run_inline: bool = False,
         metadata: Mapping[str, Any] | None = None,
+        read_only: bool = False,
+        idempotent: bool = False,
+        sequential: bool = False,
     ) -> None:
         if not name or not all(c.isalnum() or c in "_-." for c in name):
             raise ToolDefinitionError(
@@ -118,6 +131,9 @@ class Tool:
         self.result_converter: ResultConverter = result_converter or default_result_converter
         self.timeout = timeout
         self.run_inline = run_inline
+        self.read_only = read_only
+        self.idempotent = idempotent
+        self.sequential = sequential
         self.metadata: Mapping[str, Any] = metadata or {}
         self._handler = handler
         self._function: Callable[..., Any] | None = None
@@ -155,6 +171,9 @@ class Tool:
         timeout: float | None = None,
         run_inline: bool = False,
         metadata: Mapping[str, Any] | None = None,
+        read_only: bool = False,
+        idempotent: bool = False,
+        sequential: bool = False,
     ) -> Tool:
         """A tool whose input schema comes from `fn`'s signature and docstring."""
         if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
@@ -179,6 +198,9 @@ class Tool:
             timeout=timeout,
             run_inline=run_inline,
             metadata=metadata,
+            read_only=read_only,
+            idempotent=idempotent,
+            sequential=sequential,
         )
         tool._function = fn
         tool._model = model
@@ -332,6 +354,9 @@ def tool(
     timeout: float | None = None,
     run_inline: bool = False,
     metadata: Mapping[str, Any] | None = None,
+    read_only: bool = False,
+    idempotent: bool = False,
+    sequential: bool = False,
 ) -> Callable[[F], Tool]: ...
 
 
@@ -347,6 +372,9 @@ def tool(
     timeout: float | None = None,
     run_inline: bool = False,
     metadata: Mapping[str, Any] | None = None,
+    read_only: bool = False,
+    idempotent: bool = False,
+    sequential: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function or method into a `Tool` (`@tool` or `@tool(...)`).
 
@@ -355,7 +383,8 @@ def tool(
     descriptions may also come from the docstring's `Args:` section, the tool's
     description from the docstring's text. A parameter annotated `ToolContext` receives
     the tool context and is not shown to the model. The result is still callable as
-    the plain function.
+    the plain function. `read_only`, `idempotent` and `sequential` declare the tool's
+    effects (see `Tool`).
     """
 
     def decorate(f: Callable[..., Any]) -> Tool:
@@ -369,6 +398,9 @@ def tool(
             timeout=timeout,
             run_inline=run_inline,
             metadata=metadata,
+            read_only=read_only,
+            idempotent=idempotent,
+            sequential=sequential,
         )
 
     if fn is not None:

@@ -18,6 +18,7 @@ from .errors import (
     RateLimitError,
 )
 from .factory import model_from_name
+from .fallback import FallbackModel
 from .http import RetryPolicy
 from .llamacpp import LlamaCppChatModel
 from .openai import OpenAIChatModel
@@ -27,6 +28,7 @@ __all__ = [
     "AnthropicChatModel",
     "AuthenticationError",
     "BadRequestError",
+    "FallbackModel",
     "InvalidAPIKeyError",
     "InvalidResponseError",
     "LlamaCppChatModel",

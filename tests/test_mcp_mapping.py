@@ -17,7 +17,7 @@ except ImportError:  # pragma: no cover - only without the extra
 
 from advisorchain.core.errors import ChainConfigurationError
 from advisorchain.toolsets import McpToolset
-from advisorchain.toolsets.mcp import result_text
+from advisorchain.toolsets.mcp import result_text, tool_effects
 
 SCHEMA = {
     "type": "object",
@@ -121,3 +121,39 @@ def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
         McpToolset.stdio("server")
     with pytest.raises(ImportError, match=r"advisorchain\[mcp\]"):
         McpToolset.http("http://127.0.0.1:1/mcp")
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        (None, (False, False)),
+        (mcp_types.ToolAnnotations(), (False, False)),
+        (mcp_types.ToolAnnotations(read_only_hint=True), (True, False)),
+        (mcp_types.ToolAnnotations(idempotent_hint=True), (False, True)),
+        (mcp_types.ToolAnnotations(read_only_hint=True, idempotent_hint=True), (True, True)),
+        (mcp_types.ToolAnnotations(read_only_hint=False, idempotent_hint=False), (False, False)),
+    ],
+)
+def test_effects_come_from_the_server_annotations(
+    annotations: mcp_types.ToolAnnotations | None, expected: tuple[bool, bool]
+) -> None:
+    listed = mcp_types.Tool(name="t", description="t", input_schema=SCHEMA, annotations=annotations)
+    assert tool_effects(listed) == expected
+    [built] = _toolset()._build([listed])
+    assert (built.read_only, built.idempotent) == expected
+    assert not built.sequential
+
+
+def test_changed_annotations_rebuild_the_tool() -> None:
+    toolset = _toolset()
+    [first] = toolset._build(_listed("t"))
+    read_only = mcp_types.Tool(
+        name="t",
+        description="t tool",
+        input_schema=SCHEMA,
+        annotations=mcp_types.ToolAnnotations(read_only_hint=True),
+    )
+    [second] = toolset._build([read_only])
+    assert not first.read_only and second.read_only
+    [third] = toolset._build([read_only])
+    assert third is second

@@ -94,6 +94,11 @@ class McpToolset:
       and no other `ToolContext` value is ever sent to the server.
     - `timeout`: seconds to wait for each server answer (also each tool's `timeout`).
 
+    Effects: a tool whose annotations say `readOnlyHint: true` is `read_only`, one that
+    says `idempotentHint: true` is `idempotent` (`tool_effects`), so the result cache and
+    the retry link treat them as such. The hints are the server's word: connect only to
+    servers you trust with them.
+
     Results: the text content of the result, joined by newlines (non-text content is
     described in brackets; with no content, the structured content as JSON). A result
     with `isError` raises `McpToolError` with that text, a protocol error raises
@@ -127,7 +132,7 @@ class McpToolset:
         self._lost: str | None = None
         self._stale = True
         self._tools: tuple[Tool, ...] = ()
-        self._by_definition: dict[tuple[str, str], Tool] = {}
+        self._by_definition: dict[tuple[str, str, bool, bool], Tool] = {}
         self._list_lock: anyio.Lock | None = None
         self._changed: anyio.Event | None = None
 
@@ -338,17 +343,18 @@ class McpToolset:
 
     def _build(self, listed: Sequence[McpTool]) -> list[Tool]:
         tools: list[Tool] = []
-        kept: dict[tuple[str, str], Tool] = {}
+        kept: dict[tuple[str, str, bool, bool], Tool] = {}
         for info in listed:
             schema = dict(info.input_schema or {"type": "object", "properties": {}})
             definition = ToolDefinition(info.name, info.description or "", schema)
             if self.filter is not None and not self.filter(definition):
                 continue
-            key = (info.name, definition.fingerprint())
+            effects = tool_effects(info)
+            key = (info.name, definition.fingerprint(), *effects)
             existing = self._by_definition.get(key)
             if existing is None:
                 try:
-                    existing = self._make_tool(definition)
+                    existing = self._make_tool(definition, *effects)
                 except ToolDefinitionError as exc:
                     logger.warning("MCP server %r: skipping tool: %s", self.name, exc)
                     continue
@@ -357,7 +363,9 @@ class McpToolset:
         self._by_definition = kept
         return tools
 
-    def _make_tool(self, definition: ToolDefinition) -> Tool:
+    def _make_tool(
+        self, definition: ToolDefinition, read_only: bool = False, idempotent: bool = False
+    ) -> Tool:
         server_name = definition.name
         declared = definition.parameters.get("properties") or {}
         mapped = {a: k for a, k in self.context_arguments.items() if a in declared}
@@ -374,6 +382,8 @@ class McpToolset:
             requires_approval=self._needs_approval(definition),
             timeout=self.timeout,
             metadata={"mcp_server": self.name, "mcp_tool": server_name},
+            read_only=read_only,
+            idempotent=idempotent,
         )
 
     def _needs_approval(self, definition: ToolDefinition) -> bool:
@@ -435,6 +445,17 @@ class McpToolset:
     def _connection_lost(self, exc: BaseException) -> McpConnectionError:
         self._lost = f"the connection to MCP server {self.name!r} was lost ({_describe(exc)})"
         return McpConnectionError(self._lost)
+
+
+def tool_effects(info: McpTool) -> tuple[bool, bool]:
+    """`(read_only, idempotent)` from a server tool's annotations (`readOnlyHint`,
+    `idempotentHint`); a hint that is absent or not `true` means `False`."""
+    annotations = getattr(info, "annotations", None)
+    if annotations is None:
+        return False, False
+    read_only = getattr(annotations, "read_only_hint", None) is True
+    idempotent = getattr(annotations, "idempotent_hint", None) is True
+    return read_only, idempotent
 
 
 def result_text(result: CallToolResult) -> str:
@@ -544,4 +565,5 @@ __all__ = [
     "McpToolset",
     "ToolFilter",
     "result_text",
+    "tool_effects",
 ]

@@ -1,0 +1,298 @@
+"""ToolResultCacheAdvisor: read-only results cached per tool, arguments and tenant."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from advisorchain import (
+    Advisor,
+    Chain,
+    ChatResponse,
+    ResponseCompleted,
+    Tool,
+    ToolCall,
+    ToolCallingAdvisor,
+    ToolContext,
+    ToolInvocation,
+    ToolMessage,
+    ToolNext,
+    ToolResult,
+    TracingAdvisor,
+    tool,
+)
+from advisorchain.advisors import ToolResultCacheAdvisor
+from advisorchain.providers import ScriptedChatModel
+
+
+def call(tool_name: str, id: str = "c1", **arguments: Any) -> ToolCall:
+    return ToolCall.from_arguments(tool_name, arguments, id=id)
+
+
+class Spy(Advisor):
+    """Records the metadata of every result the links after it returned."""
+
+    def __init__(self) -> None:
+        self.metadata: list[dict[str, Any]] = []
+
+    async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+        result = await next(invocation)
+        self.metadata.append(dict(result.metadata))
+        return result
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Catalog:
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+
+    def tools(self) -> list[Tool]:
+        catalog = self
+
+        @tool(read_only=True)
+        def search(q: str, limit: int = 10, context: ToolContext | None = None) -> str:
+            """Search the catalog."""
+            tenant = context.get("tenant") if context is not None else None
+            catalog.runs.append(f"{tenant}:{q}:{limit}")
+            return f"{tenant} results for {q} ({limit})"
+
+        @tool
+        def buy(item: str) -> str:
+            """Buy (changes things: never cached)."""
+            catalog.runs.append(f"buy:{item}")
+            return "bought"
+
+        @tool(read_only=True)
+        def unstable(q: str) -> str:
+            """Fails the first time."""
+            catalog.runs.append(f"unstable:{q}")
+            if len(catalog.runs) == 1:
+                raise ConnectionError("down")
+            return "fine"
+
+        return [search, buy, unstable]
+
+
+async def turn(path: str, chain: Chain, *calls: ToolCall, **options: Any) -> ChatResponse:
+    if path == "call":
+        return await chain.call("go", **options)
+    response = None
+    async for event in chain.stream("go", **options):
+        if isinstance(event, ResponseCompleted):
+            response = event.response
+    assert response is not None
+    return response
+
+
+def scripted(*rounds: Any) -> ScriptedChatModel:
+    script: list[Any] = []
+    for r in rounds:
+        script += [r, "done"]
+    return ScriptedChatModel(script)
+
+
+def results(response: ChatResponse) -> list[str]:
+    return [m.content for m in response.messages if isinstance(m, ToolMessage)]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_a_repeated_read_only_call_is_answered_from_the_cache(
+    path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    catalog = Catalog()
+    spy = Spy()
+    model = scripted(
+        call("search", q="shoes"),
+        call("search", q="shoes", limit=10),  # the default, written out: the same call
+    )
+    chain = Chain(
+        [ToolCallingAdvisor(), spy, ToolResultCacheAdvisor()],
+        model=model,
+        tools=catalog.tools(),
+    )
+    first = await turn(path, chain)
+    with caplog.at_level(logging.INFO, logger="advisorchain.cache"):
+        second = await turn(path, chain)
+    assert catalog.runs == ["None:shoes:10"]
+    assert results(first) == results(second) == ["None results for shoes (10)"]
+    assert spy.metadata == [{}, {"cache_hit": True}]
+    [record] = caplog.records
+    assert record.event == "tool_cache_hit"  # type: ignore[attr-defined]
+    assert "shoes" not in caplog.text
+
+
+@pytest.mark.anyio
+async def test_arguments_in_any_order_share_an_entry_other_arguments_do_not() -> None:
+    catalog = Catalog()
+    chain = Chain(
+        [ToolCallingAdvisor(), ToolResultCacheAdvisor()],
+        model=ScriptedChatModel(
+            [
+                [
+                    ToolCall(id="1", name="search", arguments='{"q": "a", "limit": 2}'),
+                    ToolCall(id="2", name="search", arguments='{"q": "b", "limit": 2}'),
+                ],
+                "done",
+                ToolCall(id="3", name="search", arguments='{"limit": 2, "q": "a"}'),
+                "done",
+            ]
+        ),
+        tools=catalog.tools(),
+    )
+    await chain.call("one")
+    await chain.call("two")
+    assert sorted(catalog.runs) == ["None:a:2", "None:b:2"]  # the tools run concurrently
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_tenants_never_share_entries(path: str) -> None:
+    catalog = Catalog()
+    cache = ToolResultCacheAdvisor(key=("tenant",))
+    model = ScriptedChatModel([call("search", q="x"), "done"] * 5)
+    chain = Chain([ToolCallingAdvisor(), cache], model=model, tools=catalog.tools())
+    a1 = await turn(path, chain, tool_context={"tenant": "a"})
+    b1 = await turn(path, chain, tool_context={"tenant": "b"})
+    a2 = await turn(path, chain, tool_context={"tenant": "a"})
+    await turn(path, chain)  # no tenant: not cached at all
+    await turn(path, chain)
+    assert catalog.runs == ["a:x:10", "b:x:10", "None:x:10", "None:x:10"]
+    assert results(a1) == results(a2) == ["a results for x (10)"]
+    assert results(b1) == ["b results for x (10)"]
+
+
+@pytest.mark.anyio
+async def test_a_key_function_adds_its_part() -> None:
+    catalog = Catalog()
+    cache = ToolResultCacheAdvisor(key=lambda invocation: invocation.context.conversation_id)
+    model = ScriptedChatModel([call("search", q="x"), "done"] * 3)
+    chain = Chain([ToolCallingAdvisor(), cache], model=model, tools=catalog.tools())
+    await chain.call("go", conversation_id="c1")
+    await chain.call("go", conversation_id="c1")
+    await chain.call("go", conversation_id="c2")
+    assert len(catalog.runs) == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_errors_and_tools_that_are_not_read_only_are_never_cached(path: str) -> None:
+    catalog = Catalog()
+    model = scripted(
+        call("unstable", q="x"),
+        call("unstable", q="x"),
+        call("unstable", q="x"),
+        call("buy", item="hat"),
+        call("buy", item="hat"),
+    )
+    chain = Chain(
+        [ToolCallingAdvisor(), ToolResultCacheAdvisor()], model=model, tools=catalog.tools()
+    )
+    first = await turn(path, chain)
+    assert results(first)[0].startswith("Error: ConnectionError")
+    await turn(path, chain)
+    await turn(path, chain)
+    await turn(path, chain)
+    await turn(path, chain)
+    assert catalog.runs == ["unstable:x", "unstable:x", "buy:hat", "buy:hat"]
+
+
+@pytest.mark.anyio
+async def test_entries_expire_after_ttl_by_the_injected_clock() -> None:
+    catalog = Catalog()
+    clock = Clock()
+    cache = ToolResultCacheAdvisor(ttl=60, clock=clock)
+    model = ScriptedChatModel([call("search", q="x"), "done"] * 3)
+    chain = Chain([ToolCallingAdvisor(), cache], model=model, tools=catalog.tools())
+    await chain.call("go")
+    clock.now += 60
+    await chain.call("go")  # still fresh at exactly ttl
+    clock.now += 0.5
+    await chain.call("go")
+    assert len(catalog.runs) == 2
+
+
+@pytest.mark.anyio
+async def test_the_cache_is_bounded_least_recently_used_first() -> None:
+    catalog = Catalog()
+    cache = ToolResultCacheAdvisor(max_entries=2)
+    queries = ["a", "b", "a", "c", "a", "b"]  # c evicts b (a was used since), b runs again
+    model = ScriptedChatModel([x for q in queries for x in (call("search", q=q), "done")])
+    chain = Chain([ToolCallingAdvisor(), cache], model=model, tools=catalog.tools())
+    for _ in queries:
+        await chain.call("go")
+    assert [r.split(":")[1] for r in catalog.runs] == ["a", "b", "c", "b"]
+    assert len(cache) == 2
+    cache.clear()
+    assert len(cache) == 0
+
+
+@pytest.mark.anyio
+async def test_a_hit_is_marked_on_its_tool_span() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    catalog = Catalog()
+    model = ScriptedChatModel([call("search", q="x"), "done"] * 2)
+    chain = Chain(
+        [TracingAdvisor(tracer_provider=provider), ToolCallingAdvisor(), ToolResultCacheAdvisor()],
+        model=model,
+        tools=catalog.tools(),
+    )
+    await chain.call("go")
+    await chain.call("go")
+    spans = [s for s in exporter.get_finished_spans() if s.name == "execute_tool search"]
+    assert [dict(s.attributes or {}).get("advisorchain.tool.cache_hit") for s in spans] == [
+        None,
+        True,
+    ]
+
+
+def test_bad_options_are_refused() -> None:
+    with pytest.raises(ValueError):
+        ToolResultCacheAdvisor(ttl=0)
+    with pytest.raises(ValueError):
+        ToolResultCacheAdvisor(max_entries=0)
+    with pytest.raises(TypeError):
+        ToolResultCacheAdvisor(key="tenant")
+
+
+@pytest.mark.anyio
+async def test_schema_tools_and_unhashable_arguments_are_cached_too() -> None:
+    runs: list[dict[str, Any]] = []
+
+    def handler(arguments: dict[str, Any], context: ToolContext) -> str:
+        runs.append(arguments)
+        return "ok"
+
+    schema = {
+        "type": "object",
+        "properties": {"tags": {"type": "array", "items": {"type": "string"}}, "n": {}},
+    }
+    tagged = Tool("tagged", "By tags.", schema, handler, read_only=True)
+    model = ScriptedChatModel(
+        [
+            ToolCall(id="1", name="tagged", arguments='{"tags": ["a", "b"], "n": 1}'),
+            "done",
+            ToolCall(id="2", name="tagged", arguments='{"n": 1, "tags": ["a", "b"]}'),
+            "done",
+            ToolCall(id="3", name="tagged", arguments='{"n": true, "tags": ["a", "b"]}'),
+            "done",
+        ]
+    )
+    chain = Chain([ToolCallingAdvisor(), ToolResultCacheAdvisor()], model=model, tools=[tagged])
+    for _ in range(3):
+        await chain.call("go")
+    assert [r["n"] for r in runs] == [1, True]
