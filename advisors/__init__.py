@@ -30,6 +30,7 @@ from .memory_stores import (
     InMemoryChatMemoryStore,
     SQLiteChatMemoryStore,
 )
+from .small_model import SmallModelAdvisor
 from .tool_calling import ToolCallingAdvisor
 from .tool_search import (
     EmbeddingIndex,
@@ -73,6 +74,7 @@ __all__ = [
     "Reject",
     "SQLiteApprovalStore",
     "SQLiteChatMemoryStore",
+    "SmallModelAdvisor",
     "ToolCallingAdvisor",
     "ToolIndex",
     "ToolSearchAdvisor",

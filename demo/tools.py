@@ -65,7 +65,7 @@ class OrderTools:
 
     @tool(run_inline=True)
     def get_order_status(self, order_id: OrderId, context: ToolContext) -> str:
-        """Look up the status, items, total and delivery date of one of the customer's orders."""
+        """Look up one order by its id (like A-1001): status, items, total, carrier, ETA."""
         tenant, user = _who(context)
         return self.service.order(tenant, user, order_id).describe()
 
@@ -75,7 +75,10 @@ class OrderTools:
         context: ToolContext,
         status: Literal["any", "processing", "shipped", "delivered", "cancelled"] = "any",
     ) -> str:
-        """List the customer's orders, optionally only those with one status."""
+        """List all of the customer's orders: ids, items, totals, status and delivery dates.
+
+        Use it when the customer gives no order id ("my orders", "my desk lamp order").
+        """
         tenant, user = _who(context)
         orders = [o for o in self.service.orders(tenant, user) if status in ("any", o.status)]
         if not orders:
@@ -86,7 +89,7 @@ class OrderTools:
     def get_customer_contact(
         self, context: ToolContext, detail: Literal["all", "email", "phone"] = "all"
     ) -> dict[str, str]:
-        """The customer's contact details on file: name, email, phone."""
+        """The customer's contact details on file: name, email (masked) and phone."""
         tenant, user = _who(context)
         customer = self.service.customer(tenant, user)
         details = {"name": customer.name, "email": customer.email, "phone": customer.phone}

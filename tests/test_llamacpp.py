@@ -140,9 +140,19 @@ async def test_tool_choice_mapping() -> None:
     named = {"type": "function", "function": {"name": "get_order_status"}}
     assert fake.kwargs[0]["tool_choice"] == named
     assert fake.kwargs[1]["tool_choice"] == named
-    assert "tools" not in fake.kwargs[2]
+    # "none" keeps the definitions (the KV-cache prefix stays valid) and stops at a call
+    assert fake.kwargs[2]["tools"][0]["function"]["name"] == "get_order_status"
+    assert "tool_choice" not in fake.kwargs[2]
+    assert fake.kwargs[2]["stop"] == ["<tool_call>"]
+    await model.call(_request(tool_choice="none", stop="###"))
+    assert fake.kwargs[3]["stop"] == ["###", "<tool_call>"]
+    dropping = LlamaCppChatModel(llama=fake, tools_when_none="drop")
+    await dropping.call(_request(tool_choice="none"))
+    assert "tools" not in fake.kwargs[4] and "stop" not in fake.kwargs[4]
     with pytest.raises(ChainConfigurationError, match="not attached"):
         await model.call(_request(tool_choice="cancel_order"))
+    with pytest.raises(ValueError, match="tools_when_none"):
+        LlamaCppChatModel(llama=fake, tools_when_none="omit")  # type: ignore[arg-type]
 
 
 @pytest.mark.anyio

@@ -1,0 +1,220 @@
+"""`SmallModelAdvisor`: what makes a small local model (0.5B-3B) usable for tool calling."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable
+
+from ..core.advisor import Advisor, CallNext, StreamNext
+from ..core.events import ResponseCompleted, StreamEvent
+from ..core.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from ..core.request import ChatRequest
+from ..core.response import ChatResponse
+from ..core.streams import closing_stream
+
+QWEN_SYSTEM_PREFIX = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+"""Qwen2.5's own default system sentence: measurably helps its small models call tools."""
+
+RESULTS_HEADING = "Results of your tool calls:"
+"""The first line of the user message that shows a tool round as text."""
+
+NOT_DONE = "FAILED, NOT DONE"
+"""How a failed or rejected call reads in that message."""
+
+ANSWER_INSTRUCTION = "Answer my question in one or two plain sentences, using only these results."
+NOT_DONE_INSTRUCTION = "Say plainly what was not done and why; never say that it was done."
+SEARCH_INSTRUCTION = (
+    "Now call the listed tool that does what I asked, or answer if none of them fits."
+)
+
+
+class SmallModelAdvisor(Advisor):
+    """Adapts each model call for a small model; place it anywhere in a chain with a tool loop.
+
+    Three measured adaptations (see benchmarks/README.md, "Demo quality"):
+
+    - **Tool results as text.** Every tool round of the transcript the model sees becomes one
+      user message: `name(arguments) returned: ...`, a failed or rejected call as
+      `name(arguments) FAILED, NOT DONE: reason`, then an instruction to answer (and, after
+      a failure, to say it was not done). A 0.5B model shown its own `<tool_call>` and a
+      `<tool_response>` tends to call the tool again instead of answering.
+    - **A bounded number of tool rounds.** Once the turn has had `max_rounds` rounds, the
+      model call gets `tool_choice="none"`, so the model must answer. Rounds that only call
+      `uncounted_tools` (tool search's `search_tools`) are not counted: finding a tool and
+      calling it is one round.
+    - **A system prefix.** `system_prefix` goes first in the leading system message (by
+      default Qwen's own sentence; `None` for other models).
+
+    Only the copy sent to the model changes: the turn's messages, what the caller stores and
+    the tool loop's own transcript keep the real tool calls and results. Everything added is
+    stable text (no ids, no times), so a local model's KV cache stays valid across calls.
+
+    Control flow: it hooks only `call_model`/`stream_model` (folded around the model below
+    every advisor), so it sees every model call of every round wherever it is placed. Each
+    call is passed on once, rewritten; if a call with tools off answers with no text at all
+    (a model that only wanted to call a tool), it is passed on once more with no tools
+    attached. It never loops otherwise, short-circuits or executes tools.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_rounds: int = 1,
+        system_prefix: str | None = QWEN_SYSTEM_PREFIX,
+        results_as_text: bool = True,
+        uncounted_tools: Iterable[str] = ("search_tools",),
+    ) -> None:
+        if max_rounds < 1:
+            raise ValueError("max_rounds must be at least 1")
+        self.max_rounds = max_rounds
+        self.system_prefix = system_prefix
+        self.results_as_text = results_as_text
+        self.uncounted_tools = frozenset(uncounted_tools)
+
+    def __repr__(self) -> str:
+        return (
+            f"SmallModelAdvisor(max_rounds={self.max_rounds}, "
+            f"results_as_text={self.results_as_text})"
+        )
+
+    def adapt(self, request: ChatRequest) -> ChatRequest:
+        """The request the model should see instead of `request`."""
+        if self.rounds(request) >= self.max_rounds and request.options.tool_choice != "none":
+            request = request.with_options(tool_choice="none")
+        messages = request.messages
+        if self.results_as_text:
+            messages = self._results_as_text(messages)
+        if self.system_prefix:
+            messages = _with_prefix(messages, self.system_prefix)
+        return request if messages is request.messages else request.with_messages(messages)
+
+    def rounds(self, request: ChatRequest) -> int:
+        """The counted tool rounds of the current turn (since the last user message)."""
+        return sum(
+            1
+            for m in request.messages[request.last_user_index + 1 :]
+            if isinstance(m, AssistantMessage)
+            and m.tool_calls
+            and any(c.name not in self.uncounted_tools for c in m.tool_calls)
+        )
+
+    async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+        """Pass on the adapted request; once more without tools if it answered nothing."""
+        adapted = self.adapt(request)
+        response = await next(adapted)
+        if _answered_nothing(adapted, response):
+            response = await next(adapted.with_tools(()))
+        return response
+
+    async def stream_model(
+        self, request: ChatRequest, next: StreamNext
+    ) -> AsyncIterator[StreamEvent]:
+        """The streaming twin of `call_model`."""
+        adapted = self.adapt(request)
+        completed: ChatResponse | None = None
+        async with closing_stream(next(adapted)) as events:
+            async for event in events:
+                if isinstance(event, ResponseCompleted):
+                    completed = event.response
+                    if _answered_nothing(adapted, completed):
+                        break
+                yield event
+        if completed is None or not _answered_nothing(adapted, completed):
+            return
+        async with closing_stream(next(adapted.with_tools(()))) as events:
+            async for event in events:
+                yield event
+
+    def _results_as_text(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        if not any(isinstance(m, ToolMessage) for m in messages):
+            return messages
+        calls: dict[str, ToolCall] = {}
+        out: list[Message] = []
+        results: list[ToolMessage] = []
+        for message in messages:
+            if isinstance(message, AssistantMessage) and message.tool_calls:
+                calls.update((c.id, c) for c in message.tool_calls)
+                if message.content and message.content.strip():
+                    out.append(AssistantMessage(content=message.content))
+                continue
+            if isinstance(message, ToolMessage):
+                results.append(message)
+                continue
+            if results:
+                out.append(self._results_message(results, calls))
+                results = []
+            out.append(message)
+        if results:
+            out.append(self._results_message(results, calls))
+        return tuple(out)
+
+    def _results_message(
+        self, results: list[ToolMessage], calls: dict[str, ToolCall]
+    ) -> UserMessage:
+        lines = [RESULTS_HEADING]
+        for result in results:
+            call = calls.get(result.tool_call_id)
+            shown = _call_text(call) if call is not None else result.name
+            if result.is_error:
+                lines.append(f"- {shown} {NOT_DONE}: {not_done_reason(result.content)}")
+            else:
+                lines.append(f"- {shown} returned: {result.content}")
+        if all(r.name in self.uncounted_tools and not r.is_error for r in results):
+            lines.append(SEARCH_INSTRUCTION)
+        elif any(r.is_error for r in results):
+            lines.append(f"{ANSWER_INSTRUCTION} {NOT_DONE_INSTRUCTION}")
+        else:
+            lines.append(ANSWER_INSTRUCTION)
+        return UserMessage(content="\n".join(lines))
+
+
+def not_done_reason(content: str) -> str:
+    """The reason in an error result, without the loop's `Error: not executed, ` lead-in."""
+    reason = content.strip()
+    for lead in ("Error:", "not executed,"):
+        if reason.startswith(lead):
+            reason = reason[len(lead) :].strip()
+    return reason or "no reason given"
+
+
+def _call_text(call: ToolCall) -> str:
+    try:
+        arguments = json.loads(call.arguments)
+    except ValueError:
+        return f"{call.name}({call.arguments})"
+    if not isinstance(arguments, dict):
+        return f"{call.name}({call.arguments})"
+    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+    return f"{call.name}({shown})"
+
+
+def _with_prefix(messages: tuple[Message, ...], prefix: str) -> tuple[Message, ...]:
+    if messages and isinstance(messages[0], SystemMessage):
+        first = messages[0]
+        if first.content.startswith(prefix):
+            return messages
+        return (SystemMessage(content=f"{prefix} {first.content}"), *messages[1:])
+    return (SystemMessage(content=prefix), *messages)
+
+
+def _answered_nothing(request: ChatRequest, response: ChatResponse) -> bool:
+    return (
+        request.options.tool_choice == "none"
+        and bool(request.tools)
+        and not response.tool_calls
+        and not response.text.strip()
+    )
+
+
+__all__ = [
+    "QWEN_SYSTEM_PREFIX",
+    "SmallModelAdvisor",
+    "not_done_reason",
+]
