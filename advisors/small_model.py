@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterable
+from dataclasses import replace
 
 from ..core.advisor import Advisor, CallNext, StreamNext
 from ..core.events import ResponseCompleted, StreamEvent
@@ -110,7 +111,8 @@ class SmallModelAdvisor(Advisor):
         adapted = self.adapt(request)
         response = await next(adapted)
         if _answered_nothing(adapted, response):
-            response = await next(adapted.with_tools(()))
+            again = await next(adapted.with_tools(()))
+            response = replace(again, usage=response.usage + again.usage)
         return response
 
     async def stream_model(
@@ -130,6 +132,9 @@ class SmallModelAdvisor(Advisor):
             return
         async with closing_stream(next(adapted.with_tools(()))) as events:
             async for event in events:
+                if isinstance(event, ResponseCompleted):
+                    again = event.response
+                    event = ResponseCompleted(replace(again, usage=completed.usage + again.usage))
                 yield event
 
     def _results_as_text(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
