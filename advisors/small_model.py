@@ -32,7 +32,7 @@ NOT_DONE = "FAILED, NOT DONE"
 ANSWER_INSTRUCTION = "Answer my question in one or two plain sentences, using only these results."
 NOT_DONE_INSTRUCTION = "Say plainly what was not done and why; never say that it was done."
 SEARCH_INSTRUCTION = (
-    "Now call the listed tool that does what I asked, or answer if none of them fits."
+    "Now call the tool that does what I asked: one of these, or one of your other tools."
 )
 
 
@@ -52,6 +52,10 @@ class SmallModelAdvisor(Advisor):
       calling it is one round.
     - **A system prefix.** `system_prefix` goes first in the leading system message (by
       default Qwen's own sentence; `None` for other models).
+    - **Search first** (`search_first`, the name of tool search's tool; off by default).
+      The turn's first step is a call of that tool with the user's words, made without
+      asking the model (a 0.5B model rarely thinks of searching), so the tools found are
+      attached when the model is first asked. Searches are not counted as rounds.
 
     Only the copy sent to the model changes: the turn's messages, what the caller stores and
     the tool loop's own transcript keep the real tool calls and results. Everything added is
@@ -61,7 +65,9 @@ class SmallModelAdvisor(Advisor):
     every advisor), so it sees every model call of every round wherever it is placed. Each
     call is passed on once, rewritten; if a call with tools off answers with no text at all
     (a model that only wanted to call a tool), it is passed on once more with no tools
-    attached. It never loops otherwise, short-circuits or executes tools.
+    attached. With `search_first`, the turn's first call is answered with the search call
+    instead, without calling the model (the only short-circuit). It never loops otherwise
+    or executes tools.
     """
 
     def __init__(
@@ -71,6 +77,7 @@ class SmallModelAdvisor(Advisor):
         system_prefix: str | None = QWEN_SYSTEM_PREFIX,
         results_as_text: bool = True,
         uncounted_tools: Iterable[str] = ("search_tools",),
+        search_first: str | None = None,
     ) -> None:
         if max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
@@ -78,6 +85,7 @@ class SmallModelAdvisor(Advisor):
         self.system_prefix = system_prefix
         self.results_as_text = results_as_text
         self.uncounted_tools = frozenset(uncounted_tools)
+        self.search_first = search_first
 
     def __repr__(self) -> str:
         return (
@@ -106,8 +114,24 @@ class SmallModelAdvisor(Advisor):
             and any(c.name not in self.uncounted_tools for c in m.tool_calls)
         )
 
+    def first_search(self, request: ChatRequest) -> ChatResponse | None:
+        """With `search_first`: the turn's first step, a search with the user's words."""
+        name = self.search_first
+        if name is None or request.find_tool(name) is None:
+            return None
+        last = request.messages[-1] if request.messages else None
+        if not isinstance(last, UserMessage) or request.options.tool_choice == "none":
+            return None
+        call = ToolCall.from_arguments(name, {"query": last.content})
+        return ChatResponse(
+            message=AssistantMessage(tool_calls=(call,)), finish_reason="tool_calls"
+        )
+
     async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         """Pass on the adapted request; once more without tools if it answered nothing."""
+        searched = self.first_search(request)
+        if searched is not None:
+            return searched
         adapted = self.adapt(request)
         response = await next(adapted)
         if _answered_nothing(adapted, response):
@@ -119,6 +143,10 @@ class SmallModelAdvisor(Advisor):
         self, request: ChatRequest, next: StreamNext
     ) -> AsyncIterator[StreamEvent]:
         """The streaming twin of `call_model`."""
+        searched = self.first_search(request)
+        if searched is not None:
+            yield ResponseCompleted(searched)
+            return
         adapted = self.adapt(request)
         completed: ChatResponse | None = None
         async with closing_stream(next(adapted)) as events:

@@ -62,12 +62,13 @@ def build_chain(
         LoggingAdvisor(logging.getLogger("advisorchain.demo")),
         ToolCallingAdvisor(max_calls_per_tool=3, max_calls=12),
         ApprovalAdvisor(approver),
-        ToolSearchAdvisor(pinned=pinned),
+        ToolSearchAdvisor(pinned=pinned, max_results=3 if small_model else 5),
         SmallModelAdvisor(
             max_rounds=max_rounds,
             results_as_text=small_model,
             system_prefix=QWEN_SYSTEM_PREFIX if small_model else None,
             uncounted_tools=LOOK_BEFORE_ACTING,
+            search_first="search_tools" if small_model else None,
         ),
     ]
     return Chain(advisors, model=model, tools=[*tools.read_tools, *catalog], options=options)

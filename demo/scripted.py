@@ -32,7 +32,9 @@ def order_assistant_reply(request: ChatRequest) -> Reply:
     """The scripted assistant's next reply to `request`."""
     last = request.messages[-1] if request.messages else None
     if isinstance(last, UserMessage) and last.content.startswith(RESULTS_HEADING):
-        return _after_results_text(request, last.content)
+        reply = _after_results_text(request, last.content)
+        if reply is not None:
+            return reply
     if isinstance(last, ToolMessage):
         return _after_tool(request, last)
     question = _question(request).lower()
@@ -52,9 +54,12 @@ def order_assistant_reply(request: ChatRequest) -> Reply:
     return "I can look up your orders, show your contact details and cancel an order."
 
 
-def _after_results_text(request: ChatRequest, content: str) -> Reply:
-    # Tool results shown as text (SmallModelAdvisor): go on from the latest one.
+def _after_results_text(request: ChatRequest, content: str) -> Reply | None:
+    # Tool results shown as text (SmallModelAdvisor): go on from the latest one; after
+    # only a search (`search_first`), from the question (`None`).
     first = [line for line in content.split("\n") if line.startswith("- ")][-1][2:]
+    if first.startswith("search_tools("):
+        return None
     if f" {NOT_DONE}: " in first:
         return f"I could not do that: {first.split(f' {NOT_DONE}: ', 1)[1]}"
     result = first.split(" returned: ", 1)[-1]

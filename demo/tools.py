@@ -15,7 +15,7 @@ from ..core.context import ToolContext
 from ..core.tools import Tool, default_result_converter, tool, tools_from
 from .orders import OrderService
 
-OrderId = Annotated[str, Field(description="The order id, like A-1001")]
+OrderId = Annotated[str, Field(description="The order id exactly as the customer wrote it")]
 
 _EMAIL = re.compile(
     r"([A-Za-z0-9._%+-])[A-Za-z0-9._%+-]*@([A-Za-z0-9-])[A-Za-z0-9.-]*(\.[A-Za-z]{2,})"
@@ -51,7 +51,8 @@ class OrderTools:
     @property
     def read_tools(self) -> list[Tool]:
         """Look-ups: always attached."""
-        return [self.get_order_status, self.get_customer_orders, self.get_customer_contact]
+        # The list first: a 0.5B model asked about "my orders" tends to pick the first tool.
+        return [self.get_customer_orders, self.get_order_status, self.get_customer_contact]
 
     @property
     def cancellation_tools(self) -> list[Tool]:
@@ -65,7 +66,7 @@ class OrderTools:
 
     @tool(run_inline=True)
     def get_order_status(self, order_id: OrderId, context: ToolContext) -> str:
-        """Look up one order by its id (like A-1001): status, items, total, carrier, ETA."""
+        """Look up one order by the id the customer gave: status, items, total, carrier, ETA."""
         tenant, user = _who(context)
         return self.service.order(tenant, user, order_id).describe()
 

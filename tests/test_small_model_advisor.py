@@ -28,7 +28,11 @@ from advisorchain.advisors import (
     SmallModelAdvisor,
     ToolSearchAdvisor,
 )
-from advisorchain.advisors.small_model import QWEN_SYSTEM_PREFIX, not_done_reason
+from advisorchain.advisors.small_model import (
+    QWEN_SYSTEM_PREFIX,
+    SEARCH_INSTRUCTION,
+    not_done_reason,
+)
 from advisorchain.providers import Reply, ScriptedChatModel
 
 Path = Literal["call", "stream"]
@@ -172,9 +176,7 @@ async def test_rounds_are_bounded_and_search_rounds_are_not_counted(path: Path) 
     assert after_search.startswith(
         'Results of your tool calls:\n- search_tools(query="order status")'
     )
-    assert after_search.endswith(
-        "Now call the listed tool that does what I asked, or answer if none of them fits."
-    )
+    assert after_search.endswith(SEARCH_INSTRUCTION)
 
 
 @pytest.mark.anyio
@@ -235,3 +237,31 @@ def _filler_tools() -> list[Tool]:
         Tool(f"filler_{i}", "A tool about something else entirely.", None, lambda a, c: "")
         for i in range(12)
     ]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", PATHS)
+async def test_search_first_searches_with_the_users_words_without_a_model_call(
+    path: Path,
+) -> None:
+    catalog = [get_order_status, *_filler_tools()]
+    model = ScriptedChatModel([_status_call("A-1"), "Shipped."])
+    chain = Chain(
+        [ToolCallingAdvisor(), ToolSearchAdvisor(), SmallModelAdvisor(search_first="search_tools")],
+        model=model,
+        tools=catalog,
+    )
+    response, _ = await _run(chain, "What is the order status of A-1?", path)
+    assert response.text == "Shipped."
+    search = response.messages[0]
+    assert isinstance(search, AssistantMessage)
+    assert search.tool_calls[0].name == "search_tools"
+    assert '"What is the order status of A-1?"' in search.tool_calls[0].arguments
+    # the model was asked twice: with the tools found attached, then to answer
+    first, second = model.requests
+    assert "get_order_status" in [t.name for t in first.tools]
+    assert first.messages[-1].content.startswith(
+        'Results of your tool calls:\n- search_tools(query="What is the order status of A-1?")'
+    )
+    assert second.options.tool_choice == "none"
+    assert response.usage.requests == 2
