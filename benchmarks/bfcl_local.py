@@ -91,7 +91,7 @@ def correct(entry: Entry, calls: Sequence[tuple[str, str]]) -> bool:
     if len(calls) != 1:
         return False
     name, raw = calls[0]
-    (expected_name, params), = entry.answer.items()
+    ((expected_name, params),) = entry.answer.items()
     if name != expected_name:
         return False
     try:

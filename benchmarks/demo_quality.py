@@ -202,7 +202,9 @@ def load_models(spec: str, variants: Sequence[Variant]) -> dict[Variant, Recordi
 
 
 async def run(
-    questions: Sequence[Question], variants: Sequence[Variant], models: dict[Variant, RecordingModel]
+    questions: Sequence[Question],
+    variants: Sequence[Variant],
+    models: dict[Variant, RecordingModel],
 ) -> list[Row]:
     for recording in models.values():
         load = getattr(recording.model, "load", None)
@@ -292,7 +294,9 @@ def markdown(rows: Sequence[Row], load: Sequence[str]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary(rows):
-        ratio = s["seconds_per_question"] / s["floor_per_question"] if s["floor_per_question"] else 0
+        ratio = (
+            s["seconds_per_question"] / s["floor_per_question"] if s["floor_per_question"] else 0
+        )
         out.append(
             f"| {s['variant']} | {s['half']} | {s['correct']}/{s['questions']} "
             f"| {s['seconds_per_question']:.1f} | {s['floor_per_question']:.1f} | {ratio:.2f} "
@@ -313,7 +317,9 @@ def markdown(rows: Sequence[Row], load: Sequence[str]) -> str:
 
 def uptime() -> str:
     try:
-        return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+        return subprocess.run(
+            ["uptime"], capture_output=True, text=True, check=False
+        ).stdout.strip()
     except OSError:
         return "(uptime unavailable)"
 

@@ -68,7 +68,6 @@ def build_chain(
             results_as_text=small_model,
             system_prefix=QWEN_SYSTEM_PREFIX if small_model else None,
             uncounted_tools=LOOK_BEFORE_ACTING,
-            search_first="search_tools" if small_model else None,
         ),
     ]
     return Chain(advisors, model=model, tools=[*tools.read_tools, *catalog], options=options)

@@ -56,7 +56,7 @@ def order_assistant_reply(request: ChatRequest) -> Reply:
 
 def _after_results_text(request: ChatRequest, content: str) -> Reply | None:
     # Tool results shown as text (SmallModelAdvisor): go on from the latest one; after
-    # only a search (`search_first`), from the question (`None`).
+    # only a search, from the question (`None`).
     first = [line for line in content.split("\n") if line.startswith("- ")][-1][2:]
     if first.startswith("search_tools("):
         return None

@@ -236,10 +236,9 @@ async def test_small_model_sees_tool_results_as_text_but_the_transcript_keeps_th
     assert first.messages[0].content.startswith("You are Qwen")
     roles = [m.role for m in second.messages]
     assert roles == ["system", "user", "user"]  # the tool round, rewritten
-    # the framework's own first search, then the model's call
-    shown = second.messages[-1].content
-    assert shown.startswith('Results of your tool calls:\n- search_tools(query="Where is A-1001?")')
-    assert '\n- get_order_status(order_id="A-1001") returned: Order A-1001' in shown
+    assert second.messages[-1].content.startswith(
+        'Results of your tool calls:\n- get_order_status(order_id="A-1001") returned: Order A-1001'
+    )
     assert second.options.tool_choice == "none"  # one tool round per turn, then answer
     # the tool list of the answer call is the first call's: the prompt prefix stays valid
     assert [t.name for t in second.tools] == [t.name for t in first.tools]
