@@ -265,3 +265,33 @@ async def test_search_first_searches_with_the_users_words_without_a_model_call(
     )
     assert second.options.tool_choice == "none"
     assert response.usage.requests == 2
+
+
+def test_the_readme_example_runs() -> None:
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    import advisorchain
+
+    readme = (Path(advisorchain.__file__).resolve().parent / "README.md").read_text()
+    found = re.search(r"<!-- tested: small-model -->\n```python\n(.*?)```", readme, re.S)
+    assert found is not None
+    code = found.group(1)
+    assert "model = LlamaCppChatModel()" in code
+    code = code.replace(
+        "model = LlamaCppChatModel()",
+        "model = ScriptedChatModel([ToolCall.from_arguments('get_order_status',"
+        " {'order_id': 'A-1001'}), 'It shipped with DHL and arrives Dec 2.'])",
+    )
+    namespace = {"__name__": "readme", "ScriptedChatModel": ScriptedChatModel, "ToolCall": ToolCall}
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        exec(compile(code, "README-small-model", "exec"), namespace)
+    assert output.getvalue() == "It shipped with DHL and arrives Dec 2.\n"
+    model = namespace["model"]
+    assert isinstance(model, ScriptedChatModel)
+    answering = model.requests[1]
+    assert answering.messages[-1].content.startswith("Results of your tool calls:")
+    assert answering.options.tool_choice == "none"
