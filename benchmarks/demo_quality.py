@@ -145,6 +145,9 @@ async def ask(variant: Variant, model: RecordingModel, question: Question) -> Ro
     service = OrderService.sample()
     chain = make_chain(variant, model, service, question.approval)  # type: ignore[arg-type]
     tools = OrderTools(service)
+    session_tools = (
+        baseline.cancellation_tools(tools) if variant == "baseline" else tools.cancellation_tools
+    )
     messages = [SystemMessage(content=SYSTEM[variant]), UserMessage(content=question.text)]
     context = {"tenant_id": TENANT, "user_id": USER}
     first_record = len(model.records)
@@ -154,9 +157,7 @@ async def ask(variant: Variant, model: RecordingModel, question: Question) -> Ro
     started = time.perf_counter()
     try:
         # The session may cancel: the cancellation tools are passed per request, as in the demo.
-        async for event in chain.stream(
-            messages, tools=tools.cancellation_tools, tool_context=context
-        ):
+        async for event in chain.stream(messages, tools=session_tools, tool_context=context):
             if isinstance(event, TextDelta):
                 text.append(event.text)
             elif isinstance(event, ToolCallFinished):
@@ -205,7 +206,10 @@ async def run(
     questions: Sequence[Question],
     variants: Sequence[Variant],
     models: dict[Variant, RecordingModel],
+    partial: Path | None = None,
 ) -> list[Row]:
+    """Every question on every variant, interleaved; with `partial`, the rows so far are
+    written there (JSON) after each one, so a stopped run keeps what it measured."""
     for recording in models.values():
         load = getattr(recording.model, "load", None)
         if load is not None:
@@ -216,6 +220,8 @@ async def run(
         for variant in order:
             row = await ask(variant, models[variant], question)
             rows.append(row)
+            if partial is not None:
+                _write(partial, {"rows": [asdict(r) for r in rows]})
             mark = "ok  " if row.ok else "FAIL"
             print(
                 f"{mark} {variant:<8} {question.id:<18} {row.seconds:6.1f} s  "
@@ -224,6 +230,11 @@ async def run(
                 flush=True,
             )
     return rows
+
+
+def _write(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1))
 
 
 # -- reporting -------------------------------------------------------------------------------
@@ -336,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     questions = select(args.half, args.question)
     models = load_models(args.model, variants)
     before = uptime()
-    rows = anyio.run(run, questions, variants, models)
+    rows = anyio.run(run, questions, variants, models, args.json)
     load = (before, uptime())
     print(markdown(rows, load))
     if args.json is not None:

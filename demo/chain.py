@@ -28,9 +28,8 @@ SYSTEM_PROMPT = (
 )
 SMALL_MODEL_SYSTEM_PROMPT = (
     # SmallModelAdvisor puts Qwen's own first sentence before it.
-    "You are the order assistant of an online shop, talking to a logged-in customer. "
-    "Call a tool to look up the customer's orders, never guess. Without an order id, "
-    "list the customer's orders."
+    "You are the order assistant of an online shop: call the tools to look up the customer's "
+    "orders, never guess."
 )
 LOOK_BEFORE_ACTING = ("search_tools", "prepare_cancellation")
 """Tool rounds the small-model mode does not count: finding a tool, checking a cancellation."""

@@ -66,7 +66,7 @@ class OrderTools:
 
     @tool(run_inline=True)
     def get_order_status(self, order_id: OrderId, context: ToolContext) -> str:
-        """Look up one order by the id the customer gave: status, items, total, carrier, ETA."""
+        """Look up the status, items, total and delivery date of one of the customer's orders."""
         tenant, user = _who(context)
         return self.service.order(tenant, user, order_id).describe()
 
@@ -76,10 +76,7 @@ class OrderTools:
         context: ToolContext,
         status: Literal["any", "processing", "shipped", "delivered", "cancelled"] = "any",
     ) -> str:
-        """List all of the customer's orders: ids, items, totals, status and delivery dates.
-
-        Use it when the customer gives no order id ("my orders", "my desk lamp order").
-        """
+        """List the customer's orders, optionally only those with one status."""
         tenant, user = _who(context)
         orders = [o for o in self.service.orders(tenant, user) if status in ("any", o.status)]
         if not orders:
@@ -90,7 +87,7 @@ class OrderTools:
     def get_customer_contact(
         self, context: ToolContext, detail: Literal["all", "email", "phone"] = "all"
     ) -> dict[str, str]:
-        """The customer's contact details on file: name, email (masked) and phone."""
+        """The customer's contact details on file: name, email, phone."""
         tenant, user = _who(context)
         customer = self.service.customer(tenant, user)
         details = {"name": customer.name, "email": customer.email, "phone": customer.phone}

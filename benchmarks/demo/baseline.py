@@ -121,13 +121,30 @@ class CatalogOrderToolSearch(ToolSearchAdvisor):
 def _described(tool: Tool, description: str) -> Tool:
     copy = Tool.__new__(Tool)
     copy.__dict__.update(tool.__dict__)
-    copy.definition = dataclasses.replace(tool.definition, description=description)
+    parameters = dict(tool.definition.parameters)
+    properties = dict(parameters.get("properties", {}))
+    if "order_id" in properties:
+        properties["order_id"] = ORDER_ID
+        parameters["properties"] = properties
+    copy.definition = dataclasses.replace(
+        tool.definition, description=description, parameters=parameters
+    )
     return copy
 
 
+ORDER_ID = {"type": "string", "description": "The order id, like A-1001"}
+ORDER = ("get_order_status", "get_customer_orders", "get_customer_contact")
+
+
 def read_tools(tools: OrderTools) -> list[Tool]:
-    """The read tools with their original descriptions."""
-    return [_described(t, DESCRIPTIONS[t.name]) for t in tools.read_tools]
+    """The read tools in their original order, descriptions and order-id description."""
+    by_name = {t.name: t for t in tools.read_tools}
+    return [_described(by_name[name], DESCRIPTIONS[name]) for name in ORDER]
+
+
+def cancellation_tools(tools: OrderTools) -> list[Tool]:
+    """The cancellation tools with their original order-id description."""
+    return [_described(t, t.description) for t in tools.cancellation_tools]
 
 
 def stub_catalog(catalog: Sequence[Tool]) -> list[Tool]:
