@@ -10,10 +10,10 @@ variant has its own loaded model, so each keeps its own KV cache across its turn
 demo session would. `baseline` is the original code path (`benchmarks/demo/baseline.py`);
 `improved` is today's demo chain (`demo/chain.py`, `SmallModelAdvisor`).
 
-Reported per variant and half: accuracy, seconds per question, the floor (prompt tokens
-evaluated / prompt speed + tokens generated / generation speed, with the speeds measured
-over the whole run), prompt tokens per model call and how many of them llama.cpp actually
-evaluated (the rest came from its KV cache). `uptime` is printed before and after: the
+Reported per variant and half: accuracy, seconds per question, the floor (per model call,
+prompt tokens evaluated / prompt speed + tokens generated / generation speed: the seconds
+llama.cpp's own counters say it spent), prompt tokens per model call and how many of them
+llama.cpp actually evaluated (the rest came from its KV cache). `uptime` is printed before and after: the
 machine is shared, so compare the variants of one run, not runs.
 """
 
@@ -250,18 +250,15 @@ def speeds(rows: Sequence[Row]) -> tuple[float, float]:
     return prompt, generation
 
 
-def floor(row: Row, prompt_speed: float, generation_speed: float) -> float:
-    """The row's floor: evaluated / prompt speed + generated / generation speed."""
-    if not prompt_speed or not generation_speed:
-        return 0.0
-    evaluated = sum(c.evaluated for c in row.calls)
-    generated = sum(c.generated for c in row.calls)
-    return evaluated / prompt_speed + generated / generation_speed
+def floor(row: Row) -> float:
+    """The row's floor: each call's evaluated prompt tokens / its prompt speed plus its
+    generated tokens / its generation speed, i.e. the seconds llama.cpp itself spent
+    evaluating (speeds differ between a long batch and a short one, so per call)."""
+    return sum(c.prompt_seconds + c.generation_seconds for c in row.calls)
 
 
 def summary(rows: Sequence[Row]) -> list[dict[str, Any]]:
     """One line per variant and half (and `all`)."""
-    prompt_speed, generation_speed = speeds(rows)
     lines: list[dict[str, Any]] = []
     for variant in dict.fromkeys(r.variant for r in rows):
         for half in ("tune", "held", "all"):
@@ -270,7 +267,7 @@ def summary(rows: Sequence[Row]) -> list[dict[str, Any]]:
                 continue
             calls = [c for r in chosen for c in r.calls]
             seconds = sum(r.seconds for r in chosen) / len(chosen)
-            floor_s = sum(floor(r, prompt_speed, generation_speed) for r in chosen) / len(chosen)
+            floor_s = sum(floor(r) for r in chosen) / len(chosen)
             lines.append(
                 {
                     "variant": variant,
@@ -342,7 +339,13 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     parser.add_argument("--question", action="append", default=[], help="a question id")
     parser.add_argument("--model", default="local", help="local, scripted or local:<file.gguf>")
     parser.add_argument("--json", type=Path, help="write the rows and the summary here")
+    parser.add_argument("--report", type=Path, help="only print the tables of a saved --json")
     args = parser.parse_args(argv)
+    if args.report is not None:
+        saved = json.loads(args.report.read_text())
+        rows = [Row(**{**r, "calls": [CallRecord(**c) for c in r["calls"]]}) for r in saved["rows"]]
+        print(markdown(rows, saved.get("load", ("(not saved)", "(not saved)"))))
+        return rows
     variants = VARIANTS if args.variant == "both" else (args.variant,)
     questions = select(args.half, args.question)
     models = load_models(args.model, variants)
