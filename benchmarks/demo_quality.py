@@ -13,8 +13,8 @@ demo session would. `baseline` is the original code path (`benchmarks/demo/basel
 Reported per variant and half: accuracy, seconds per question, the floor (per model call,
 prompt tokens evaluated / prompt speed + tokens generated / generation speed: the seconds
 llama.cpp's own counters say it spent), prompt tokens per model call and how many of them
-llama.cpp actually evaluated (the rest came from its KV cache). `uptime` is printed before and after: the
-machine is shared, so compare the variants of one run, not runs.
+llama.cpp actually evaluated (the rest came from its KV cache). `uptime` is printed before
+and after: the machine is shared, so compare the variants of one run, not runs.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,7 +47,7 @@ from advisorchain.demo.scripted import scripted_order_model
 from advisorchain.demo.tools import OrderTools
 
 from .demo import baseline
-from .demo.questions import Outcome, Question, check, select
+from .demo.questions import QUESTIONS, Outcome, Question, check, select
 
 Variant = Literal["baseline", "improved"]
 VARIANTS: tuple[Variant, ...] = ("baseline", "improved")
@@ -181,6 +181,21 @@ async def ask(variant: Variant, model: RecordingModel, question: Question) -> Ro
         seconds=seconds,
         calls=model.records[first_record:],
     )
+
+
+def recheck(row: Row) -> Row:
+    """`row` checked again by today's checks (a saved run keeps answers, tools and errors;
+    an order's status afterwards is read back from the saved problems)."""
+    question = next(q for q in QUESTIONS if q.id == row.question)
+    statuses: dict[str, str] = {}
+    if question.status_after is not None:
+        order_id, status = question.status_after
+        wrong = [p for p in row.problems if p.startswith(f"{order_id} is ")]
+        statuses[order_id] = wrong[0].split()[2].rstrip(",") if wrong else status
+    failed = [p for p in row.problems if p.startswith("turn failed: ")]
+    error = failed[0].removeprefix("turn failed: ") if failed else None
+    problems = check(question, Outcome(row.answer, tuple(row.called), statuses, error))
+    return replace(row, ok=not problems, problems=problems)
 
 
 def load_models(spec: str, variants: Sequence[Variant]) -> dict[Variant, RecordingModel]:
@@ -343,7 +358,10 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     args = parser.parse_args(argv)
     if args.report is not None:
         saved = json.loads(args.report.read_text())
-        rows = [Row(**{**r, "calls": [CallRecord(**c) for c in r["calls"]]}) for r in saved["rows"]]
+        rows = [
+            recheck(Row(**{**r, "calls": [CallRecord(**c) for c in r["calls"]]}))
+            for r in saved["rows"]
+        ]
         print(markdown(rows, saved.get("load", ("(not saved)", "(not saved)"))))
         return rows
     variants = VARIANTS if args.variant == "both" else (args.variant,)

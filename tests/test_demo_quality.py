@@ -51,6 +51,8 @@ def test_checks_catch_leaks_missing_facts_and_false_success() -> None:
     assert check(rejected, wrong) == ["does not say it was not done", "claims success"]
     assert claims_success("Sorry, it failed. Your address was changed.")
     assert not claims_success("Your address was not changed.")
+    # a flag's name is no negation (a real answer of the original demo)
+    assert claims_success("The order A-1002 was cancelled due to the demo running with --no-input.")
     loyalty = next(q for q in QUESTIONS if q.id == "t-loyalty")
     assert check(loyalty, Outcome("You have 1240 points.")) == ["did not call get_loyalty_points"]
     assert check(loyalty, Outcome("", error="ToolCallLimitExceeded: x")) == [

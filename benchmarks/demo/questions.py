@@ -247,17 +247,20 @@ QUESTIONS: tuple[Question, ...] = (
 )
 
 
+_FLAG = re.compile(r"--[a-z][a-z-]*")  # `--no-input` is a name, not a negation
+
+
 def claims_success(answer: str) -> bool:
     """Whether a sentence of `answer` says something was cancelled/changed, unnegated."""
     for sentence in re.split(r"(?<=[.!?])\s+|\n+", answer):
-        if _CLAIM.search(sentence) and not _NEGATION.search(sentence):
+        if _CLAIM.search(sentence) and not _NEGATION.search(_FLAG.sub("", sentence)):
             return True
     return False
 
 
 def says_not_done(answer: str) -> bool:
     """Whether `answer` plainly says something was not (or cannot be) done."""
-    return bool(_NEGATION.search(answer))
+    return bool(_NEGATION.search(_FLAG.sub("", answer)))
 
 
 def check(question: Question, outcome: Outcome) -> list[str]:
