@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import replace
 
 from ..core.advisor import Advisor, CallNext, StreamNext
-from ..core.events import ResponseCompleted, StreamEvent
+from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta
 from ..core.messages import (
     AssistantMessage,
     Message,
@@ -19,6 +19,7 @@ from ..core.messages import (
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.streams import closing_stream
+from ..core.text_tool_calls import apply_text_tool_calls, parse_text_tool_call_stream
 
 QWEN_SYSTEM_PREFIX = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 """Qwen2.5's own default system sentence: measurably helps its small models call tools."""
@@ -63,11 +64,12 @@ class SmallModelAdvisor(Advisor):
 
     Control flow: it hooks only `call_model`/`stream_model` (folded around the model below
     every advisor), so it sees every model call of every round wherever it is placed. Each
-    call is passed on once, rewritten; if a call with tools off answers with no text at all
-    (a model that only wanted to call a tool), it is passed on once more with no tools
-    attached. With `search_first`, the turn's first call is answered with the search call
-    instead, without calling the model (the only short-circuit). It never loops otherwise
-    or executes tools.
+    call is passed on once, rewritten. A call with tools off but their definitions still
+    attached (a local model keeps them, see `LlamaCppChatModel`) may still get a tool call
+    written as text: it is dropped (on `stream`, such text is held back, never shown), and
+    if no text remains, the call is passed on once more with no tools attached. With
+    `search_first`, the turn's first call is answered with the search call instead, without
+    calling the model (the only short-circuit). It never loops otherwise or executes tools.
     """
 
     def __init__(
@@ -134,7 +136,10 @@ class SmallModelAdvisor(Advisor):
             return searched
         adapted = self.adapt(request)
         response = await next(adapted)
-        if _answered_nothing(adapted, response):
+        if not _tools_off_but_shown(adapted):
+            return response
+        response = _without_written_calls(adapted, response)
+        if not response.text.strip():
             again = await next(adapted.with_tools(()))
             response = replace(again, usage=response.usage + again.usage)
         return response
@@ -148,15 +153,25 @@ class SmallModelAdvisor(Advisor):
             yield ResponseCompleted(searched)
             return
         adapted = self.adapt(request)
+        if not _tools_off_but_shown(adapted):
+            async with closing_stream(next(adapted)) as events:
+                async for event in events:
+                    yield event
+            return
+        # Text that may be a tool call written anyway is held back by the parser.
+        names = frozenset(t.name for t in adapted.tools)
         completed: ChatResponse | None = None
-        async with closing_stream(next(adapted)) as events:
+        async with closing_stream(parse_text_tool_call_stream(next(adapted), names)) as events:
             async for event in events:
                 if isinstance(event, ResponseCompleted):
-                    completed = event.response
-                    if _answered_nothing(adapted, completed):
-                        break
-                yield event
-        if completed is None or not _answered_nothing(adapted, completed):
+                    completed = _without_written_calls(adapted, event.response)
+                    break
+                if not isinstance(event, ToolCallDelta):
+                    yield event
+        if completed is None:
+            return
+        if completed.text.strip():
+            yield ResponseCompleted(completed)
             return
         async with closing_stream(next(adapted.with_tools(()))) as events:
             async for event in events:
@@ -237,12 +252,22 @@ def _with_prefix(messages: tuple[Message, ...], prefix: str) -> tuple[Message, .
     return (SystemMessage(content=prefix), *messages)
 
 
-def _answered_nothing(request: ChatRequest, response: ChatResponse) -> bool:
-    return (
-        request.options.tool_choice == "none"
-        and bool(request.tools)
-        and not response.tool_calls
-        and not response.text.strip()
+def _tools_off_but_shown(request: ChatRequest) -> bool:
+    # tool_choice="none" with definitions in the prompt (a local model keeps them for its
+    # KV cache): the model may still write a call as text, or nothing.
+    return request.options.tool_choice == "none" and bool(request.tools)
+
+
+def _without_written_calls(request: ChatRequest, response: ChatResponse) -> ChatResponse:
+    """`response` with any tool call it wrote (as text or structured) dropped: no tool may
+    be called, so only its text counts as the answer."""
+    parsed = apply_text_tool_calls(response, (t.name for t in request.tools))
+    if not parsed.tool_calls:
+        return response
+    return replace(
+        parsed,
+        message=AssistantMessage(content=parsed.text.strip() or None),
+        finish_reason="stop",
     )
 
 

@@ -295,3 +295,28 @@ def test_the_readme_example_runs() -> None:
     answering = model.requests[1]
     assert answering.messages[-1].content.startswith("Results of your tool calls:")
     assert answering.options.tool_choice == "none"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_call_written_when_tools_are_off_is_never_the_answer(path: Path) -> None:
+    """Seen on the 0.5B model: with the definitions kept, it wrote the call again as JSON."""
+    written = '{"name": "get_order_status", "arguments": {"order_id": "A-1"}}'
+    model = ScriptedChatModel([_status_call("A-1"), written, "It shipped with DHL."])
+    chain = Chain(
+        [ToolCallingAdvisor(), SmallModelAdvisor()], model=model, tools=[get_order_status]
+    )
+    response, streamed = await _run(chain, "Where is A-1?", path)
+    assert response.text == "It shipped with DHL."
+    assert "get_order_status" not in streamed and "{" not in streamed
+    assert len(model.requests) == 3 and not model.requests[2].tools
+    # text beside a written call is kept as the answer, without the call
+    model = ScriptedChatModel(
+        [_status_call("A-1"), f"It shipped. <tool_call>{written}</tool_call>"]
+    )
+    chain = Chain(
+        [ToolCallingAdvisor(), SmallModelAdvisor()], model=model, tools=[get_order_status]
+    )
+    response, _ = await _run(chain, "Where is A-1?", path)
+    assert response.text == "It shipped."
+    assert len(model.requests) == 2 and response.finish_reason == "stop"
