@@ -15,7 +15,7 @@ from ..core.context import ToolContext
 from ..core.tools import Tool, default_result_converter, tool, tools_from
 from .orders import OrderService
 
-OrderId = Annotated[str, Field(description="The order id exactly as the customer wrote it")]
+OrderId = Annotated[str, Field(description="The order id, like A-1001")]
 
 _EMAIL = re.compile(
     r"([A-Za-z0-9._%+-])[A-Za-z0-9._%+-]*@([A-Za-z0-9-])[A-Za-z0-9.-]*(\.[A-Za-z]{2,})"
@@ -51,8 +51,7 @@ class OrderTools:
     @property
     def read_tools(self) -> list[Tool]:
         """Look-ups: always attached."""
-        # The list first: a 0.5B model asked about "my orders" tends to pick the first tool.
-        return [self.get_customer_orders, self.get_order_status, self.get_customer_contact]
+        return [self.get_order_status, self.get_customer_orders, self.get_customer_contact]
 
     @property
     def cancellation_tools(self) -> list[Tool]:
