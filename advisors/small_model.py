@@ -165,8 +165,7 @@ class SmallModelAdvisor(Advisor):
             async for event in events:
                 if isinstance(event, ResponseCompleted):
                     completed = _without_written_calls(adapted, event.response)
-                    break
-                if not isinstance(event, ToolCallDelta):
+                elif not isinstance(event, ToolCallDelta):
                     yield event
         if completed is None:
             return

@@ -111,9 +111,11 @@ class RecordingModel:
         return response
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        async for event in self.model.stream(request):
-            yield event
-        self._record()
+        try:
+            async for event in self.model.stream(request):
+                yield event
+        finally:
+            self._record()
 
 
 def make_chain(variant: Variant, model: ChatModel, service: OrderService, approval: str) -> Chain:
