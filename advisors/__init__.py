@@ -43,6 +43,7 @@ from .memory_stores import (
     SQLiteChatMemoryStore,
 )
 from .redaction import RedactionAdvisor, RedactionBlocked, RedactionRule
+from .small_model import SmallModelAdvisor
 from .tool_cache import ToolResultCacheAdvisor
 from .tool_calling import ToolCallingAdvisor
 from .tool_retry import ExponentialBackoff, ToolRetryAdvisor
@@ -99,6 +100,7 @@ __all__ = [
     "Reject",
     "SQLiteApprovalStore",
     "SQLiteChatMemoryStore",
+    "SmallModelAdvisor",
     "Span",
     "TextRewriter",
     "TextTransformAdvisor",

@@ -66,7 +66,7 @@ async def run_demo(
         model = await _prepare_model(parse_model_option(options.model), renderer)
     approver = make_approver(options.approval, say=renderer.line, read=read, out=out)
     # A 0.5B model answers far better with its tool results shown as text and one tool
-    # round per turn (see ToolResultsAsText); larger models get the plain chain.
+    # round per turn (see SmallModelAdvisor); larger models get the plain chain.
     small_model = getattr(model, "provider_name", None) == "llama.cpp"
     system = SystemMessage(content=SMALL_MODEL_SYSTEM_PROMPT if small_model else SYSTEM_PROMPT)
     catalog = business_catalog()

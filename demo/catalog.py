@@ -1,7 +1,9 @@
 """A catalog of ~50 further business tools, so tool search has something to search.
 
-They are declared programmatically (`Tool(name, description, schema, handler)`) and
-answer with canned text: the demo is about finding the right tool, not running a shop.
+They are declared programmatically (`Tool(name, description, schema, handler)`). A few
+look-ups answer with fixed sample data (`SAMPLE_ANSWERS`); every other tool fails with
+`NotInDemoShop`, which the model reads as an error: nothing was done. (A stub that
+answered "done" made the model tell the customer that, say, their address was changed.)
 """
 
 from __future__ import annotations
@@ -87,6 +89,22 @@ _CATALOG: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
+SAMPLE_ANSWERS: Mapping[str, str] = {
+    "get_loyalty_points": "The customer has 1240 loyalty points (worth 12.40 EUR).",
+    "track_shipment": (
+        "Order {order_id}: picked up by DHL in Leipzig on Nov 29, in transit since Nov 30, "
+        "delivery expected Dec 2."
+    ),
+    "get_store_hours": "The store in {city} is open Monday to Saturday, 9:00 to 20:00.",
+    "get_refund_status": "No refund has been requested for order {order_id}.",
+}
+"""The catalog tools that answer with data, and what they say (arguments filled in)."""
+
+
+class NotInDemoShop(RuntimeError):
+    """A catalog tool the demo shop does not implement: nothing was done."""
+
+
 def _schema(params: tuple[str, ...]) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     for name in params:
@@ -97,8 +115,10 @@ def _schema(params: tuple[str, ...]) -> dict[str, Any]:
 
 def _handler(name: str) -> Any:
     def handle(arguments: Mapping[str, Any], context: ToolContext) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in sorted(arguments.items()))
-        return f"{name}({shown}): done. (The demo shop has no data behind this tool.)"
+        answer = SAMPLE_ANSWERS.get(name)
+        if answer is None:
+            raise NotInDemoShop(f"{name} is not available in the demo shop; nothing was changed")
+        return answer.format_map({k: str(v) for k, v in arguments.items()})
 
     return handle
 

@@ -9,16 +9,16 @@ from ..advisors import (
     ApprovalAdvisor,
     Approver,
     LoggingAdvisor,
+    SmallModelAdvisor,
     ToolCallingAdvisor,
     ToolSearchAdvisor,
 )
+from ..advisors.small_model import QWEN_SYSTEM_PREFIX
 from ..core.advisor import Advisor
 from ..core.chain import Chain
 from ..core.model import ChatModel
 from ..core.options import ChatOptions
 from ..core.tools import Tool
-from .rounds import AnswerAfterRounds
-from .small_model import ToolResultsAsText
 from .tools import OrderTools
 
 SYSTEM_PROMPT = (
@@ -27,10 +27,12 @@ SYSTEM_PROMPT = (
     "Answer briefly, in plain sentences."
 )
 SMALL_MODEL_SYSTEM_PROMPT = (
-    # Qwen's own default first sentence measurably helps the 0.5B model call tools.
-    "You are Qwen, created by Alibaba Cloud. You are a helpful assistant. You are the order "
-    "assistant of an online shop: call the tools to look up the customer's orders, never guess."
+    # SmallModelAdvisor puts Qwen's own first sentence before it.
+    "You are the order assistant of an online shop: call the tools to look up the customer's "
+    "orders, never guess."
 )
+LOOK_BEFORE_ACTING = ("search_tools", "prepare_cancellation")
+"""Tool rounds the small-model mode does not count: finding a tool, checking a cancellation."""
 
 
 def build_chain(
@@ -49,17 +51,22 @@ def build_chain(
     tools are passed per request by the caller, for sessions that may cancel. Tool search
     shows the model `search_tools` plus the order tools (pinned) instead of the whole
     catalog. Log records go to the `advisorchain.demo` logger (`--log` shows them).
-    `small_model` shows tool results to the model as text (`ToolResultsAsText`), which a
-    0.5B model answers far more reliably.
+    `small_model` adds the `SmallModelAdvisor` (tool results shown as text, the Qwen system
+    prefix), which a 0.5B model answers far more reliably; either way a turn has at most
+    `max_rounds` counted tool rounds before the model must answer (`LOOK_BEFORE_ACTING`
+    rounds are not counted).
     """
     pinned = [t.name for t in (*tools.read_tools, *tools.cancellation_tools)]
     advisors: list[Advisor] = [
         LoggingAdvisor(logging.getLogger("advisorchain.demo")),
         ToolCallingAdvisor(max_calls_per_tool=3, max_calls=12),
         ApprovalAdvisor(approver),
-        AnswerAfterRounds(max_rounds),  # before tool search, which then knows tools are off
-        ToolSearchAdvisor(pinned=pinned),
+        ToolSearchAdvisor(pinned=pinned, max_results=3 if small_model else 5),
+        SmallModelAdvisor(
+            max_rounds=max_rounds,
+            results_as_text=small_model,
+            system_prefix=QWEN_SYSTEM_PREFIX if small_model else None,
+            uncounted_tools=LOOK_BEFORE_ACTING,
+        ),
     ]
-    if small_model:
-        advisors.append(ToolResultsAsText())
     return Chain(advisors, model=model, tools=[*tools.read_tools, *catalog], options=options)

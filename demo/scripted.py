@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from ..advisors.small_model import NOT_DONE, RESULTS_HEADING
 from ..core.messages import ToolCall, ToolMessage, UserMessage
 from ..core.request import ChatRequest
 from ..providers.scripted import Reply, ScriptedChatModel
@@ -30,9 +31,10 @@ def _question(request: ChatRequest) -> str:
 def order_assistant_reply(request: ChatRequest) -> Reply:
     """The scripted assistant's next reply to `request`."""
     last = request.messages[-1] if request.messages else None
-    if request.options.tool_choice == "none" and isinstance(last, UserMessage):
-        # No tools allowed: answer with what the transcript says (results shown as text).
-        return last.text.removeprefix("Results:\n").split("\n")[0]
+    if isinstance(last, UserMessage) and last.text.startswith(RESULTS_HEADING):
+        reply = _after_results_text(request, last.text)
+        if reply is not None:
+            return reply
     if isinstance(last, ToolMessage):
         return _after_tool(request, last)
     question = _question(request).lower()
@@ -50,6 +52,22 @@ def order_assistant_reply(request: ChatRequest) -> Reply:
     if "order" in question:
         return ToolCall.from_arguments("get_customer_orders", {})
     return "I can look up your orders, show your contact details and cancel an order."
+
+
+def _after_results_text(request: ChatRequest, content: str) -> Reply | None:
+    # Tool results shown as text (SmallModelAdvisor): go on from the latest one; after
+    # only a search, from the question (`None`).
+    first = [line for line in content.split("\n") if line.startswith("- ")][-1][2:]
+    if first.startswith("search_tools("):
+        return None
+    if f" {NOT_DONE}: " in first:
+        return f"I could not do that: {first.split(f' {NOT_DONE}: ', 1)[1]}"
+    result = first.split(" returned: ", 1)[-1]
+    may_call = request.options.tool_choice != "none" and request.find_tool("cancel_order")
+    order_id = _order_id(result)
+    if first.startswith("prepare_cancellation(") and may_call and order_id is not None:
+        return ToolCall.from_arguments("cancel_order", {"order_id": order_id})
+    return result
 
 
 def _after_tool(request: ChatRequest, result: ToolMessage) -> Reply:

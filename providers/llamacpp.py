@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -46,6 +47,33 @@ DEFAULT_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 _DONE = object()
 
 
+@dataclass(frozen=True, slots=True)
+class LlamaCallTimings:
+    """What one model call cost llama.cpp, from its own performance counters.
+
+    `prompt_tokens` is the whole prompt; `prompt_tokens_evaluated` the part llama.cpp
+    actually evaluated (the rest was a prefix still in its KV cache from the previous
+    call). `floor_seconds` is the time those evaluations take at the measured speeds,
+    without any overhead: prompt evaluation plus generation.
+    """
+
+    prompt_tokens: int
+    prompt_tokens_evaluated: int
+    prompt_seconds: float
+    generated_tokens: int
+    generation_seconds: float
+
+    @property
+    def reused_tokens(self) -> int:
+        """Prompt tokens taken from the KV cache instead of evaluated."""
+        return max(0, self.prompt_tokens - self.prompt_tokens_evaluated)
+
+    @property
+    def floor_seconds(self) -> float:
+        """Prompt evaluation plus generation time, as llama.cpp measured them."""
+        return self.prompt_seconds + self.generation_seconds
+
+
 class LlamaCppChatModel:
     """A local GGUF model behind the `ChatModel` protocol (llama-cpp-python, in-process).
 
@@ -56,6 +84,15 @@ class LlamaCppChatModel:
     grammar-constrained structured call; otherwise tool calls written as text are
     parsed (`text_tool_calls=False` turns that off). `llama_options` go to
     `llama_cpp.Llama(...)`; `llama` injects an already built `Llama`-like object.
+
+    llama.cpp reuses the longest prefix of the previous call's prompt still in its KV
+    cache, so a prompt that only grows is evaluated only where it is new. To keep that
+    prefix valid, `tool_choice="none"` keeps the tool definitions in the prompt and stops
+    generation at `tool_call_stop` (the tag a call would start with), so no call can be
+    written; `tools_when_none="drop"` removes the definitions instead (a shorter prompt,
+    evaluated again from the system message on). `last_timings` holds llama.cpp's own
+    count of the prompt tokens evaluated and reused, and the seconds spent, of the
+    latest call (`usage.cached_tokens` carries the reused count too).
 
     Usage is exact for `call`; for `stream` llama.cpp reports none, so it is counted
     from the streamed chunks and the context length (approximate). A stream stops
@@ -73,9 +110,13 @@ class LlamaCppChatModel:
         n_ctx: int = 4096,
         n_threads: int | None = None,
         text_tool_calls: bool = True,
+        tools_when_none: Literal["keep", "drop"] = "keep",
+        tool_call_stop: Sequence[str] = ("<tool_call>",),
         llama_options: Mapping[str, Any] | None = None,
         llama: Any = None,
     ) -> None:
+        if tools_when_none not in ("keep", "drop"):
+            raise ValueError("tools_when_none must be 'keep' or 'drop'")
         self.model_path = Path(model_path) if model_path is not None else None
         if model_name is None:
             model_name = self.model_path.stem if self.model_path else DEFAULT_MODEL_NAME
@@ -83,6 +124,9 @@ class LlamaCppChatModel:
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.text_tool_calls = text_tool_calls
+        self.tools_when_none = tools_when_none
+        self.tool_call_stop = tuple(tool_call_stop)
+        self.last_timings: LlamaCallTimings | None = None
         self.llama_options = dict(llama_options or {})
         self.load_seconds: float | None = None
         self._llama = llama
@@ -144,8 +188,11 @@ class LlamaCppChatModel:
         kwargs = self._arguments(request)
         async with self._exclusive():
             llama = await self._loaded()
+            before = _perf(llama)
             data = await anyio.to_thread.run_sync(partial(llama.create_chat_completion, **kwargs))
-        response = _response(data, self.model_name)
+            prompt_tokens = int((data.get("usage") or {}).get("prompt_tokens", 0))
+            self.last_timings = _timings(before, _perf(llama), prompt_tokens)
+        response = _with_cached(_response(data, self.model_name), self.last_timings)
         if self.text_tool_calls:
             response = apply_text_tool_calls(response, tool_names_for(request))
         return response
@@ -166,6 +213,7 @@ class LlamaCppChatModel:
         chunks_with_output = 0
         async with self._exclusive():
             llama = await self._loaded()
+            before = _perf(llama)
             chunks: Iterator[dict[str, Any]] = await anyio.to_thread.run_sync(
                 partial(llama.create_chat_completion, stream=True, **kwargs)
             )
@@ -188,10 +236,14 @@ class LlamaCppChatModel:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(_close, chunks)
             context_tokens = int(getattr(llama, "n_tokens", 0) or 0)
+            prompt_tokens = max(0, context_tokens - chunks_with_output)
+            self.last_timings = _timings(before, _perf(llama), prompt_tokens)
         message = assembler.message()
+        timings = self.last_timings
         usage = Usage(
-            input_tokens=max(0, context_tokens - chunks_with_output),
+            input_tokens=prompt_tokens,
             output_tokens=chunks_with_output,
+            cached_tokens=timings.reused_tokens if timings is not None else 0,
             requests=1,
         )
         yield ResponseCompleted(
@@ -210,7 +262,9 @@ class LlamaCppChatModel:
         options = request.options
         kwargs: dict[str, Any] = {"messages": [_message(m) for m in request.messages]}
         choice = options.tool_choice
-        if request.tools and choice != "none":
+        stop = list(options.stop or ())
+        keep = choice != "none" or self.tools_when_none == "keep"
+        if request.tools and keep:
             kwargs["tools"] = [
                 {
                     "type": "function",
@@ -222,9 +276,11 @@ class LlamaCppChatModel:
                 }
                 for t in request.tools
             ]
+            if choice == "none":
+                stop.extend(s for s in self.tool_call_stop if s not in stop)
             if choice == "required" and len(request.tools) == 1:
                 choice = request.tools[0].name
-            if choice not in (None, "auto", "required"):
+            if choice not in (None, "auto", "required", "none"):
                 if request.find_tool(choice) is None:
                     raise ChainConfigurationError(
                         f"tool_choice names {choice!r}, which is not attached to the request"
@@ -234,8 +290,8 @@ class LlamaCppChatModel:
             value = getattr(options, name)
             if value is not None:
                 kwargs[name] = value
-        if options.stop:
-            kwargs["stop"] = list(options.stop)
+        if stop:
+            kwargs["stop"] = stop
         kwargs.update(options.extra)
         return kwargs
 
@@ -320,10 +376,45 @@ def _response(data: Mapping[str, Any], model_name: str) -> ChatResponse:
     )
 
 
+def _perf(llama: Any) -> tuple[float, float, int, int] | None:
+    """llama.cpp's cumulative counters: prompt ms, generation ms, prompt and generated tokens."""
+    try:
+        import llama_cpp
+
+        data = llama_cpp.llama_perf_context(llama._ctx.ctx)
+    except Exception:  # an injected stand-in, or a build without the perf API
+        return None
+    return float(data.t_p_eval_ms), float(data.t_eval_ms), int(data.n_p_eval), int(data.n_eval)
+
+
+def _timings(
+    before: tuple[float, float, int, int] | None,
+    after: tuple[float, float, int, int] | None,
+    prompt_tokens: int,
+) -> LlamaCallTimings | None:
+    if before is None or after is None:
+        return None
+    return LlamaCallTimings(
+        prompt_tokens=prompt_tokens,
+        prompt_tokens_evaluated=after[2] - before[2],
+        prompt_seconds=(after[0] - before[0]) / 1000,
+        generated_tokens=after[3] - before[3],
+        generation_seconds=(after[1] - before[1]) / 1000,
+    )
+
+
+def _with_cached(response: ChatResponse, timings: LlamaCallTimings | None) -> ChatResponse:
+    if timings is None:
+        return response
+    usage = response.usage
+    cached = Usage(usage.input_tokens, usage.output_tokens, timings.reused_tokens, usage.requests)
+    return replace(response, usage=cached)
+
+
 def _close(chunks: Iterator[Any]) -> None:
     close = getattr(chunks, "close", None)
     if close is not None:
         close()
 
 
-__all__ = ["DEFAULT_MODEL_NAME", "LlamaCppChatModel"]
+__all__ = ["DEFAULT_MODEL_NAME", "LlamaCallTimings", "LlamaCppChatModel"]

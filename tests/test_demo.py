@@ -10,15 +10,13 @@ import pytest
 
 from advisorchain import ChatRequest, ToolContext, dump_messages
 from advisorchain.cli import run
-from advisorchain.core.chain import Chain
 from advisorchain.demo.app import DEFAULT_QUESTIONS, DemoOptions, run_demo
-from advisorchain.demo.approval import make_approver
-from advisorchain.demo.catalog import business_catalog
+from advisorchain.demo.catalog import NotInDemoShop, business_catalog
 from advisorchain.demo.models import ModelOptionError, ModelSpec, parse_model_option
 from advisorchain.demo.orders import OrderNotFound, OrderService
 from advisorchain.demo.scripted import scripted_order_model
 from advisorchain.demo.tools import OrderTools, mask_emails
-from advisorchain.providers import Reply, ScriptedChatModel
+from advisorchain.providers import ScriptedChatModel
 
 TENANT, USER = "tenant-acme-7f3a", "user-ada-91c2"
 
@@ -205,9 +203,13 @@ async def test_catalog_tools_are_valid_and_run() -> None:
         assert t.description and t.definition.parameters["type"] == "object"
     track = next(t for t in catalog if t.name == "track_shipment")
     result = await track.run({"order_id": "A-1001"}, ToolContext({}))
-    assert "track_shipment(order_id='A-1001')" in result
+    assert result.startswith("Order A-1001: picked up by DHL")
     with pytest.raises(ValueError, match="order_id"):
         track.validate_arguments({})
+    # A tool without sample data fails: it never pretends that something was done.
+    address = next(t for t in catalog if t.name == "update_shipping_address")
+    with pytest.raises(NotInDemoShop, match="nothing was changed"):
+        await address.run({"order_id": "A-1002", "address": "1 Main St"}, ToolContext({}))
 
 
 def test_model_option_parsing() -> None:
@@ -223,34 +225,6 @@ def test_model_option_parsing() -> None:
 
 
 @pytest.mark.anyio
-async def test_answer_after_rounds_bounds_a_looping_model() -> None:
-    from advisorchain import ToolCall, ToolCallingAdvisor
-    from advisorchain.advisors import ApprovalAdvisor
-    from advisorchain.demo.rounds import AnswerAfterRounds
-
-    def looping(request: ChatRequest) -> Reply:
-        if request.options.tool_choice == "none":
-            return "Done looping."
-        return ToolCall.from_arguments("get_order_status", {"order_id": "A-1001"})
-
-    model = ScriptedChatModel(looping)
-    tools = OrderTools(OrderService.sample())
-    chain = Chain(
-        [
-            ToolCallingAdvisor(),
-            ApprovalAdvisor(make_approver("no", say=print, read=input, out=io.StringIO())),
-            AnswerAfterRounds(2),
-        ],
-        model=model,
-        tools=tools.read_tools,
-        tool_context={"tenant_id": TENANT, "user_id": USER},
-    )
-    response = await chain.call("Where is A-1001?")
-    assert response.text == "Done looping."
-    assert len(model.requests) == 3
-
-
-@pytest.mark.anyio
 async def test_small_model_sees_tool_results_as_text_but_the_transcript_keeps_them() -> None:
     model = scripted_order_model()
     model.provider_name = "llama.cpp"  # what run_demo treats as a small local model
@@ -262,31 +236,30 @@ async def test_small_model_sees_tool_results_as_text_but_the_transcript_keeps_th
     assert first.messages[0].content.startswith("You are Qwen")
     roles = [m.role for m in second.messages]
     assert roles == ["system", "user", "user"]  # the tool round, rewritten
-    assert second.messages[-1].content.startswith("Results:\nget_order_status: Order A-1001")
+    assert second.messages[-1].content.startswith(
+        'Results of your tool calls:\n- get_order_status(order_id="A-1001") returned: Order A-1001'
+    )
     assert second.options.tool_choice == "none"  # one tool round per turn, then answer
+    # the tool list of the answer call is the first call's: the prompt prefix stays valid
+    assert [t.name for t in second.tools] == [t.name for t in first.tools]
+    assert first.messages[0] == second.messages[0]
 
 
 @pytest.mark.anyio
-async def test_tool_results_as_text_only_changes_what_the_model_sees() -> None:
-    from advisorchain import ToolCall, ToolCallingAdvisor, ToolMessage
-    from advisorchain.demo.small_model import ToolResultsAsText
-
-    model = ScriptedChatModel(
-        [ToolCall.from_arguments("get_order_status", {"order_id": "A-9"}), "No."]
-    )
-    tools = OrderTools(OrderService.sample())
-    chain = Chain(
-        [ToolCallingAdvisor(), ToolResultsAsText()],
-        model=model,
-        tools=tools.read_tools,
-        tool_context={"tenant_id": TENANT, "user_id": USER},
-    )
-    response = await chain.call("Where is A-9?")
-    assert [m.role for m in response.messages] == ["assistant", "tool", "assistant"]
-    assert isinstance(response.messages[1], ToolMessage) and response.messages[1].is_error
-    sent = model.requests[1].messages
-    assert [m.role for m in sent] == ["user", "user"]
-    assert sent[1].content.startswith("Results:\nget_order_status (failed): ")
+async def test_small_model_says_a_rejected_cancellation_was_not_done() -> None:
+    model = scripted_order_model()
+    model.provider_name = "llama.cpp"
+    service = OrderService.sample()
+    out = io.StringIO()
+    options = DemoOptions(approval="no", questions=("Please cancel my order A-1002.",))
+    await run_demo(options, out=out, service=service, model=model)
+    assert service.order(TENANT, USER, "A-1002").status == "processing"
+    # checking the cancellation is not counted: the cancel call itself still happens
+    assert [r.options.tool_choice for r in model.requests] == [None, None, "none"]
+    shown = model.requests[-1].messages[-1].content
+    assert '- cancel_order(order_id="A-1002") FAILED, NOT DONE: the call was rejected' in shown
+    assert "never say that it was done" in shown
+    assert "I could not do that: the call was rejected" in out.getvalue()
 
 
 @pytest.mark.anyio

@@ -109,6 +109,7 @@ ADVISORS = {
     "Reject",
     "SQLiteApprovalStore",
     "SQLiteChatMemoryStore",
+    "SmallModelAdvisor",
     "Span",
     "TextRewriter",
     "TextTransformAdvisor",

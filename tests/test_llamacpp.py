@@ -21,6 +21,7 @@ from advisorchain import (
     ResponseCompleted,
     StreamEvent,
     StreamNext,
+    SystemMessage,
     TextDelta,
     ToolCall,
     ToolCallingAdvisor,
@@ -29,6 +30,7 @@ from advisorchain import (
     UserMessage,
     tool,
 )
+from advisorchain.core.options import ChatOptions
 from advisorchain.providers import LlamaCppChatModel
 
 
@@ -140,9 +142,19 @@ async def test_tool_choice_mapping() -> None:
     named = {"type": "function", "function": {"name": "get_order_status"}}
     assert fake.kwargs[0]["tool_choice"] == named
     assert fake.kwargs[1]["tool_choice"] == named
-    assert "tools" not in fake.kwargs[2]
+    # "none" keeps the definitions (the KV-cache prefix stays valid) and stops at a call
+    assert fake.kwargs[2]["tools"][0]["function"]["name"] == "get_order_status"
+    assert "tool_choice" not in fake.kwargs[2]
+    assert fake.kwargs[2]["stop"] == ["<tool_call>"]
+    await model.call(_request(tool_choice="none", stop="###"))
+    assert fake.kwargs[3]["stop"] == ["###", "<tool_call>"]
+    dropping = LlamaCppChatModel(llama=fake, tools_when_none="drop")
+    await dropping.call(_request(tool_choice="none"))
+    assert "tools" not in fake.kwargs[4] and "stop" not in fake.kwargs[4]
     with pytest.raises(ChainConfigurationError, match="not attached"):
         await model.call(_request(tool_choice="cancel_order"))
+    with pytest.raises(ValueError, match="tools_when_none"):
+        LlamaCppChatModel(llama=fake, tools_when_none="omit")  # type: ignore[arg-type]
 
 
 @pytest.mark.anyio
@@ -251,6 +263,45 @@ async def test_closing_a_stream_early_stops_generation_and_frees_the_model() -> 
     assert (await model.call(_request())).text  # the lock was released
 
 
+@pytest.mark.anyio
+async def test_timings_come_from_llama_cpp_counters(monkeypatch: pytest.MonkeyPatch) -> None:
+    llama_cpp = pytest.importorskip("llama_cpp")
+    counters = {"t_p_eval_ms": 0.0, "t_eval_ms": 0.0, "n_p_eval": 0, "n_eval": 0}
+
+    class CountingLlama(FakeLlama):
+        _ctx = type("Ctx", (), {"ctx": object()})()
+
+        def create_chat_completion(self, **kwargs: Any) -> Any:
+            # 12 prompt tokens, 9 of them already cached: 3 evaluated in 30 ms; 5 generated
+            counters["n_p_eval"] += 3
+            counters["t_p_eval_ms"] += 30.0
+            counters["n_eval"] += 5
+            counters["t_eval_ms"] += 100.0
+            return super().create_chat_completion(**kwargs)
+
+    monkeypatch.setattr(
+        llama_cpp, "llama_perf_context", lambda ctx: type("Perf", (), dict(counters))()
+    )
+    model = LlamaCppChatModel(llama=CountingLlama())
+    response = await model.call(_request())
+    timings = model.last_timings
+    assert timings is not None
+    assert (timings.prompt_tokens, timings.prompt_tokens_evaluated, timings.reused_tokens) == (
+        12,
+        3,
+        9,
+    )
+    assert timings.generated_tokens == 5
+    assert timings.floor_seconds == pytest.approx(0.13)
+    assert response.usage.cached_tokens == 9
+    async for event in model.stream(_request()):
+        if isinstance(event, ResponseCompleted):
+            assert model.last_timings is not None
+            assert model.last_timings.prompt_tokens_evaluated == 3
+            reused = model.last_timings.reused_tokens
+            assert event.response.usage.cached_tokens == reused
+
+
 def test_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
     model = LlamaCppChatModel("/nonexistent.gguf")
@@ -309,3 +360,25 @@ async def test_real_model_tool_turn_through_the_text_parser(
     assert final.response.text.strip()
     assert final.response.usage.requests == 2
     assert final.response.usage.output_tokens > 0
+
+
+@pytest.mark.anyio
+async def test_real_model_reuses_the_cached_prompt_prefix(local_model: LlamaCppChatModel) -> None:
+    """A prompt that shares its start with the previous one is evaluated only where new."""
+    system = SystemMessage(content="You are a terse assistant. " * 12)
+    first = ChatRequest(
+        messages=(system, UserMessage(content="Say hi.")),
+        options=ChatOptions(temperature=0, max_tokens=4),
+    )
+    await local_model.call(first)
+    response = await local_model.call(first.with_messages((system, UserMessage(content="Bye?"))))
+    timings = local_model.last_timings
+    assert timings is not None and timings.prompt_tokens > 60
+    assert 0 < timings.prompt_tokens_evaluated < timings.prompt_tokens - 50
+    assert response.usage.cached_tokens == timings.reused_tokens > 50
+    async for event in local_model.stream(first):
+        if isinstance(event, ResponseCompleted):
+            streamed = local_model.last_timings
+            assert streamed is not None and streamed.reused_tokens > 50
+            assert event.response.usage.cached_tokens == streamed.reused_tokens
+    assert timings.floor_seconds > 0

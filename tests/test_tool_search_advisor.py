@@ -14,6 +14,7 @@ from advisorchain import (
     Chain,
     ChainConfigurationError,
     ChatRequest,
+    Message,
     ResponseCompleted,
     SystemMessage,
     Tool,
@@ -414,3 +415,30 @@ async def test_a_call_that_may_not_use_tools_gets_no_search_tool_and_no_note() -
     answering = advisor.narrow(request.with_options(tool_choice="none"))
     assert [t.name for t in answering.tools] == [pinned]
     assert answering.messages == request.messages
+
+
+def test_found_tools_are_appended_after_the_pinned_ones_in_the_order_found() -> None:
+    """Each call's tool list extends the previous one's: a KV-cache prefix stays valid."""
+    catalog = make_tools()
+    advisor = ToolSearchAdvisor(pinned=["query_database"])  # the last tool of the catalog
+    first = ToolCall.from_arguments("search_tools", {"query": "hotel"}, id="s1")
+    second = ToolCall.from_arguments("search_tools", {"query": "weather"}, id="s2")
+    transcript: tuple[Message, ...] = (
+        UserMessage(content="Book a hotel, and what's the weather?"),
+        AssistantMessage(tool_calls=(first,)),
+        ToolMessage(tool_call_id="s1", name="search_tools", content="book_hotel: Book a room."),
+    )
+    request = ChatRequest(messages=transcript, tools=(advisor.search_tool, *catalog))
+    after_one = names(advisor.narrow(request))
+    assert after_one == ["search_tools", "query_database", "book_hotel"]
+    later = request.appended(
+        AssistantMessage(tool_calls=(second,)),
+        ToolMessage(
+            tool_call_id="s2",
+            name="search_tools",
+            content="get_weather: Weather.\nbook_hotel: Book a room.\nquery_database: SQL.",
+        ),
+    )
+    # get_weather comes first in the catalog but was found last: it goes at the end
+    assert names(advisor.narrow(later)) == [*after_one, "get_weather"]
+    assert advisor.discovered(later.messages) == {"book_hotel", "get_weather", "query_database"}

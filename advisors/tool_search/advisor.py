@@ -33,7 +33,8 @@ class ToolSearchAdvisor(Advisor):
     paths: with fewer than `min_tools` attached tools (its own search tool not
     counted) it passes the request on with exactly those tools and nothing added.
     Otherwise it passes on a copy whose tools are the search tool, the `pinned` tools
-    and the tools found by searches of this turn, with one short system note on how to
+    (in catalog order) and the tools found by searches of this turn (in the order they
+    were found, so each call's list extends the last), with one short system note on how to
     find the others (on a call with `tool_choice="none"`, only the pinned and found tools,
     without the search tool or the note). It never short-circuits, loops or stops the
     turn. The caller's request is not changed, and the loop keeps executing with its own
@@ -157,11 +158,19 @@ class ToolSearchAdvisor(Advisor):
             return request
         if len(catalog) < self.min_tools:
             return request.with_tools(tuple(catalog))
-        visible = set(self.pinned) | self.discovered(request.messages)
+        fixed = set(self.pinned)
         choice = request.options.tool_choice
         if choice not in (None, "auto", "none", "required"):
-            visible.add(str(choice))
-        shown = tuple(t for t in catalog if t.name in visible)
+            fixed.add(str(choice))
+        # Pinned tools in catalog order, then found tools in the order they were found:
+        # each model call's tool list extends the previous one's (a local model's KV-cache
+        # prefix stays valid).
+        by_name = {t.name: t for t in catalog}
+        found = [by_name[n] for n in self._found_in_order(request.messages) if n in by_name]
+        shown = (
+            *(t for t in catalog if t.name in fixed),
+            *(t for t in found if t.name not in fixed),
+        )
         if choice == "none":
             # No tool may be called on this call: searching is moot, and the note would
             # only invite the model to talk about tools instead of answering.
@@ -171,20 +180,23 @@ class ToolSearchAdvisor(Advisor):
 
     def discovered(self, messages: Sequence[Message]) -> set[str]:
         """Names listed by this advisor's search results since the last user message."""
+        return set(self._found_in_order(messages))
+
+    def _found_in_order(self, messages: Sequence[Message]) -> list[str]:
         start = 0
         for i in range(len(messages) - 1, -1, -1):
             if messages[i].role == "user":
                 start = i + 1
                 break
-        names: set[str] = set()
+        names: dict[str, None] = {}
         for message in messages[start:]:
             if (
                 isinstance(message, ToolMessage)
                 and message.name == self.search_tool.name
                 and not message.is_error
             ):
-                names.update(parse_results(message.text))
-        return names
+                names.update(dict.fromkeys(parse_results(message.text)))
+        return list(names)
 
     def _with_note(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
         """The note at the end of the leading system message (one message, as every

@@ -1,0 +1,1 @@
+"""The demo quality benchmark's parts: questions and checks, the two chains compared."""
