@@ -287,6 +287,8 @@ async def test_a_model_without_a_price_is_never_free() -> None:
 @pytest.mark.anyio
 async def test_after_the_final_answer_a_further_call_raises() -> None:
     class Twice(Advisor):
+        single_path = True  # a call-path probe: the test only calls
+
         async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
             await next(request)
             await next(request)
