@@ -42,7 +42,8 @@ def parse_arguments(
         raise ArgumentsError(f"too deeply nested (at most {max_depth} levels)") from None
     except ValueError as exc:
         raise ArgumentsError(f"not valid JSON ({exc})") from None
-    if _deeper_than(value, max_depth):
+    # Nesting needs an opening bracket per level: text with few of them cannot be too deep.
+    if text.count("[") + text.count("{") > max_depth and _deeper_than(value, max_depth):
         raise ArgumentsError(f"too deeply nested (at most {max_depth} levels)")
     return value
 

@@ -153,3 +153,19 @@ async def test_a_policy_that_raises_asks_and_is_logged(caplog: pytest.LogCapture
     for text in texts:
         assert "policy failed" in text and "KeyError" in text and "transfer" in text
         assert SECRET not in text and "990001" not in text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("run_inline", [False, True])
+async def test_a_sync_callback_runs_in_a_worker_thread_unless_inline(run_inline: bool) -> None:
+    threads: list[int] = []
+
+    def approve(request: ApprovalRequest) -> list[Approve]:
+        threads.append(threading.get_ident())
+        return [Approve() for _ in request.calls]
+
+    sent: list[tuple[str, int]] = []
+    chain = bank_chain(CallbackApprover(approve, run_inline=run_inline), sent)
+    await chain.call("pay")
+    assert sent == [(SECRET, 990001)]
+    assert (threads == [threading.get_ident()]) is run_inline

@@ -8,7 +8,7 @@ converts the results to `ToolMessage`s and appends them to an immutable request 
 The `links` variant is `[LoggingAdvisor, TracingAdvisor, ApprovalAdvisor,
 ToolCallingAdvisor, ToolSearchAdvisor]`: logging at INFO into a `NullHandler`, tracing
 with no OpenTelemetry SDK configured (the no-op tracer), approval by a
-`CallbackApprover` that approves every call (both tools are marked
+`CallbackApprover` that approves every call, run inline since it never blocks (both tools are marked
 `requires_approval`, so every call is asked about), and tool search inside the loop
 (with two tools, below its threshold: it passes the request through). Those advisors
 come from other branches: when they are missing, `build` raises `Unavailable`.
@@ -107,7 +107,7 @@ def links() -> tuple[list[Advisor], list[Advisor]]:
         outside = [
             LoggingAdvisor(bench_logger("advisorchain")),
             TracingAdvisor(),  # no tracer provider configured: OpenTelemetry's no-op tracer
-            ApprovalAdvisor(CallbackApprover(approve_all)),
+            ApprovalAdvisor(CallbackApprover(approve_all, run_inline=True)),
         ]
         inside = [ToolSearchAdvisor()]  # 2 tools: below its threshold, it passes through
     except TypeError as exc:
