@@ -15,7 +15,8 @@ import anyio.to_thread
 from pydantic import TypeAdapter
 
 from ..core.messages import Message
-from .memory_stores import ChatMemoryStoreError
+from ._storable import storable
+from .memory_stores import ChatMemoryStoreError, check_storable, message_json
 from .postgres_pool import ConnectionPool
 
 T = TypeVar("T")
@@ -112,6 +113,8 @@ class PostgresChatMemoryStore:
 
     async def load(self, conversation_id: str) -> tuple[Message, ...]:
         """Every message stored for the conversation, oldest first."""
+        if not storable(conversation_id):
+            return ()  # nothing stored can have this id
 
         def load(cursor: Any) -> list[str]:
             cursor.execute(
@@ -125,6 +128,8 @@ class PostgresChatMemoryStore:
 
     async def load_tail(self, conversation_id: str, last: int) -> tuple[Message, ...]:
         """The stored system messages and the last `last` other messages, in order."""
+        if not storable(conversation_id):
+            return ()
 
         def load(cursor: Any) -> list[str]:
             cursor.execute(
@@ -146,7 +151,8 @@ class PostgresChatMemoryStore:
         """Add `messages` at the end of the conversation, in one transaction."""
         if not messages:
             return
-        encoded = [(m.role, _MESSAGE.dump_json(m).decode()) for m in messages]
+        check_storable(conversation_id)
+        encoded = [(m.role, message_json(m)) for m in messages]
 
         def append(cursor: Any) -> None:
             self._lock_conversation(cursor, conversation_id)
@@ -168,6 +174,8 @@ class PostgresChatMemoryStore:
 
     async def clear(self, conversation_id: str) -> None:
         """Forget the conversation (after any append to it that is under way)."""
+        if not storable(conversation_id):
+            return
 
         def clear(cursor: Any) -> None:
             self._lock_conversation(cursor, conversation_id)

@@ -7,6 +7,7 @@ anyio worker threads so the event loop never blocks on disk.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -16,9 +17,11 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 import anyio.to_thread
 from pydantic import TypeAdapter
+from pydantic_core import PydanticSerializationError
 
 from ..core.errors import AdvisorChainError
 from ..core.messages import Message, SystemMessage
+from ._storable import storable, without_surrogates
 
 T = TypeVar("T")
 
@@ -80,6 +83,24 @@ class InMemoryChatMemoryStore:
     async def clear(self, conversation_id: str) -> None:
         """Forget the conversation."""
         self._conversations.pop(conversation_id, None)
+
+
+def check_storable(conversation_id: str) -> None:
+    """Raise `ChatMemoryStoreError` for an id a database cannot hold (NUL, lone surrogate)."""
+    if not storable(conversation_id):
+        raise ChatMemoryStoreError(
+            "the conversation id holds NUL or a lone surrogate, which the store cannot hold"
+        )
+
+
+def message_json(message: Message) -> str:
+    """`message` as JSON for a database row; lone surrogates in its text (which UTF-8
+    cannot encode) are stored as U+FFFD, as the providers send them."""
+    try:
+        return _MESSAGE.dump_json(message).decode()
+    except PydanticSerializationError:
+        data = without_surrogates(_MESSAGE.dump_python(message, mode="json", fallback=str))
+        return json.dumps(data, ensure_ascii=False)
 
 
 class SQLiteChatMemoryStore:
@@ -144,6 +165,8 @@ class SQLiteChatMemoryStore:
 
     async def load(self, conversation_id: str) -> tuple[Message, ...]:
         """Every message stored for the conversation, oldest first."""
+        if not storable(conversation_id):
+            return ()  # nothing stored can have this id
 
         def load(connection: sqlite3.Connection) -> list[str]:
             rows = connection.execute(
@@ -157,6 +180,8 @@ class SQLiteChatMemoryStore:
 
     async def load_tail(self, conversation_id: str, last: int) -> tuple[Message, ...]:
         """The stored system messages and the last `last` other messages, in order."""
+        if not storable(conversation_id):
+            return ()
 
         def load(connection: sqlite3.Connection) -> list[tuple[int, str]]:
             system = connection.execute(
@@ -178,7 +203,8 @@ class SQLiteChatMemoryStore:
         """Add `messages` at the end of the conversation, in one transaction."""
         if not messages:
             return
-        encoded = [(m.role, _MESSAGE.dump_json(m).decode()) for m in messages]
+        check_storable(conversation_id)
+        encoded = [(m.role, message_json(m)) for m in messages]
 
         def append(connection: sqlite3.Connection) -> None:
             connection.execute("BEGIN IMMEDIATE")
@@ -204,6 +230,8 @@ class SQLiteChatMemoryStore:
 
     async def clear(self, conversation_id: str) -> None:
         """Forget the conversation."""
+        if not storable(conversation_id):
+            return
 
         def clear(connection: sqlite3.Connection) -> None:
             connection.execute(

@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 import anyio.to_thread
 
 from ...core.errors import ApprovalNotFound
+from .._storable import storable
 from .store import (
     DEFAULT_CLAIM_TIMEOUT,
     check_claimable,
@@ -109,6 +110,12 @@ class SQLApprovalStore:
     async def save(self, record: PendingRecord) -> None:
         """Store a new pending approval (`InvalidApprovalRecord` if it cannot be held)."""
         check_record(record)
+        ids = [record.id, record.conversation_id, *(c.call.call_id for c in record.calls)]
+        if not all(storable(i) for i in ids):
+            raise InvalidApprovalRecord(
+                f"approval {record.id!r}: an id holds NUL or a lone surrogate, which the "
+                "database cannot store"
+            )
         try:
             await self._run(partial(self._save, record))
         except Exception as exc:
@@ -122,10 +129,14 @@ class SQLApprovalStore:
 
     async def get(self, approval_id: str) -> PendingRecord | None:
         """The approval with this id, or `None`."""
+        if not storable(approval_id):
+            return None  # nothing stored can have this id
         return await self._run(partial(self._get_tx, approval_id))
 
     async def waiting(self, conversation_id: str | None = None) -> list[PendingRecord]:
         """Approvals still waiting for decisions, oldest first."""
+        if not storable(conversation_id):
+            return []
         return await self._run(partial(self._waiting, conversation_id))
 
     async def claim(
@@ -136,6 +147,8 @@ class SQLApprovalStore:
         audit: Sequence[AuditRecord],
     ) -> PendingRecord:
         """Atomically claim the approval (see `ApprovalStore.claim`)."""
+        if not storable(approval_id):
+            raise ApprovalNotFound(f"no pending approval with id {approval_id!r}")
         return await self._run(partial(self._claim, approval_id, token, decisions, audit))
 
     async def start_call(self, approval_id: str, call_id: str, token: str) -> bool:
@@ -158,6 +171,8 @@ class SQLApprovalStore:
 
     async def audit(self, approval_id: str | None = None) -> list[AuditRecord]:
         """Audit records, oldest first, of one approval or of all."""
+        if not storable(approval_id):
+            return []
         return await self._run(partial(self._audit, approval_id))
 
     # -- the SQL -------------------------------------------------------------------------
