@@ -118,7 +118,27 @@ def unique_response(response: ChatResponse, transcript: Sequence[Message]) -> Ch
     made unique in the transcript and valid (see the module's rules)."""
     if not _asks_for_tools(response):
         return response
-    return with_tool_calls(response, CallIds.of(transcript).calls(response.message.tool_calls))
+    calls = response.message.tool_calls
+    if _all_fresh(calls, transcript):
+        return response
+    return with_tool_calls(response, CallIds.of(transcript).calls(calls))
+
+
+def _all_fresh(calls: tuple[ToolCall, ...], transcript: Sequence[Message]) -> bool:
+    """Whether every id of `calls` is valid, distinct and unused in `transcript`: the common
+    case, which keeps every id, checked without building a registry."""
+    ids = {c.id for c in calls}
+    if len(ids) != len(calls) or not all(is_valid_call_id(i) for i in ids):
+        return False
+    for message in transcript:
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id in ids:
+                return False
+        elif isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                if call.id in ids:
+                    return False
+    return True
 
 
 class StreamCallIds:

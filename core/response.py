@@ -80,14 +80,17 @@ class ChatResponse:
                 "message must be the last assistant message of messages (the answer is held "
                 "once); change it with response.with_message(...)"
             )
-        setattr_ = object.__setattr__
-        setattr_(self, "messages", messages if type(messages) is tuple else tuple(messages))
-        setattr_(self, "finish_reason", finish_reason)
-        setattr_(self, "usage", usage if usage is not None else Usage())
-        setattr_(self, "model", model)
-        setattr_(self, "id", id)
-        setattr_(self, "pending_approval", pending_approval)
-        setattr_(self, "_message", found)
+        # Frozen: the fields are written straight into the instance, once (a dict update
+        # costs a fifth of seven object.__setattr__ calls, on a path taken every model call).
+        self.__dict__.update(
+            messages=messages if type(messages) is tuple else tuple(messages),
+            finish_reason=finish_reason,
+            usage=usage if usage is not None else Usage(),
+            model=model,
+            id=id,
+            pending_approval=pending_approval,
+            _message=found,
+        )
 
     @property
     def message(self) -> AssistantMessage:

@@ -373,8 +373,11 @@ class ApprovalAdvisor(Advisor):
     async def _consult(self, request: ApprovalRequest) -> dict[str, Decision]:
         """The approver's decisions, one per call; failures and bad answers reject."""
         try:
-            with anyio.fail_after(self.timeout):
+            if self.timeout is None:  # no cancel scope to open: the common, unbounded case
                 answer: Any = await self.approver.decide(request)
+            else:
+                with anyio.fail_after(self.timeout):
+                    answer = await self.approver.decide(request)
         except TimeoutError:
             return self._fail_closed(request, f"no decision within {self.timeout:g} s")
         except Exception as exc:

@@ -31,15 +31,20 @@ class InvalidApprovalRecord(AdvisorChainError, ValueError):
     share an id, or an approval with its id exists already."""
 
 
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr
+)
+"""The canonical JSON of fingerprints, built once (`json.dumps` with options builds one per
+call)."""
+
+
 def arguments_fingerprint(arguments: Mapping[str, Any]) -> str:
     """A digest of a call's arguments (key order does not count): what a decision is bound to.
 
     Arguments that cannot be serialized get a fingerprint that matches nothing.
     """
     try:
-        text = json.dumps(
-            arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr
-        )
+        text = _CANONICAL.encode(arguments)
     except (TypeError, ValueError, RecursionError):
         return f"unmatchable:{uuid.uuid4().hex}"
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
