@@ -16,7 +16,7 @@ PAGE = Path(advisorchain.__file__).resolve().parent / "docs" / "links.md"
 
 def examples() -> list[tuple[str, str, str]]:
     """(section title, code, expected output) for each example of the page."""
-    found = []
+    found: list[tuple[str, str, str]] = []
     for section in re.split(r"\n## ", PAGE.read_text())[1:]:
         title = section.splitlines()[0]
         pairs = re.findall(r"```python\n(.*?)```\n\n```text\n(.*?)```", section, flags=re.S)

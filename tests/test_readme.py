@@ -22,7 +22,7 @@ from advisorchain import (
     ToolCall,
     ToolCallingAdvisor,
 )
-from advisorchain.providers import ScriptedChatModel
+from advisorchain.providers import Reply, ScriptedChatModel
 
 README = Path(advisorchain.__file__).resolve().parent / "README.md"
 
@@ -49,7 +49,10 @@ def test_custom_advisor_examples_work_on_both_paths() -> None:
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile(readme_blocks()[0], "README-quickstart", "exec"), quickstart)
     log: list[str] = []
-    script = [ToolCall.from_arguments("get_delivery_date", {"order_id": "A1"}), "Soon."]
+    script: list[Reply] = [
+        ToolCall.from_arguments("get_delivery_date", {"order_id": "A1"}),
+        "Soon.",
+    ]
     model = ScriptedChatModel(script * 2)
     budget = namespace["TokenBudget"](10_000)
     chain = Chain(

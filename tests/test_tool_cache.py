@@ -104,7 +104,12 @@ def scripted(*rounds: Any) -> ScriptedChatModel:
 
 
 def results(response: ChatResponse) -> list[str]:
-    return [m.content for m in response.messages if isinstance(m, ToolMessage)]
+    contents: list[str] = []
+    for message in response.messages:
+        if isinstance(message, ToolMessage):
+            assert isinstance(message.content, str)
+            contents.append(message.content)
+    return contents
 
 
 @pytest.mark.anyio

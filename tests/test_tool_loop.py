@@ -26,7 +26,7 @@ from advisorchain import (
     advisor,
     tool,
 )
-from advisorchain.providers import ScriptedChatModel
+from advisorchain.providers import Reply, ScriptedChatModel
 
 
 def call(tool_name: str, id: str, **arguments: Any) -> ToolCall:
@@ -206,6 +206,7 @@ async def test_tool_exceptions_become_sanitized_error_results() -> None:
     response = await Chain([ToolCallingAdvisor()], model=model, tools=[explode]).call("go")
     result = response.messages[1]
     assert isinstance(result, ToolMessage) and result.is_error
+    assert isinstance(result.content, str)
     assert result.content.startswith("Error: FileNotFoundError:")
     assert "/srv/app" not in result.content and "<path>" in result.content
     assert "Traceback" not in result.content
@@ -257,7 +258,9 @@ async def test_call_limits_raise_with_the_partial_transcript() -> None:
     assert info.value.tool_name == "echo"
     transcript = info.value.messages
     assert [m.role for m in transcript] == ["assistant", "tool"] * 3
-    assert transcript[-1].content.startswith("Not executed")
+    last = transcript[-1]
+    assert isinstance(last.content, str)
+    assert last.content.startswith("Not executed")
     assert_every_call_answered_once(transcript)
     assert len(model.requests) == 3
 
@@ -371,7 +374,7 @@ async def test_loop_only_recalls_the_links_after_it() -> None:
 
         return advisor(before=hook, name=name)
 
-    script = [call("echo", "1", text="x"), call("echo", "2", text="y"), "done"]
+    script: list[Reply] = [call("echo", "1", text="x"), call("echo", "2", text="y"), "done"]
     model = ScriptedChatModel(script * 2)
     chain = Chain(
         [counting("outer"), ToolCallingAdvisor(), counting("inner")], model=model, tools=[echo]

@@ -41,10 +41,10 @@ class Flaky:
         self.error = error or ConnectionError("reset by peer")
         self.attempts = 0
 
-    def make(self, **effects: bool) -> Tool:
+    def make(self, *, read_only: bool = False, idempotent: bool = False) -> Tool:
         flaky = self
 
-        @tool(name="fetch", **effects)
+        @tool(name="fetch", read_only=read_only, idempotent=idempotent)
         def fetch(key: str) -> str:
             """Fetch a value."""
             flaky.attempts += 1

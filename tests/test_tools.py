@@ -200,12 +200,13 @@ async def test_tool_from_json_schema_and_handler() -> None:
     assert value == {"ok": 8}
     assert doubler.convert_result(value) == '{"ok":8}'
     assert seen[0][1]["k"] == "v"
-    for bad, message in [
+    bad_arguments: list[tuple[dict[str, Any], str]] = [
         ({}, "n: missing required argument"),
         ({"n": "4"}, "n: expected integer, got string"),
         ({"n": -1}, "n: must be >= 0"),
         ({"n": 1, "m": 2}, "m: unexpected argument"),
-    ]:
+    ]
+    for bad, message in bad_arguments:
         with pytest.raises(InvalidToolArguments, match=message):
             doubler.validate_arguments(bad)
 
