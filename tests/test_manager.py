@@ -89,7 +89,7 @@ async def test_scripted_model_replies_records_and_runs_out() -> None:
     chain = Chain([], model=model)
     assert (await chain.call("a")).text == "one"
     assert (await chain.call("b")).text == "two"
-    assert [r.messages[-1].content for r in model.requests] == ["a", "b"]  # type: ignore[union-attr]
+    assert [r.messages[-1].content for r in model.requests] == ["a", "b"]
     assert model.remaining == 0
     with pytest.raises(ScriptExhaustedError, match="call #3"):
         await chain.call("c")
@@ -98,7 +98,7 @@ async def test_scripted_model_replies_records_and_runs_out() -> None:
 @pytest.mark.anyio
 async def test_scripted_model_from_a_function() -> None:
     async def script(request: ChatRequest) -> str:
-        return f"you said {request.messages[-1].content}"  # type: ignore[union-attr]
+        return f"you said {request.messages[-1].content}"
 
     assert (await Chain([], model=ScriptedChatModel(script)).call("hi")).text == "you said hi"
 

@@ -313,7 +313,7 @@ async def test_trimmed_history_sent_keeps_system_and_tool_pairs() -> None:
 @pytest.mark.anyio
 async def test_two_conversations_are_isolated() -> None:
     store = InMemoryChatMemoryStore()
-    model = ScriptedChatModel(lambda r: f"echo {r.messages[-1].content}")  # type: ignore[union-attr]
+    model = ScriptedChatModel(lambda r: f"echo {r.messages[-1].content}")
     chain = _chain(model, store)
     await chain.call("alice-1", conversation_id="alice")
     await chain.call("bob-1", conversation_id="bob")
@@ -351,8 +351,8 @@ async def test_concurrent_turns_on_different_conversations_overlap() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(turn, "a")
             group.start_soon(turn, "b")
-    assert [m.content for m in await store.load("a")] == ["question a", "answer a"]  # type: ignore[union-attr]
-    assert [m.content for m in await store.load("b")] == ["question b", "answer b"]  # type: ignore[union-attr]
+    assert [m.content for m in await store.load("a")] == ["question a", "answer a"]
+    assert [m.content for m in await store.load("b")] == ["question b", "answer b"]
 
 
 @pytest.mark.anyio
@@ -395,7 +395,7 @@ async def test_a_failed_turn_saves_nothing_and_releases_the_conversation() -> No
         await chain.call("u1", conversation_id="c")
     assert await store.load("c") == ()
     await chain.call("u2", conversation_id="c")
-    assert [m.content for m in await store.load("c")] == ["u2", "fine"]  # type: ignore[union-attr]
+    assert [m.content for m in await store.load("c")] == ["u2", "fine"]
     assert memory._locks == {}
 
 

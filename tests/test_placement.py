@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -11,6 +11,7 @@ from advisorchain import (
     Advisor,
     Chain,
     ChainConfigurationError,
+    ChatModel,
     LoggingAdvisor,
     MemoryAdvisor,
     Placement,
@@ -144,7 +145,9 @@ def whoami(context: ToolContext) -> str:
 async def test_a_nested_chain_receives_the_outer_tool_context(path: str) -> None:
     model = ScriptedChatModel([ToolCall.from_arguments("whoami", {}, id="w1"), "ok"])
     inner = Chain([ToolCallingAdvisor()], model=model, tools=[whoami])
-    outer = Chain([], model=inner)
+    # a Chain answers a ChatRequest like any model, but its `call(prompt, ...)` does not match
+    # the protocol's `call(request)` by parameter name, so mypy cannot see it as a ChatModel
+    outer = Chain([], model=cast(ChatModel, inner))
     if path == "call":
         response = await outer.call("who?", tool_context={"user_id": "u42"})
     else:
