@@ -122,12 +122,12 @@ async def test_a_link_may_call_next_several_times() -> None:
 
 class Canned(Advisor):
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
-        if "forbidden" in request.messages[-1].content:  # type: ignore[union-attr]
+        if "forbidden" in request.messages[-1].text:
             return ChatResponse(message=AssistantMessage(content="I can't help with that."))
         return await next(request)
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        if "forbidden" in request.messages[-1].content:  # type: ignore[union-attr]
+        if "forbidden" in request.messages[-1].text:
             message = AssistantMessage(content="I can't help with that.")
             yield TextDelta(message.text)
             yield ResponseCompleted(ChatResponse(message=message))

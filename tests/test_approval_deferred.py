@@ -722,7 +722,7 @@ async def test_content_parts_survive_the_store_and_the_resume(
         content=(reasoning, TextPart(text="Looking.")),
         tool_calls=(call("snapshot", "c1"), call("chart", "c2")),
     )
-    question = UserMessage(content=[TextPart(text="What changed?"), ImagePart(data=PNG)])
+    question = UserMessage(content=(TextPart(text="What changed?"), ImagePart(data=PNG)))
     chain, _ = fresh_chain(placement, stores(), [first])
     response = await chain.call([question], tools=tools)
     assert response.pending_approval is not None

@@ -122,8 +122,8 @@ async def test_approver_timeouts_and_malformed_answers_are_logged(
     sent: list[tuple[str, int]] = []
     with caplog.at_level(logging.WARNING, logger="advisorchain"):
         await bank_chain(CallbackApprover(never), sent, timeout=0.01).call("pay")
-        await bank_chain(CallbackApprover(lambda r: "yes please"), sent).call("pay")
-        await bank_chain(CallbackApprover(lambda r: {"c1": "approve"}), sent).call("pay")
+        await bank_chain(CallbackApprover(lambda r: "yes please"), sent).call("pay")  # type: ignore[arg-type, return-value]
+        await bank_chain(CallbackApprover(lambda r: {"c1": "approve"}), sent).call("pay")  # type: ignore[dict-item]
     messages = [r.getMessage() for r in caplog.records if r.name == "advisorchain.approval"]
     assert len(messages) == 3
     assert "no decision within 0.01 s" in messages[0]

@@ -14,6 +14,7 @@ from advisorchain import (
     Chain,
     ChatOptions,
     ChatRequest,
+    Message,
     ResponseCompleted,
     ToolCall,
     ToolCallFinished,
@@ -145,7 +146,7 @@ async def test_the_loop_hands_a_suspended_turn_to_the_handlers_before_it_returns
     mode: str,
 ) -> None:
     hook = SavesWhenHeld()
-    history = [UserMessage(content="earlier"), AssistantMessage(content="ok")]
+    history: list[Message] = [UserMessage(content="earlier"), AssistantMessage(content="ok")]
     chain = Chain(
         [ToolCallingAdvisor(), hook],
         model=ScriptedChatModel(["first", calls()]),
@@ -154,7 +155,7 @@ async def test_the_loop_hands_a_suspended_turn_to_the_handlers_before_it_returns
     )
     await chain.call("hello")  # a round without a held call: no handler, nothing handed over
     assert hook.suspended == []
-    prompt = [*history, UserMessage(content="go")]
+    prompt: list[Message] = [*history, UserMessage(content="go")]
     if mode == "call":
         response = await chain.call(prompt, conversation_id="conv")
     else:

@@ -233,10 +233,10 @@ async def test_small_model_sees_tool_results_as_text_but_the_transcript_keeps_th
     )
     assert turns[0].usage.requests == 2
     first, second = model.requests
-    assert first.messages[0].content.startswith("You are Qwen")
+    assert first.messages[0].text.startswith("You are Qwen")
     roles = [m.role for m in second.messages]
     assert roles == ["system", "user", "user"]  # the tool round, rewritten
-    assert second.messages[-1].content.startswith(
+    assert second.messages[-1].text.startswith(
         'Results of your tool calls:\n- get_order_status(order_id="A-1001") returned: Order A-1001'
     )
     assert second.options.tool_choice == "none"  # one tool round per turn, then answer
@@ -256,7 +256,7 @@ async def test_small_model_says_a_rejected_cancellation_was_not_done() -> None:
     assert service.order(TENANT, USER, "A-1002").status == "processing"
     # checking the cancellation is not counted: the cancel call itself still happens
     assert [r.options.tool_choice for r in model.requests] == [None, None, "none"]
-    shown = model.requests[-1].messages[-1].content
+    shown = model.requests[-1].messages[-1].text
     assert '- cancel_order(order_id="A-1002") FAILED, NOT DONE: the call was rejected' in shown
     assert "never say that it was done" in shown
     assert "I could not do that: the call was rejected" in out.getvalue()

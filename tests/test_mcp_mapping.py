@@ -15,6 +15,7 @@ except ImportError:  # pragma: no cover - only without the extra
         raise
     pytest.skip("needs the 'mcp' extra: pip install -e '.[mcp]'", allow_module_level=True)
 
+from advisorchain import ToolDefinition
 from advisorchain.core.errors import ChainConfigurationError
 from advisorchain.toolsets import McpToolset
 from advisorchain.toolsets.mcp import result_text, tool_effects
@@ -70,7 +71,7 @@ def test_unusable_tool_names_are_skipped_not_fatal() -> None:
 def test_filter_sees_the_server_definition() -> None:
     seen: list[str] = []
 
-    def keep(definition: Any) -> bool:
+    def keep(definition: ToolDefinition) -> bool:
         seen.append(definition.name)
         return definition.name == "b"
 
