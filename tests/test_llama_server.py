@@ -130,7 +130,8 @@ class _NamedToolChoiceOnce(Advisor):
 @pytest.fixture
 async def model(server_url: str) -> AsyncIterator[OpenAIChatModel]:
     """The client under test; closed after each test so no connection outlives its loop."""
-    async with OpenAIChatModel("qwen", base_url=server_url, api_key="sk-unused-local") as client:
+    client = OpenAIChatModel("qwen", base_url=server_url, api_key="sk-unused-local")
+    async with client:  # `__aenter__` returns the client itself, typed as an HTTPChatModel
         yield client
 
 
