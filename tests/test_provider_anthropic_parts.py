@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from provider_support import (
-    FAST_RETRY,
-    HTTPX_ABANDONED_GENERATORS,
-    Recorder,
-    cuts,
-    fixture,
-    fixture_json,
-    sse_response,
-)
 
 from advisorchain import (
     AssistantMessage,
@@ -36,6 +27,28 @@ from advisorchain import (
     tool,
 )
 from advisorchain.providers import AnthropicChatModel
+
+# mypy reads tests/ inside the package; pytest imports provider_support top-level
+if TYPE_CHECKING:
+    from advisorchain.tests.provider_support import (
+        FAST_RETRY,
+        HTTPX_ABANDONED_GENERATORS,
+        Recorder,
+        cuts,
+        fixture,
+        fixture_json,
+        sse_response,
+    )
+else:
+    from provider_support import (
+        FAST_RETRY,
+        HTTPX_ABANDONED_GENERATORS,
+        Recorder,
+        cuts,
+        fixture,
+        fixture_json,
+        sse_response,
+    )
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 
@@ -70,7 +83,7 @@ def answer(text: str = "Done.") -> httpx.Response:
 
 
 def answer_stream(text: str = "Done.") -> httpx.Response:
-    events = [
+    events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {"id": "msg_2", "usage": {"input_tokens": 5}}},
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
@@ -99,14 +112,14 @@ def reply(call: httpx.Response, stream: httpx.Response) -> Any:
 async def test_user_images_and_documents_are_blocks() -> None:
     recorder = Recorder(answer())
     message = UserMessage(
-        content=[
+        content=(
             TextPart(text="Compare these"),
             ImagePart(data=PNG),
             ImagePart(url="https://example.com/cat.jpg"),
             DocumentPart(data=PDF, name="report.pdf"),
             DocumentPart(data=b"plain notes", media_type="text/plain"),
             TextPart(text=""),
-        ]
+        )
     )
     await model_for(recorder).call(ChatRequest(messages=(message,)))
     assert recorder.bodies[0]["messages"] == [
@@ -298,7 +311,7 @@ async def test_a_tool_returning_an_image_reaches_the_model_as_an_image(mode: str
             "usage": {"input_tokens": 1, "output_tokens": 1},
         },
     )
-    events = [
+    events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {"id": "m1", "usage": {"input_tokens": 1}}},
         {
             "type": "content_block_start",

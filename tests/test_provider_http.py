@@ -11,15 +11,20 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 import httpx
 import pytest
-from provider_support import HTTPX_ABANDONED_GENERATORS
 
-from advisorchain import ChatRequest, StreamInterruptedError, TextDelta, UserMessage
+from advisorchain import (
+    ChatRequest,
+    ResponseCompleted,
+    StreamInterruptedError,
+    TextDelta,
+    UserMessage,
+)
 from advisorchain.providers import (
     AnthropicChatModel,
     OpenAIChatModel,
@@ -29,6 +34,12 @@ from advisorchain.providers import (
     RetryPolicy,
 )
 from advisorchain.providers import http as provider_http
+
+# mypy reads tests/ inside the package; pytest imports provider_support top-level
+if TYPE_CHECKING:
+    from advisorchain.tests.provider_support import HTTPX_ABANDONED_GENERATORS
+else:
+    from provider_support import HTTPX_ABANDONED_GENERATORS
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 
@@ -195,6 +206,7 @@ async def test_stream_429_with_retry_after_ms_then_success(
     ]
     async with openai(server) as model:
         events = [e async for e in model.stream(REQUEST)]
+    assert isinstance(events[-1], ResponseCompleted)
     assert events[-1].response.text == "Hello"
     assert waits == [0.02]
 
@@ -303,6 +315,7 @@ async def test_finished_streams_return_their_connection_to_the_pool(server: Serv
     async with openai(server) as model:
         for _ in range(2):
             events = [e async for e in model.stream(REQUEST)]
+            assert isinstance(events[-1], ResponseCompleted)
             assert events[-1].response.text == "Hello"
         assert (await model.call(REQUEST)).text == "ok"
     assert server.connections == 1
@@ -423,6 +436,7 @@ async def test_429_with_a_zoneless_http_date_is_retried(
     async with openai(server) as model:
         if stream:
             events = [e async for e in model.stream(REQUEST)]
+            assert isinstance(events[-1], ResponseCompleted)
             assert events[-1].response.text == "Hello"
         else:
             assert (await model.call(REQUEST)).text == "Hello"

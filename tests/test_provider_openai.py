@@ -2,20 +2,10 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from provider_support import (
-    FAST_RETRY,
-    HTTPX_ABANDONED_GENERATORS,
-    Recorder,
-    cuts,
-    fixture,
-    fixture_json,
-    split,
-    sse_response,
-)
 
 from advisorchain import (
     AssistantMessage,
@@ -44,6 +34,30 @@ from advisorchain.providers import (
     ProviderUnavailableError,
     RateLimitError,
 )
+
+# mypy reads tests/ inside the package; pytest imports provider_support top-level
+if TYPE_CHECKING:
+    from advisorchain.tests.provider_support import (
+        FAST_RETRY,
+        HTTPX_ABANDONED_GENERATORS,
+        Recorder,
+        cuts,
+        fixture,
+        fixture_json,
+        split,
+        sse_response,
+    )
+else:
+    from provider_support import (
+        FAST_RETRY,
+        HTTPX_ABANDONED_GENERATORS,
+        Recorder,
+        cuts,
+        fixture,
+        fixture_json,
+        split,
+        sse_response,
+    )
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 
@@ -594,6 +608,7 @@ async def test_chain_runs_a_two_round_tool_conversation(mode: str) -> None:
     else:
         events = [e async for e in chain.stream("Weather and time in Zürich?")]
         assert "".join(e.text for e in events if isinstance(e, TextDelta)).endswith("Sunny, noon.")
+        assert isinstance(events[-1], ResponseCompleted)
         response = events[-1].response
     assert response.text == "Sunny, noon."
     first, second = recorder.bodies

@@ -6,14 +6,13 @@ a missing or repeated `index` are neither lost nor glued together."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from provider_support import HTTPX_ABANDONED_GENERATORS, Recorder, sse_response
 
 from advisorchain import (
     AdvisorChainError,
@@ -30,6 +29,16 @@ from advisorchain.providers import openai as openai_wire
 
 from .strategies import json_values
 from .support import PROPERTY, typed_or_value
+
+# mypy reads tests/ inside the package; pytest imports provider_support top-level
+if TYPE_CHECKING:
+    from advisorchain.tests.provider_support import (
+        HTTPX_ABANDONED_GENERATORS,
+        Recorder,
+        sse_response,
+    )
+else:
+    from provider_support import HTTPX_ABANDONED_GENERATORS, Recorder, sse_response
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 
