@@ -13,11 +13,13 @@ import asyncio
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# mypy reads benchmarks/ as `advisorchain.benchmarks`; the tests import it as `benchmarks`, from
+# ROOT put on sys.path by the fixture below (so the `TYPE_CHECKING` imports in the tests)
 
 
 @pytest.fixture(autouse=True)
@@ -26,7 +28,10 @@ def _benchmarks_importable(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_overhead_runs_the_scenario_in_each_framework() -> None:
-    from benchmarks import overhead, scenario
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import overhead, scenario
+    else:
+        from benchmarks import overhead, scenario
 
     calls_before = scenario.TOOL_CALLS[0]
     report = asyncio.run(
@@ -51,7 +56,10 @@ def test_overhead_runs_the_scenario_in_each_framework() -> None:
 
 
 def test_overhead_check_rejects_a_framework_that_skips_a_round() -> None:
-    from benchmarks import overhead, scenario
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import overhead, scenario
+    else:
+        from benchmarks import overhead, scenario
 
     async def short_turn() -> str:
         scenario.mark()
@@ -63,7 +71,10 @@ def test_overhead_check_rejects_a_framework_that_skips_a_round() -> None:
 
 
 def test_handwritten_has_no_links_variant() -> None:
-    from benchmarks import overhead
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import overhead
+    else:
+        from benchmarks import overhead
 
     report = asyncio.run(overhead.run(variant="links", frameworks=("handwritten",), turns=1))
     assert report["results"] == {}
@@ -71,7 +82,10 @@ def test_handwritten_has_no_links_variant() -> None:
 
 
 def test_sync_tools_runs_every_kind_of_tool() -> None:
-    from benchmarks import sync_tools
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import sync_tools
+    else:
+        from benchmarks import sync_tools
 
     report = asyncio.run(
         sync_tools.run(calls=5, turns=2, frameworks=("advisorchain", "handwritten"))
@@ -87,7 +101,10 @@ def test_sync_tools_runs_every_kind_of_tool() -> None:
 
 
 def test_parallel_runs_every_n_on_both_backends() -> None:
-    from benchmarks import parallel
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import parallel
+    else:
+        from benchmarks import parallel
 
     report = parallel.run(ns=(1, 3), repeat=1, backends=("asyncio", "trio"))
     for rows in report["results"].values():
@@ -100,7 +117,10 @@ def test_parallel_runs_every_n_on_both_backends() -> None:
 
 
 def test_streaming_counts_every_chunk_on_both_paths() -> None:
-    from benchmarks import streaming
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import streaming
+    else:
+        from benchmarks import streaming
 
     report = asyncio.run(streaming.run(repeat=2))
     for result in report["results"].values():
@@ -111,11 +131,14 @@ def test_streaming_counts_every_chunk_on_both_paths() -> None:
 def test_test_server_streams_a_tool_call_then_text() -> None:
     import httpx
 
-    from benchmarks import concurrency
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import concurrency
+    else:
+        from benchmarks import concurrency
 
     async def converse(base_url: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         async with httpx.AsyncClient() as http:
-            body = {
+            body: dict[str, Any] = {
                 "model": "bench",
                 "stream": True,
                 "stream_options": {"include_usage": True},
@@ -150,7 +173,10 @@ def test_test_server_streams_a_tool_call_then_text() -> None:
 
 
 def test_concurrency_runs_n_conversations_without_failures() -> None:
-    from benchmarks import concurrency
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import concurrency
+    else:
+        from benchmarks import concurrency
 
     report = concurrency.run(ns=(1, 5))
     rows = report["results"]["handwritten"]
@@ -166,7 +192,10 @@ def test_concurrency_runs_n_conversations_without_failures() -> None:
 
 
 def test_link_costs_runs_where_the_links_exist() -> None:
-    from benchmarks import links
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import links
+    else:
+        from benchmarks import links
 
     report = asyncio.run(links.run(turns=2, warmup=1, block=1))
     if report["skipped"]:  # the links come from other branches
