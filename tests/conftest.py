@@ -41,11 +41,10 @@ def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_network() -> Iterator[None]:
-    socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
-    yield
-    socket.socket.connect = _real_connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = _real_connect_ex  # type: ignore[method-assign]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(socket.socket, "connect", _guarded_connect)
+        patch.setattr(socket.socket, "connect_ex", _guarded_connect_ex)
+        yield
 
 
 @pytest.fixture(params=["asyncio", "trio"])

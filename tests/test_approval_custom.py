@@ -34,7 +34,7 @@ async def test_the_example_asks_only_above_the_limit() -> None:
 
     async def confirm(name: str, arguments: dict[str, Any]) -> bool:
         asked.append((name, arguments))
-        return arguments["to"] == "bob"
+        return bool(arguments["to"] == "bob")
 
     sent: list[tuple[str, int]] = []
 

@@ -14,10 +14,9 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from test_approval_deferred import postgres_dsn
 
 from advisorchain import (
     Advisor,
@@ -58,6 +57,11 @@ from advisorchain.core.advisor import ToolNext
 from advisorchain.core.invocation import ToolInvocation, ToolResult
 from advisorchain.core.request import ChatRequest
 from advisorchain.providers import ScriptedChatModel
+
+if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
+    from advisorchain.tests.test_approval_deferred import postgres_dsn
+else:
+    from test_approval_deferred import postgres_dsn
 
 
 class Bank:
@@ -392,6 +396,7 @@ async def test_a_racing_insert_of_the_same_approval_is_a_typed_error(tmp_path: P
             return None
 
     original = store.transaction
+    real: Any = None
 
     def transaction(*, write: bool) -> Any:
         from contextlib import contextmanager
@@ -405,7 +410,6 @@ async def test_a_racing_insert_of_the_same_approval_is_a_typed_error(tmp_path: P
 
         return wrapped()
 
-    real: Any = None
     store.transaction = transaction  # type: ignore[method-assign]
     with pytest.raises(InvalidApprovalRecord, match="already exists"):
         await store.save(record)

@@ -431,7 +431,7 @@ async def test_console_approver_rejects_at_end_of_input() -> None:
     request = ApprovalRequest(
         calls=(ApprovalCall(call_id="c1", tool_name="t", description="d", arguments={}),)
     )
-    (decision,) = await console.decide(request)  # type: ignore[misc]
+    (decision,) = await console.decide(request)
     assert isinstance(decision, Reject)
 
 
@@ -453,7 +453,7 @@ async def test_console_input_does_not_block_the_event_loop() -> None:
     decisions: list[Any] = []
 
     async def ask() -> None:
-        decisions.extend(await console.decide(request))  # type: ignore[arg-type]
+        decisions.extend(await console.decide(request))
 
     async with anyio.create_task_group() as group:
         group.start_soon(ask)
@@ -465,7 +465,9 @@ async def test_console_input_does_not_block_the_event_loop() -> None:
 @pytest.mark.anyio
 async def test_a_call_id_repeated_in_a_later_round_is_asked_about_again(placement: str) -> None:
     bank = Bank()
-    recorder = Recorder(lambda r: [Approve()] if len(recorder.requests) == 1 else [Reject("no")])
+    recorder: Recorder = Recorder(
+        lambda r: [Approve()] if len(recorder.requests) == 1 else [Reject("no")]
+    )
     chain, model = build(
         placement,
         bank,

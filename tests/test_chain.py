@@ -208,7 +208,7 @@ async def test_tool_context_never_reaches_the_model() -> None:
     model = ScriptedChatModel([ToolCall.from_arguments("read_order", {"order_id": "9"}), "ok"])
     chain = Chain([ToolCallingAdvisor()], model=model, tools=[read_order])
     response = await chain.call("read 9", tool_context={"tenant_id": secret})
-    assert secret in response.messages[1].content  # the tool did receive it
+    assert secret in response.messages[1].text  # the tool did receive it
     for request in model.requests:
         assert not request.tool_context
         assert secret not in repr(request)

@@ -147,7 +147,7 @@ PROVIDERS = {
 }
 
 # Names other work of this release adds; counted only once they exist.
-ADDED_ELSEWHERE = {
+ADDED_ELSEWHERE: dict[str, set[str]] = {
     "advisorchain": set(),
     "advisorchain.advisors": set(),
     "advisorchain.providers": set(),

@@ -193,7 +193,11 @@ async def test_structured_streamed_tool_call_with_repeated_id_and_name() -> None
 
     def chunks() -> Iterator[dict[str, Any]]:
         for part in ('{"order', '_id": ', '"A-9"}'):
-            call = {"index": 0, "id": "call_x", "function": {"name": "get_order_status"}}
+            call: dict[str, Any] = {
+                "index": 0,
+                "id": "call_x",
+                "function": {"name": "get_order_status"},
+            }
             call["function"]["arguments"] = part
             yield {"id": "c", "choices": [{"delta": {"tool_calls": [call]}}]}
         yield {"id": "c", "choices": [{"delta": {}, "finish_reason": "tool_calls"}]}

@@ -170,7 +170,7 @@ async def test_context_values_do_not_travel_over_http(http_server: _HttpServer) 
         )
         chain = Chain([ToolCallingAdvisor()], model=model, tools=await ts.tools())
         response = await chain.call("go", tool_context={"tenant": "acme", "api_key": "sk-1"})
-    echoed, whoami = (json.loads(m.content) for m in _tool_messages(response))
+    echoed, whoami = (json.loads(m.text) for m in _tool_messages(response))
     assert echoed == {"text": "hi"}
     assert whoami == {"question": "q", "tenant_id": "acme"}
 

@@ -248,7 +248,7 @@ async def test_tool_context_values_are_not_sent_to_the_server(errlog: TextIO) ->
         model = ScriptedChatModel([_call("echo_arguments", "c1", text="hi"), "ok"])
         chain = Chain([ToolCallingAdvisor()], model=model, tools=await toolset.tools())
         response = await chain.call("echo", tool_context={"api_key": "sk-secret", "tenant": "acme"})
-    received = json.loads(_tool_messages(response)[0].content)
+    received = json.loads(_tool_messages(response)[0].text)
     assert received == {"text": "hi"}
 
 
@@ -269,7 +269,7 @@ async def test_mapped_context_arguments_are_injected_and_hidden(errlog: TextIO) 
         )
         chain = Chain([ToolCallingAdvisor()], model=model, tools=[whoami])
         response = await chain.call("who?", tool_context={"tenant": "acme", "api_key": "sk-1"})
-        first, second = (json.loads(m.content) for m in _tool_messages(response))
+        first, second = (json.loads(m.text) for m in _tool_messages(response))
         assert first == {"question": "q", "tenant_id": "acme"}
         assert second == {"question": "q", "tenant_id": "acme"}  # the model cannot override it
 

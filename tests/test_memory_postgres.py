@@ -35,7 +35,7 @@ def run_sql(dsn: str, sql: str) -> None:
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as connection:
-        connection.execute(sql)  # type: ignore[arg-type]
+        connection.execute(sql)
 
 
 @pytest.fixture

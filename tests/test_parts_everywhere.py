@@ -16,6 +16,7 @@ from advisorchain import (
     DocumentPart,
     ImagePart,
     LoggingAdvisor,
+    Message,
     ReasoningPart,
     TextPart,
     ToolCall,
@@ -34,7 +35,7 @@ B64 = base64.b64encode(PNG).decode("ascii")
 
 
 def test_observed_messages_describe_parts_without_their_bytes() -> None:
-    messages = [
+    messages: list[Message] = [
         UserMessage(
             content=(
                 TextPart(text="look"),
@@ -88,7 +89,7 @@ async def test_logging_with_content_logs_the_text_of_parts_not_the_bytes(
     chain = Chain(
         [LoggingAdvisor(include_content=True), ToolCallingAdvisor()], model=model, tools=[camera]
     )
-    prompt = [UserMessage(content=[TextPart(text="what is it?"), ImagePart(data=PNG)])]
+    prompt = [UserMessage(content=(TextPart(text="what is it?"), ImagePart(data=PNG)))]
     if mode == "call":
         await chain.call(prompt)
     else:
@@ -113,7 +114,7 @@ def test_text_tool_calls_keep_the_reasoning() -> None:
 
 def test_the_local_provider_sends_the_text_of_parts() -> None:
     user = UserMessage(
-        content=[TextPart(text="describe "), ImagePart(data=PNG), TextPart(text="it")]
+        content=(TextPart(text="describe "), ImagePart(data=PNG), TextPart(text="it"))
     )
     assert _message(user) == {"role": "user", "content": "describe it"}
     answer = AssistantMessage(content=(ReasoningPart(text="hmm"), TextPart(text="A cat.")))

@@ -2,20 +2,10 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from provider_support import (
-    FAST_RETRY,
-    HTTPX_ABANDONED_GENERATORS,
-    Recorder,
-    cuts,
-    fixture,
-    fixture_json,
-    split,
-    sse_response,
-)
 
 from advisorchain import (
     AssistantMessage,
@@ -44,6 +34,29 @@ from advisorchain.providers import (
     ProviderUnavailableError,
     RateLimitError,
 )
+
+if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
+    from advisorchain.tests.provider_support import (
+        FAST_RETRY,
+        HTTPX_ABANDONED_GENERATORS,
+        Recorder,
+        cuts,
+        fixture,
+        fixture_json,
+        split,
+        sse_response,
+    )
+else:
+    from provider_support import (
+        FAST_RETRY,
+        HTTPX_ABANDONED_GENERATORS,
+        Recorder,
+        cuts,
+        fixture,
+        fixture_json,
+        split,
+        sse_response,
+    )
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 
@@ -591,7 +604,9 @@ async def test_chain_runs_a_two_round_tool_conversation(mode: str) -> None:
         response = await chain.call("Weather and time in Zürich?")
     else:
         events = [e async for e in chain.stream("Weather and time in Zürich?")]
-        response = events[-1].response
+        final = events[-1]
+        assert isinstance(final, ResponseCompleted)
+        response = final.response
     assert response.text == "Sunny, noon."
     first, second = recorder.bodies
     assert [t["name"] for t in first["tools"]] == ["get_weather", "get_time"]

@@ -67,6 +67,7 @@ async def test_scripted_echoes_by_default_or_follows_a_script() -> None:
     assert (await Chain(model=echo).call("ping")).text == "ping"
     scripted = model_from_name("scripted", script=["hello"], model_name="demo")
     assert (await Chain(model=scripted).call("x")).text == "hello"
+    assert isinstance(scripted, ScriptedChatModel)
     assert scripted.model_name == "demo"
 
 

@@ -18,13 +18,18 @@ import threading
 import traceback
 from collections.abc import AsyncIterator, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from provider_support import HTTPX_ABANDONED_GENERATORS
 
-from advisorchain import ChatRequest, StreamInterruptedError, UserMessage
+from advisorchain import (
+    ChatModel,
+    ChatRequest,
+    ResponseCompleted,
+    StreamInterruptedError,
+    UserMessage,
+)
 from advisorchain.providers import (
     AnthropicChatModel,
     AuthenticationError,
@@ -34,6 +39,11 @@ from advisorchain.providers import (
     RetryPolicy,
 )
 from advisorchain.providers.errors import BODY_EXCERPT_CHARS
+
+if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
+    from advisorchain.tests.provider_support import HTTPX_ABANDONED_GENERATORS
+else:
+    from provider_support import HTTPX_ABANDONED_GENERATORS
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 
@@ -172,11 +182,13 @@ def with_key(
     return {"api_key_env": env_name(provider)} if provider == "openai" else {}
 
 
-async def answer(model: Model, stream: bool) -> str:
+async def answer(model: ChatModel, stream: bool) -> str:
     if not stream:
         return (await model.call(REQUEST)).text
     events = [e async for e in model.stream(REQUEST)]
-    return str(events[-1].response.text)
+    final = events[-1]
+    assert isinstance(final, ResponseCompleted)
+    return final.response.text
 
 
 PROVIDERS = pytest.mark.parametrize("provider", ["openai", "anthropic"])

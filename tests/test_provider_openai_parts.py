@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from provider_support import (
-    FAST_RETRY,
-    HTTPX_ABANDONED_GENERATORS,
-    Recorder,
-    cuts,
-    fixture,
-    fixture_json,
-    sse_response,
-)
 
 from advisorchain import (
     AssistantMessage,
@@ -36,6 +27,27 @@ from advisorchain import (
     tool,
 )
 from advisorchain.providers import OpenAIChatModel
+
+if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
+    from advisorchain.tests.provider_support import (
+        FAST_RETRY,
+        HTTPX_ABANDONED_GENERATORS,
+        Recorder,
+        cuts,
+        fixture,
+        fixture_json,
+        sse_response,
+    )
+else:
+    from provider_support import (
+        FAST_RETRY,
+        HTTPX_ABANDONED_GENERATORS,
+        Recorder,
+        cuts,
+        fixture,
+        fixture_json,
+        sse_response,
+    )
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 
@@ -95,14 +107,14 @@ def reply(call: httpx.Response, stream: httpx.Response) -> Any:
 async def test_user_images_and_pdfs_are_image_url_and_file_parts() -> None:
     recorder = Recorder(answer())
     message = UserMessage(
-        content=[
+        content=(
             TextPart(text="What is in these?"),
             ImagePart(data=PNG),
             ImagePart(url="https://example.com/cat.jpg"),
             DocumentPart(data=PDF, name="report.pdf"),
             DocumentPart(data=PDF),
             TextPart(text=""),
-        ]
+        )
     )
     await model_for(recorder).call(ChatRequest(messages=(message,)))
     assert recorder.bodies[0]["messages"] == [

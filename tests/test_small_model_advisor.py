@@ -106,7 +106,7 @@ async def test_a_failed_call_reads_as_not_done(path: Path) -> None:
     )
     response, _ = await _run(chain, "Where is A-9?", path)
     assert isinstance(response.messages[1], ToolMessage) and response.messages[1].is_error
-    shown = model.requests[1].messages[-1].content
+    shown = model.requests[1].messages[-1].text
     assert (
         "\n- get_order_status(order_id=\"A-9\") FAILED, NOT DONE: LookupError: no order 'A-9'\n"
         in (shown)
@@ -127,7 +127,7 @@ async def test_a_rejected_call_reads_as_not_done(path: Path) -> None:
         tools=[cancel_order],
     )
     await _run(chain, "Cancel A-2", path)
-    shown = model.requests[1].messages[-1].content
+    shown = model.requests[1].messages[-1].text
     assert (
         '- cancel_order(order_id="A-2") FAILED, NOT DONE: the call was rejected: '
         "the customer said no" in shown
@@ -172,7 +172,7 @@ async def test_rounds_are_bounded_and_search_rounds_are_not_counted(path: Path) 
     response, _ = await _run(chain, "Where is A-1?", path)
     assert response.text == "Shipped."
     assert [r.options.tool_choice for r in searching.requests] == [None, None, "none"]
-    after_search = searching.requests[1].messages[-1].content
+    after_search = searching.requests[1].messages[-1].text
     assert after_search.startswith(
         'Results of your tool calls:\n- search_tools(query="order status")'
     )
@@ -260,7 +260,7 @@ async def test_search_first_searches_with_the_users_words_without_a_model_call(
     # the model was asked twice: with the tools found attached, then to answer
     first, second = model.requests
     assert "get_order_status" in [t.name for t in first.tools]
-    assert first.messages[-1].content.startswith(
+    assert first.messages[-1].text.startswith(
         'Results of your tool calls:\n- search_tools(query="What is the order status of A-1?")'
     )
     assert second.options.tool_choice == "none"
@@ -293,7 +293,7 @@ def test_the_readme_example_runs() -> None:
     model = namespace["model"]
     assert isinstance(model, ScriptedChatModel)
     answering = model.requests[1]
-    assert answering.messages[-1].content.startswith("Results of your tool calls:")
+    assert answering.messages[-1].text.startswith("Results of your tool calls:")
     assert answering.options.tool_choice == "none"
 
 

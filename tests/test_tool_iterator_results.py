@@ -121,7 +121,7 @@ async def test_collections_are_still_converted() -> None:
         """A dict of tuples."""
         return {"a": (1, 2), "b": ()}
 
-    replies = [
+    replies: list[str | list[ToolCall]] = [
         [
             ToolCall.from_arguments("listed", {}, id="c1"),
             ToolCall.from_arguments("mapped", {}, id="c2"),

@@ -70,7 +70,9 @@ async def test_stream_hides_fragments_and_reports_tool_progress() -> None:
     assert final.response.text == "Here you go."
     assert [m.role for m in final.response.messages] == ["assistant", "tool", "tool", "assistant"]
     # the fragments were assembled into the same calls the model meant
-    assert final.response.messages[0].tool_calls == (
+    first = final.response.messages[0]
+    assert isinstance(first, AssistantMessage)
+    assert first.tool_calls == (
         call("lookup", "1", key="a"),
         call("lookup", "2", key="bad"),
     )

@@ -105,7 +105,7 @@ async def test_round_one_sees_search_and_pinned_then_found_definitions() -> None
     assert calls == ["get_weather"]
     search_result = response.messages[1]
     assert isinstance(search_result, ToolMessage) and search_result.name == "search_tools"
-    assert search_result.content.splitlines()[0].startswith("get_weather: Current weather")
+    assert search_result.text.splitlines()[0].startswith("get_weather: Current weather")
     # One note per model call, after the caller's system messages, never in the transcript.
     for request in model.requests:
         notes = [m for m in request.messages if isinstance(m, SystemMessage)]
@@ -182,7 +182,7 @@ async def test_discovered_set_is_read_from_a_resumed_transcript() -> None:
     chain = Chain([ToolCallingAdvisor(), advisor], model=model, tools=make_tools())
     search = ToolCall.from_arguments("search_tools", {"query": "invoice"}, id="c1")
     tools = {t.name: t for t in make_tools()}
-    transcript = [
+    transcript: list[Message] = [
         UserMessage(content="Bill the customer"),
         AssistantMessage(tool_calls=(search,)),
         ToolMessage(
@@ -203,7 +203,7 @@ async def test_a_new_user_message_starts_a_new_discovered_set() -> None:
     tools = {t.name: t for t in make_tools()}
     model = ScriptedChatModel(["Ok."])
     chain = Chain([ToolCallingAdvisor(), ToolSearchAdvisor()], model=model, tools=make_tools())
-    transcript = [
+    transcript: list[Message] = [
         UserMessage(content="Bill the customer"),
         AssistantMessage(tool_calls=(ToolCall(id="c1", name="search_tools"),)),
         ToolMessage(
@@ -367,7 +367,7 @@ async def test_the_search_tool_answers_any_query(query: str) -> None:
     response = await chain.call("find")
     result = response.messages[1]
     assert isinstance(result, ToolMessage) and not result.is_error
-    assert set(parse_results(result.content)) <= {name for name, _ in TOPICS}
+    assert set(parse_results(result.text)) <= {name for name, _ in TOPICS}
 
 
 @pytest.mark.anyio
@@ -411,7 +411,7 @@ async def test_a_call_that_may_not_use_tools_gets_no_search_tool_and_no_note() -
     )
     searching = advisor.narrow(request)
     assert [t.name for t in searching.tools] == ["search_tools", pinned]
-    assert advisor.note in searching.messages[0].content
+    assert advisor.note in searching.messages[0].text
     answering = advisor.narrow(request.with_options(tool_choice="none"))
     assert [t.name for t in answering.tools] == [pinned]
     assert answering.messages == request.messages

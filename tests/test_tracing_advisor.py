@@ -116,7 +116,8 @@ def parent_id(span: ReadableSpan) -> int | None:
 def span_id(span: ReadableSpan) -> int:
     context = span.context
     assert context is not None
-    return context.span_id
+    span_id: int = context.span_id
+    return span_id
 
 
 def everything(spans: Sequence[ReadableSpan]) -> str:

@@ -77,7 +77,7 @@ QUESTION = re.compile(r"question (\d+)")
 def script(request: ChatRequest) -> Any:
     """Search, then call the account tool for this conversation's number, then answer."""
     first = next(m for m in request.messages if isinstance(m, UserMessage))
-    match = QUESTION.search(first.content)
+    match = QUESTION.search(first.text)
     assert match is not None
     n = match.group(1)
     last = request.messages[-1]

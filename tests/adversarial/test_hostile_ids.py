@@ -8,10 +8,10 @@ import re
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
-from test_approval_deferred import Bank, StoreFactory, call, fresh_chain, stores
 
 from advisorchain import AdvisorChainError, ToolMessage, UserMessage
 from advisorchain.advisors import (
@@ -22,6 +22,17 @@ from advisorchain.advisors import (
     PostgresChatMemoryStore,
     SQLiteChatMemoryStore,
 )
+
+if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
+    from advisorchain.tests.test_approval_deferred import (
+        Bank,
+        StoreFactory,
+        call,
+        fresh_chain,
+        stores,
+    )
+else:
+    from test_approval_deferred import Bank, StoreFactory, call, fresh_chain, stores
 
 __all__ = ["stores"]  # the approval-store fixture (memory, SQLite, PostgreSQL)
 
