@@ -34,7 +34,7 @@ import anyio
 
 from advisorchain.core.chain import Chain
 from advisorchain.core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallFinished
-from advisorchain.core.messages import SystemMessage, UserMessage
+from advisorchain.core.messages import Message, SystemMessage, UserMessage
 from advisorchain.core.model import ChatModel
 from advisorchain.core.options import ChatOptions
 from advisorchain.core.request import ChatRequest
@@ -145,12 +145,15 @@ SYSTEM = {"baseline": baseline.SYSTEM_PROMPT, "improved": SMALL_MODEL_SYSTEM_PRO
 async def ask(variant: Variant, model: RecordingModel, question: Question) -> Row:
     """One turn, as the demo streams it; the answer checked."""
     service = OrderService.sample()
-    chain = make_chain(variant, model, service, question.approval)  # type: ignore[arg-type]
+    chain = make_chain(variant, model, service, question.approval)
     tools = OrderTools(service)
     session_tools = (
         baseline.cancellation_tools(tools) if variant == "baseline" else tools.cancellation_tools
     )
-    messages = [SystemMessage(content=SYSTEM[variant]), UserMessage(content=question.text)]
+    messages: list[Message] = [
+        SystemMessage(content=SYSTEM[variant]),
+        UserMessage(content=question.text),
+    ]
     context = {"tenant_id": TENANT, "user_id": USER}
     first_record = len(model.records)
     text: list[str] = []
@@ -169,7 +172,7 @@ async def ask(variant: Variant, model: RecordingModel, question: Question) -> Ro
     except Exception as exc:  # a turn stopped by a limit counts as a wrong answer
         error = f"{type(exc).__name__}: {exc}"
     seconds = time.perf_counter() - started
-    statuses = {o.id: o.status for o in service.orders(TENANT, USER)}
+    statuses: dict[str, str] = {o.id: o.status for o in service.orders(TENANT, USER)}
     outcome = Outcome("".join(text).strip(), tuple(called), statuses, error)
     problems = check(question, outcome)
     return Row(

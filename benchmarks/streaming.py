@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -81,7 +81,7 @@ async def _measure(delay: float, repeat: int) -> dict[str, dict[str, float]]:
     model: Any = Delayed(scripted, delay) if delay else scripted
     chain = Chain([PassThrough(), PassThrough(), PassThrough(), ToolCallingAdvisor()], model=model)
     request = ChatRequest(messages=(UserMessage(content="Weather?"),))
-    ways = {
+    ways: dict[str, Callable[[], AsyncIterator[StreamEvent]]] = {
         "direct": lambda: model.stream(request),
         "chain": lambda: chain.stream(request),
     }

@@ -109,7 +109,9 @@ def links() -> tuple[list[Advisor], list[Advisor]]:
             TracingAdvisor(),  # no tracer provider configured: OpenTelemetry's no-op tracer
             ApprovalAdvisor(CallbackApprover(approve_all, run_inline=True)),
         ]
-        inside = [ToolSearchAdvisor()]  # 2 tools: below its threshold, it passes through
+        inside: list[Advisor] = [
+            ToolSearchAdvisor()
+        ]  # 2 tools: below its threshold, it passes through
     except TypeError as exc:
         raise Unavailable(f"links variant: an advisor's constructor changed ({exc})") from None
     return outside, inside
