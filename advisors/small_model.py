@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import replace
 
 from ..core.advisor import Advisor, CallNext, StreamNext
+from ..core.arguments import ArgumentsError, parse_arguments
 from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta
 from ..core.messages import (
     AssistantMessage,
@@ -208,7 +209,7 @@ class SmallModelAdvisor(Advisor):
         lines = [RESULTS_HEADING]
         for result in results:
             call = calls.get(result.tool_call_id)
-            shown = _call_text(call) if call is not None else result.name
+            shown = format_call(call) if call is not None else result.name
             if result.is_error:
                 lines.append(f"- {shown} {NOT_DONE}: {not_done_reason(result.text)}")
             else:
@@ -231,10 +232,12 @@ def not_done_reason(content: str) -> str:
     return reason or "no reason given"
 
 
-def _call_text(call: ToolCall) -> str:
+def format_call(call: ToolCall) -> str:
+    """`name(key="value", ...)`; the raw text when the arguments are not a JSON object
+    (read with the bounded `parse_arguments`: the model wrote them)."""
     try:
-        arguments = json.loads(call.arguments)
-    except ValueError:
+        arguments = parse_arguments(call.arguments)
+    except ArgumentsError:
         return f"{call.name}({call.arguments})"
     if not isinstance(arguments, dict):
         return f"{call.name}({call.arguments})"

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from ..advisors.small_model import format_call
 from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallFinished
-from ..core.messages import ToolCall
 from ..core.response import ChatResponse
 from ..core.streams import closing_stream
 from ..core.usage import Usage
@@ -24,18 +23,6 @@ class TurnStats:
     seconds: float
     tool_calls: int
     finish_reason: str
-
-
-def format_call(call: ToolCall) -> str:
-    """`name(key="value", ...)`; the raw text when the arguments are not a JSON object."""
-    try:
-        arguments = json.loads(call.arguments)
-    except ValueError:
-        return f"{call.name}({call.arguments})"
-    if not isinstance(arguments, dict):
-        return f"{call.name}({call.arguments})"
-    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
-    return f"{call.name}({shown})"
 
 
 class TerminalRenderer:
