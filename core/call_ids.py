@@ -119,26 +119,12 @@ def unique_response(response: ChatResponse, transcript: Sequence[Message]) -> Ch
     if not _asks_for_tools(response):
         return response
     calls = response.message.tool_calls
-    if _all_fresh(calls, transcript):
-        return response
-    return with_tool_calls(response, CallIds.of(transcript).calls(calls))
-
-
-def _all_fresh(calls: tuple[ToolCall, ...], transcript: Sequence[Message]) -> bool:
-    """Whether every id of `calls` is valid, distinct and unused in `transcript`: the common
-    case, which keeps every id, checked without building a registry."""
+    taken = CallIds.of(transcript)
     ids = {c.id for c in calls}
-    if len(ids) != len(calls) or not all(is_valid_call_id(i) for i in ids):
-        return False
-    for message in transcript:
-        if isinstance(message, ToolMessage):
-            if message.tool_call_id in ids:
-                return False
-        elif isinstance(message, AssistantMessage):
-            for call in message.tool_calls:
-                if call.id in ids:
-                    return False
-    return True
+    # The common case keeps every id: valid, distinct, unused. No claim, no copies.
+    if len(ids) == len(calls) and all(is_valid_call_id(i) and i not in taken for i in ids):
+        return response
+    return with_tool_calls(response, taken.calls(calls))
 
 
 class StreamCallIds:
