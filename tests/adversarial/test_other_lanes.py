@@ -1,6 +1,6 @@
-"""Defects of issue 15 that other branches fix (harden-a, harden-b), and what this suite
-found outside its own lane. Each is a strict xfail: it fails today, and its marker must be
-removed when the fix lands (then it passes, and a strict xfail that passes fails)."""
+"""Regression tests, from the adversarial suite's side, of the issue 15 defects fixed
+elsewhere (marked with the issue's item), and of what the suite found outside its own lane
+(a SQLite memory store losing a turn with a lone surrogate)."""
 
 from __future__ import annotations
 
@@ -37,17 +37,8 @@ from advisorchain.providers.http import retry_after
 
 from .support import KEY, exception_chain_text
 
-MERGED = {"harden-a", "harden-b"}
-"""Branches whose fixes are in: their tests run as plain tests."""
 
-
-def harden(branch: str, item: int) -> pytest.MarkDecorator:
-    if branch in MERGED:
-        return pytest.mark.issue15(item)
-    return pytest.mark.xfail(strict=True, reason=f"issue 15 item {item}, fixed on branch {branch}")
-
-
-@harden("harden-a", 1)
+@pytest.mark.issue15(1)
 @pytest.mark.anyio
 async def test_duplicate_call_ids_cannot_smuggle_a_call_past_approval() -> None:
     sent: list[str] = []
@@ -77,7 +68,7 @@ async def test_duplicate_call_ids_cannot_smuggle_a_call_past_approval() -> None:
     assert sent == ["bob"]
 
 
-@harden("harden-a", 2)
+@pytest.mark.issue15(2)
 @pytest.mark.anyio
 async def test_api_key_with_a_trailing_newline_does_not_leak() -> None:
     from advisorchain import ChatRequest, UserMessage
@@ -98,7 +89,7 @@ async def test_api_key_with_a_trailing_newline_does_not_leak() -> None:
     assert KEY not in exception_chain_text(caught.value)
 
 
-@harden("harden-a", 5)
+@pytest.mark.issue15(5)
 @pytest.mark.anyio
 async def test_deeply_nested_arguments_become_an_error_result() -> None:
     @tool
@@ -119,13 +110,13 @@ async def test_deeply_nested_arguments_become_an_error_result() -> None:
     assert response.text == "done"
 
 
-@harden("harden-a", 7)
+@pytest.mark.issue15(7)
 def test_retry_after_date_with_minus_zero_offset() -> None:
     wait = retry_after(httpx.Headers({"retry-after": "Wed, 21 Oct 2015 07:28:00 -0000"}))
     assert wait == 0.0
 
 
-@harden("harden-b", 6)
+@pytest.mark.issue15(6)
 @pytest.mark.parametrize(
     "path",
     [
@@ -143,7 +134,7 @@ class Abort(BaseException):
     """A custom BaseException, as a tool or a framework might raise."""
 
 
-@harden("harden-b", 8)
+@pytest.mark.issue15(8)
 @pytest.mark.anyio
 async def test_base_exception_from_a_tool_is_the_same_in_any_round() -> None:
     @tool
@@ -170,7 +161,7 @@ async def test_base_exception_from_a_tool_is_the_same_in_any_round() -> None:
     raise AssertionError("nothing raised")
 
 
-@harden("harden-b", 10)
+@pytest.mark.issue15(10)
 @pytest.mark.anyio
 async def test_forced_tool_choice_is_relaxed_after_a_round() -> None:
     @tool
@@ -188,7 +179,7 @@ async def test_forced_tool_choice_is_relaxed_after_a_round() -> None:
     assert response.text == "It is sunny."
 
 
-@harden("harden-b", 11)
+@pytest.mark.issue15(11)
 @pytest.mark.anyio
 async def test_an_approver_that_raises_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     @tool(requires_approval=True)
