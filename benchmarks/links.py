@@ -11,7 +11,6 @@ only in the approval chains), tool search has two tools (below its threshold).
 from __future__ import annotations
 
 import statistics
-import time
 from typing import Any
 
 from advisorchain import Advisor, Chain, ToolCallingAdvisor
@@ -21,7 +20,7 @@ from advisorchain.providers import ScriptedChatModel
 from . import scenario
 from .peers import advisorchain_agent
 from .peers.errors import Unavailable
-from .stats import table
+from .stats import cpu_per_turn, table
 
 
 async def run(*, turns: int = 1000, warmup: int = 200, block: int = 50) -> dict[str, Any]:
@@ -59,13 +58,7 @@ async def run(*, turns: int = 1000, warmup: int = 200, block: int = 50) -> dict[
         for _ in range(warmup):
             await turn()
         subjects[name] = turn
-    samples: dict[str, list[float]] = {name: [] for name in subjects}
-    for _ in range(max(1, turns // block)):
-        for name, turn in subjects.items():
-            for _ in range(block):
-                start = time.thread_time()
-                await turn()
-                samples[name].append(time.thread_time() - start)
+    samples = await cpu_per_turn(subjects, turns=turns, block=block)
     base = statistics.median(samples["bare loop"])
     results = {}
     for name, values in samples.items():

@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +25,7 @@ from advisorchain.providers import FallbackModel, ScriptedChatModel
 
 from . import scenario
 from .peers import advisorchain_agent
+from .stats import cpu_per_turn
 
 Config = tuple[Callable[[], list[Advisor]], Callable[[], list[Advisor]], dict[str, bool], bool]
 
@@ -121,13 +121,7 @@ async def run(turns: int, warmup: int, block: int, path: str) -> dict[str, Any]:
         for _ in range(warmup):
             await turn()
         subjects[name] = turn
-    samples: dict[str, list[float]] = {name: [] for name in subjects}
-    for _ in range(max(1, turns // block)):
-        for name, turn in subjects.items():
-            for _ in range(block):
-                start = time.thread_time()
-                await turn()
-                samples[name].append(time.thread_time() - start)
+    samples = await cpu_per_turn(subjects, turns=turns, block=block)
     base = statistics.median(samples["bare loop"])
     return {
         name: (statistics.median(v) * 1e6, (statistics.median(v) - base) * 1e6)

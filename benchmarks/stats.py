@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -41,3 +42,18 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+async def cpu_per_turn(
+    subjects: Mapping[str, Callable[[], Awaitable[object]]], *, turns: int, block: int
+) -> dict[str, list[float]]:
+    """CPU seconds (this thread) of each turn of each subject, `turns` in all, the
+    subjects interleaved in blocks of `block` so that machine noise hits them alike."""
+    samples: dict[str, list[float]] = {name: [] for name in subjects}
+    for _ in range(max(1, turns // block)):
+        for name, turn in subjects.items():
+            for _ in range(block):
+                start = time.thread_time()
+                await turn()
+                samples[name].append(time.thread_time() - start)
+    return samples
