@@ -34,13 +34,15 @@ from .budget import (
     ModelPrice,
 )
 from .logging import LoggingAdvisor
-from .memory import ConversationIdError, MemoryAdvisor, trim_history
-from .memory_postgres import PostgresChatMemoryStore
-from .memory_stores import (
+from .memory import (
     ChatMemoryStore,
     ChatMemoryStoreError,
+    ConversationIdError,
     InMemoryChatMemoryStore,
+    MemoryAdvisor,
+    PostgresChatMemoryStore,
     SQLiteChatMemoryStore,
+    trim_history,
 )
 from .redaction import RedactionAdvisor, RedactionBlocked, RedactionRule
 from .small_model import SmallModelAdvisor

@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, runtime_checkable
 
+from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, Placement, StreamNext
 from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta
 from ..core.messages import Message, ToolMessage, UserMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.streams import closing_stream
 from ..core.usage import Usage
 from .memory import ConversationIdError
 

@@ -8,13 +8,13 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeAlias
 
+from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.messages import ToolMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.streams import closing_stream
 from ._observe import (
     ModelNames,
     arguments_json,

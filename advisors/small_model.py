@@ -6,8 +6,9 @@ import json
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import replace
 
+from ..core._arguments import ArgumentsError, parse_arguments
+from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, StreamNext
-from ..core.arguments import ArgumentsError, parse_arguments
 from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta
 from ..core.messages import (
     AssistantMessage,
@@ -19,8 +20,7 @@ from ..core.messages import (
 )
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.streams import closing_stream
-from ..core.text_tool_calls import apply_text_tool_calls, parse_text_tool_call_stream
+from ..providers.text_tool_calls import apply_text_tool_calls, parse_text_tool_call_stream
 
 QWEN_SYSTEM_PREFIX = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 """Qwen2.5's own default system sentence: measurably helps its small models call tools."""

@@ -6,6 +6,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Literal
 
+from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, StreamNext
 from ..core.errors import StreamInterruptedError, ToolCallLimitExceeded
 from ..core.events import (
@@ -20,7 +21,6 @@ from ..core.manager import ToolCallingManager, ToolRound
 from ..core.messages import AssistantMessage, Message
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse, PendingApproval
-from ..core.streams import closing_stream
 from ..core.suspension import SuspendedTurn, suspend, take_resumed
 from ..core.usage import Usage
 

@@ -14,6 +14,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
+from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.invocation import ToolInvocation, ToolResult
@@ -21,7 +22,6 @@ from ..core.manager import describe_exception
 from ..core.messages import ToolMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.streams import closing_stream
 from ._observe import (
     ModelNames,
     arguments_json,

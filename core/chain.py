@@ -8,6 +8,8 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from ._call_ids import StreamCallIds, unique_response
+from ._streams import closing_stream
 from .advisor import (
     Advisor,
     AfterFunction,
@@ -20,7 +22,6 @@ from .advisor import (
     one_sided,
     overrides,
 )
-from .call_ids import StreamCallIds, unique_response
 from .errors import ApprovalNotFound, ChainConfigurationError, StreamInterruptedError
 from .events import ResponseCompleted, StreamEvent, ToolCallDelta
 from .messages import Message, UserMessage
@@ -28,7 +29,6 @@ from .model import ChatModel
 from .options import ChatOptions
 from .request import ChatRequest
 from .response import ChatResponse
-from .streams import closing_stream
 from .suspension import ResumedTurn, start_resumed, take_resumed
 from .tools import Tool, merge_tools
 
@@ -385,7 +385,7 @@ def _without_tool_context(request: ChatRequest) -> ChatRequest:
 async def _call_without_tool_context(model: ChatModel, request: ChatRequest) -> ChatResponse:
     """The innermost step: the model never receives the tool context, so cannot leak it;
     the ids of the tool calls it answers are made unique and valid before any link sees
-    them (`core.call_ids`)."""
+    them (`core._call_ids`)."""
     response = await model.call(_without_tool_context(request))
     return unique_response(response, request.messages)
 

@@ -28,8 +28,8 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 import anyio
 
+from ._arguments import ArgumentsError, parse_arguments
 from .advisor import ToolHook, ToolNext
-from .arguments import ArgumentsError, parse_arguments
 from .context import ToolContext
 from .errors import ToolCallLimitExceeded, ToolExecutionError
 from .invocation import ToolInvocation, ToolResult

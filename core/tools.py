@@ -19,11 +19,11 @@ import anyio.to_thread
 import pydantic_core
 from pydantic import ValidationError
 
+from ._docstrings import parse_docstring
+from ._schema import ArgumentsModel, check_json_schema, clean_schema, signature_model
 from .context import ToolContext
-from .docstrings import parse_docstring
 from .errors import AdvisorChainError, ChainConfigurationError, ToolDefinitionError
 from .parts import DocumentPart, ImagePart, TextPart
-from .schema import ArgumentsModel, check_json_schema, clean_schema, signature_model
 
 ToolContent: TypeAlias = str | tuple[TextPart | ImagePart | DocumentPart, ...]
 """What a tool result carries to the model: text, or parts (text, images, documents)."""

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from ..advisors.small_model import format_call
+from ..core._streams import closing_stream
 from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallFinished
 from ..core.response import ChatResponse
-from ..core.streams import closing_stream
 from ..core.usage import Usage
 
 

@@ -1,9 +1,9 @@
 """Chat models: the innermost step of a chain."""
 
+from ..core._assembly import StreamAssembler
 from ..core._exports import publish
-from ..core.assembly import StreamAssembler
 from ..core.errors import ScriptExhaustedError
-from ..core.text_tool_calls import TextToolCallModel
+from ..providers.text_tool_calls import TextToolCallModel
 from .anthropic import AnthropicChatModel
 from .errors import (
     AuthenticationError,

@@ -9,12 +9,12 @@ from typing import Any, NamedTuple, TypeAlias
 
 from opentelemetry import trace
 
+from ..core._streams import closing_stream
 from ..core.errors import ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.model import ChatModel
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.streams import closing_stream
 from .errors import ProviderUnavailableError, RateLimitError
 
 logger = logging.getLogger("advisorchain.fallback")

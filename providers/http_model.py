@@ -10,11 +10,11 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import httpx
 
+from ..core._streams import closing_stream
 from ..core.errors import AdvisorChainError, StreamInterruptedError
 from ..core.events import ModelDelta, ResponseCompleted, StreamEvent
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.streams import closing_stream
 from .errors import InvalidResponseError, ProviderError, ProviderStreamError
 from .http import (
     PARSE_ERRORS,

@@ -4,7 +4,7 @@ Needs the `local` extra. Inference runs in worker threads, so the event loop nev
 blocks; a stream pulls one chunk per worker-thread call, which works the same on asyncio
 and trio and stops generating as soon as the consumer stops reading. One inference runs
 at a time per loaded model. Tool calls the model writes as text (Qwen's `<tool_call>`)
-become real tool calls (see `core.text_tool_calls`).
+become real tool calls (see `providers.text_tool_calls`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from ..core.arguments import parse_argument_object
-from ..core.assembly import StreamAssembler
+from ..core._arguments import parse_argument_object
+from ..core._assembly import StreamAssembler
 from ..core.errors import ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from ..core.messages import (
@@ -36,12 +36,12 @@ from ..core.messages import (
 )
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.text_tool_calls import (
+from ..core.usage import Usage
+from ..providers.text_tool_calls import (
     apply_text_tool_calls,
     parse_text_tool_call_stream,
     tool_names_for,
 )
-from ..core.usage import Usage
 
 DEFAULT_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 _DONE = object()

@@ -29,21 +29,21 @@ from advisorchain import (
     UserMessage,
     tool,
 )
-from advisorchain.core.advisor import CallNext, StreamNext
-from advisorchain.core.call_ids import (
+from advisorchain.core._call_ids import (
     MAX_CALL_ID_CHARS,
     CallIds,
     StreamCallIds,
     is_valid_call_id,
     unique_response,
 )
+from advisorchain.core.advisor import CallNext, StreamNext
 from advisorchain.core.events import ToolCallDelta
-from advisorchain.core.text_tool_calls import (
+from advisorchain.providers import AnthropicChatModel, ScriptedChatModel
+from advisorchain.providers.text_tool_calls import (
     TextToolCallModel,
     apply_text_tool_calls,
     parse_text_tool_calls,
 )
-from advisorchain.providers import AnthropicChatModel, ScriptedChatModel
 
 ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 

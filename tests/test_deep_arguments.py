@@ -21,15 +21,15 @@ from advisorchain import (
     tool,
 )
 from advisorchain.advisors import ApprovalAdvisor, ApprovalRequest, Approve, CallbackApprover
-from advisorchain.core.arguments import (
+from advisorchain.core._arguments import (
     MAX_ARGUMENT_CHARS,
     MAX_ARGUMENT_DEPTH,
     ArgumentsError,
     parse_arguments,
 )
-from advisorchain.core.text_tool_calls import TextToolCallModel, parse_text_tool_calls
 from advisorchain.providers import AnthropicChatModel, ScriptedChatModel
 from advisorchain.providers.anthropic import RAW_ARGUMENTS_KEY, wire_messages
+from advisorchain.providers.text_tool_calls import TextToolCallModel, parse_text_tool_calls
 
 DEEP = "[" * 10_000 + "]" * 10_000
 DEEP_OBJECT = '{"text": ' + "[" * 10_000 + "]" * 10_000 + "}"

@@ -24,7 +24,7 @@ from advisorchain import (
     UserMessage,
     tool,
 )
-from advisorchain.core.streams import closing_stream
+from advisorchain.core._streams import closing_stream
 from advisorchain.providers import (
     AnthropicChatModel,
     AuthenticationError,

@@ -17,13 +17,13 @@ from advisorchain import (
     ToolCallStarted,
     tool,
 )
-from advisorchain.core.text_tool_calls import (
+from advisorchain.providers import ScriptedChatModel
+from advisorchain.providers.text_tool_calls import (
     TextToolCallModel,
     TextToolCallParser,
     apply_text_tool_calls,
     parse_text_tool_calls,
 )
-from advisorchain.providers import ScriptedChatModel
 
 NAMES = {"get_order_status", "cancel_order"}
 

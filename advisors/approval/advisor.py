@@ -13,8 +13,8 @@ from typing import Any, TypeAlias, TypeGuard
 
 import anyio
 
+from ...core._arguments import parse_argument_object
 from ...core.advisor import Advisor, ToolNext
-from ...core.arguments import parse_argument_object
 from ...core.context import ToolContext
 from ...core.invocation import ToolInvocation, ToolResult
 from ...core.messages import ToolCall

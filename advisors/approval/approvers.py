@@ -11,7 +11,7 @@ from typing import Any, Protocol, TextIO, runtime_checkable
 
 import anyio.to_thread
 
-from ...core.arguments import ArgumentsError, parse_arguments
+from ...core._arguments import ArgumentsError, parse_arguments
 from .types import ApprovalCall, ApprovalRequest, Approve, Decision, Decisions, Defer, Reject
 
 

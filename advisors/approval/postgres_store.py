@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 
 import anyio.to_thread
 
-from ..postgres_pool import ConnectionPool
+from .._sql.postgres_pool import ConnectionPool
 from .sql_store import Cursor, SQLApprovalStore
 from .store import DEFAULT_CLAIM_TIMEOUT
 

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, cast, get_args
 
+from ...core._arguments import parse_argument_object
 from ...core.advisor import Advisor
-from ...core.arguments import parse_argument_object
 from ...core.errors import ChainConfigurationError
 from ...core.events import StreamEvent, ToolCallFinished, ToolCallStarted
 from ...core.invocation import ToolOutcome, ToolResult

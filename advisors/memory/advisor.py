@@ -8,15 +8,15 @@ from dataclasses import dataclass, replace
 
 import anyio
 
-from ..core.advisor import Advisor, CallNext, Placement, StreamNext
-from ..core.errors import AdvisorChainError, ChainConfigurationError
-from ..core.events import ResponseCompleted, StreamEvent
-from ..core.messages import Message, SystemMessage, ToolMessage, UserMessage
-from ..core.request import ChatRequest
-from ..core.response import ChatResponse
-from ..core.streams import closing_stream
-from ..core.suspension import RESUMED
-from .memory_stores import ChatMemoryStore
+from ...core._streams import closing_stream
+from ...core.advisor import Advisor, CallNext, Placement, StreamNext
+from ...core.errors import AdvisorChainError, ChainConfigurationError
+from ...core.events import ResponseCompleted, StreamEvent
+from ...core.messages import Message, SystemMessage, ToolMessage, UserMessage
+from ...core.request import ChatRequest
+from ...core.response import ChatResponse
+from ...core.suspension import RESUMED
+from .stores import ChatMemoryStore
 
 
 class ConversationIdError(AdvisorChainError, ValueError):

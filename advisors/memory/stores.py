@@ -19,9 +19,9 @@ import anyio.to_thread
 from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError
 
-from ..core.errors import AdvisorChainError
-from ..core.messages import Message, SystemMessage
-from ._storable import storable, without_surrogates
+from ...core.errors import AdvisorChainError
+from ...core.messages import Message, SystemMessage
+from .._storable import storable, without_surrogates
 
 T = TypeVar("T")
 

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from pydantic import TypeAdapter
 
-from ..core.messages import Message
-from ._storable import storable
-from .memory_stores import ChatMemoryStoreError, check_storable, message_json
-from .postgres_pool import ConnectionPool
+from ...core.messages import Message
+from .._sql.postgres_pool import ConnectionPool
+from .._storable import storable
+from .stores import ChatMemoryStoreError, check_storable, message_json
 
 T = TypeVar("T")
 

@@ -16,8 +16,8 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
+from ._docstrings import ParsedDocstring
 from .context import ToolContext
-from .docstrings import ParsedDocstring
 from .errors import ToolDefinitionError
 
 

@@ -23,15 +23,15 @@ import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
-from .arguments import ArgumentsError, parse_arguments
-from .call_ids import CallIds
-from .events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
-from .messages import AssistantMessage, ToolCall
-from .model import ChatModel
-from .parts import TextPart, assistant_content
-from .request import ChatRequest
-from .response import ChatResponse
-from .streams import closing_stream
+from ..core._arguments import ArgumentsError, parse_arguments
+from ..core._call_ids import CallIds
+from ..core._streams import closing_stream
+from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
+from ..core.messages import AssistantMessage, ToolCall
+from ..core.model import ChatModel
+from ..core.parts import TextPart, assistant_content
+from ..core.request import ChatRequest
+from ..core.response import ChatResponse
 
 _OPEN_TAG = "<tool_call>"
 _CLOSE_TAG = "</tool_call>"
@@ -120,7 +120,7 @@ class TextToolCallParser:
     joined, as feeding it whole. Time is linear in the text's length however it is
     split: text that cannot decide what is held (the inside of a long call) is only
     stored until something can. Each call gets an id of its own, valid for every
-    provider: the id the model wrote when it is (`core.call_ids`), else a new one.
+    provider: the id the model wrote when it is (`core._call_ids`), else a new one.
     """
 
     __slots__ = ("_buffer", "_ids", "_in_plain_fence", "_names", "_pending", "_tail", "_wait")

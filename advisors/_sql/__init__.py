@@ -1,0 +1,1 @@
+"""SQL plumbing shared by the memory and approval stores."""

@@ -1,0 +1,21 @@
+"""Chat memory: the advisor that loads and saves a conversation, and its stores."""
+
+from .advisor import ConversationIdError, MemoryAdvisor, trim_history
+from .postgres_store import PostgresChatMemoryStore
+from .stores import (
+    ChatMemoryStore,
+    ChatMemoryStoreError,
+    InMemoryChatMemoryStore,
+    SQLiteChatMemoryStore,
+)
+
+__all__ = [
+    "ChatMemoryStore",
+    "ChatMemoryStoreError",
+    "ConversationIdError",
+    "InMemoryChatMemoryStore",
+    "MemoryAdvisor",
+    "PostgresChatMemoryStore",
+    "SQLiteChatMemoryStore",
+    "trim_history",
+]
