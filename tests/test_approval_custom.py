@@ -1,4 +1,4 @@
-"""The README's custom approval advisor, executed: under 20 lines on the public hooks."""
+"""docs/writing-advisors.md's custom approval advisor, executed: under 20 lines on the hooks."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import pytest
 from advisorchain import Chain, ToolCall, ToolCallingAdvisor, ToolMessage, tool
 from advisorchain.providers import ScriptedChatModel
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "docs" / "writing-advisors.md"
 
 
 def readme_example() -> str:
     text = README.read_text(encoding="utf-8")
     match = re.search(r"<!-- custom-approval-advisor -->\n```python\n(.*?)```", text, re.DOTALL)
-    assert match is not None, "the README lost its custom approval advisor example"
+    assert match is not None, "docs/writing-advisors.md lost its custom approval advisor example"
     return match.group(1)
 
 
