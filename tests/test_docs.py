@@ -74,7 +74,7 @@ def blocks(page: Path) -> list[Block]:
         markers = MARKERS.search(lead)
         comments = ONE_MARKER.findall(markers.group(0)) if markers else []
         setup = tuple(
-            c.strip()[len("setup:") :] for c in comments if c.strip().startswith("setup:")
+            c.strip()[len("setup:") :].strip() for c in comments if c.strip().startswith("setup:")
         )
         not_run = next(
             (c.strip()[len("not-run:") :].strip() for c in comments if "not-run:" in c), None
@@ -142,7 +142,7 @@ def test_the_parser_reads_markers_and_expected_output(tmp_path: Path) -> None:
         "```python\npass\n```\n\n```\nnot output\n```\n"
     )
     first, skipped, third, fourth = blocks(page)
-    assert (first.setup, first.expected, first.line) == ((" x = 2",), "2\n", 4)
+    assert (first.setup, first.expected, first.line) == (("x = 2",), "2\n", 4)
     assert skipped.not_run == "needs a server on the network" and skipped.expected is None
     assert third.expected == "3\n" and not third.setup
     assert fourth.expected is None
