@@ -23,22 +23,33 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 if __package__ in (None, ""):  # `python benchmarks/run.py`: make `benchmarks` importable
     sys.path[0] = str(Path(__file__).resolve().parent.parent)  # not benchmarks/ itself
 
-from benchmarks import (  # noqa: E402
-    concurrency,
-    links,
-    overhead,
-    parallel,
-    profiling,
-    streaming,
-    sync_tools,
-)
+if TYPE_CHECKING:  # mypy reads benchmarks/ as `advisorchain.benchmarks` (see .ci/typecheck)
+    from advisorchain.benchmarks import (
+        concurrency,
+        links,
+        overhead,
+        parallel,
+        profiling,
+        streaming,
+        sync_tools,
+    )
+else:
+    from benchmarks import (  # noqa: E402
+        concurrency,
+        links,
+        overhead,
+        parallel,
+        profiling,
+        streaming,
+        sync_tools,
+    )
 
 SECTIONS = (
     "overhead",

@@ -1,4 +1,4 @@
-"""The README's custom approval advisor, executed: under 20 lines on the public hooks."""
+"""docs/writing-advisors.md's custom approval advisor, executed: under 20 lines on the hooks."""
 
 from __future__ import annotations
 
@@ -11,25 +11,25 @@ import pytest
 from advisorchain import Chain, ToolCall, ToolCallingAdvisor, ToolMessage, tool
 from advisorchain.providers import ScriptedChatModel
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "writing-advisors.md"
 
 
-def readme_example() -> str:
-    text = README.read_text(encoding="utf-8")
+def page_example() -> str:
+    text = PAGE.read_text(encoding="utf-8")
     match = re.search(r"<!-- custom-approval-advisor -->\n```python\n(.*?)```", text, re.DOTALL)
-    assert match is not None, "the README lost its custom approval advisor example"
+    assert match is not None, "docs/writing-advisors.md lost its custom approval advisor example"
     return match.group(1)
 
 
 def test_the_example_is_under_20_lines() -> None:
-    lines = [line for line in readme_example().splitlines() if line.strip()]
+    lines = [line for line in page_example().splitlines() if line.strip()]
     assert len(lines) < 20
 
 
 @pytest.mark.anyio
 async def test_the_example_asks_only_above_the_limit() -> None:
     namespace: dict[str, Any] = {}
-    exec(compile(readme_example(), str(README), "exec"), namespace)
+    exec(compile(page_example(), str(PAGE), "exec"), namespace)
     asked: list[tuple[str, dict[str, Any]]] = []
 
     async def confirm(name: str, arguments: dict[str, Any]) -> bool:

@@ -395,7 +395,7 @@ async def test_behind_tracing_records_are_emitted_under_the_matching_spans(
     assert under["turn"] == ["invoke_agent"] * 2
 
 
-def test_readme_example_prints_and_logs_what_the_readme_shows(
+def test_the_docs_example_prints_and_logs_what_the_page_shows(
     logs: pytest.LogCaptureFixture,
 ) -> None:
     import contextlib
@@ -405,8 +405,8 @@ def test_readme_example_prints_and_logs_what_the_readme_shows(
 
     import advisorchain
 
-    readme = (Path(advisorchain.__file__).resolve().parent / "README.md").read_text()
-    section = readme[readme.index("## Logging and tracing") :]
+    page = Path(advisorchain.__file__).resolve().parent / "docs" / "observability.md"
+    section = page.read_text()
     code = re.search(r"<!-- tested: observability -->\n```python\n(.*?)```", section, re.S)
     shown = re.search(
         r"\nprints\n\n```\n(.*?)```\n\nand logs[^\n]*\n\n```\n(.*?)```", section, re.S
@@ -414,7 +414,7 @@ def test_readme_example_prints_and_logs_what_the_readme_shows(
     assert code is not None and shown is not None
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
-        exec(compile(code.group(1), "README-observability", "exec"), {"__name__": "readme"})
+        exec(compile(code.group(1), "docs/observability.md", "exec"), {"__name__": "readme"})
     assert output.getvalue() == shown.group(1)
 
     def normalized(text: str) -> str:

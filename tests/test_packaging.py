@@ -29,6 +29,10 @@ SKIP = shutil.ignore_patterns(
 def test_wheel_contains_only_the_advisorchain_package(tmp_path: Path) -> None:
     source = tmp_path / "src"
     shutil.copytree(ROOT, source, ignore=SKIP)
+    packages = {
+        f"advisorchain/{init.parent.relative_to(source).as_posix()}/__init__.py".replace("/./", "/")
+        for init in source.rglob("__init__.py")
+    }
     subprocess.run(
         [
             sys.executable,
@@ -54,3 +58,6 @@ def test_wheel_contains_only_the_advisorchain_package(tmp_path: Path) -> None:
     assert "advisorchain/advisors/tool_calling.py" in names
     assert "advisorchain/providers/scripted.py" in names
     assert not any(n.startswith("advisorchain/tests/") for n in names)
+    assert packages, "no package found in the copied tree"
+    missing = sorted(packages - set(names))
+    assert not missing, f"packages left out of the wheel (pyproject's packages list): {missing}"

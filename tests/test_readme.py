@@ -48,7 +48,6 @@ def test_custom_advisor_examples_work_on_both_paths() -> None:
     quickstart: dict[str, Any] = {"__name__": "readme"}
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile(readme_blocks()[0], "README-quickstart", "exec"), quickstart)
-    log: list[str] = []
     script: list[Reply] = [
         ToolCall.from_arguments("get_delivery_date", {"order_id": "A1"}),
         "Soon.",
@@ -56,7 +55,7 @@ def test_custom_advisor_examples_work_on_both_paths() -> None:
     model = ScriptedChatModel(script * 2)
     budget = namespace["TokenBudget"](10_000)
     chain = Chain(
-        [namespace["house_style"], budget, ToolCallingAdvisor(), namespace["AuditTools"](log)],
+        [namespace["house_style"], budget, ToolCallingAdvisor()],
         model=model,
         tools=[quickstart["get_delivery_date"]],
     )
@@ -69,7 +68,6 @@ def test_custom_advisor_examples_work_on_both_paths() -> None:
         return called.text, final.response.text
 
     assert anyio.run(both) == ("Soon.", "Soon.")
-    assert log == ["u7 get_delivery_date: ok"] * 2
     assert [r.messages[0].content for r in model.requests] == ["One sentence."] * 4
     assert budget.used > 0
     spent = Chain([namespace["TokenBudget"](0)], model=ScriptedChatModel(["x"]))
@@ -79,21 +77,23 @@ def test_custom_advisor_examples_work_on_both_paths() -> None:
 
 def test_the_readme_shows_the_refusal_the_chain_raises() -> None:
     text = README.read_text()
-    section = text[text.index("## Writing an advisor") : text.index("## Driving the loop")]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    refusal = next(b for b in blocks if "ChainConfigurationError:" in b)
-    code, _, comment = refusal.partition("\nChain(")
-    expected = " ".join(
-        line.removeprefix("# ").strip() for line in comment.splitlines() if line.startswith("#")
-    ).removeprefix("ChainConfigurationError: ")
+    section = text[text.index("## Writing an advisor") : text.index("## Where links go")]
+    shown = re.search(
+        r"except ChainConfigurationError.*?```\n\nprints\n\n```text\n(.*?)\n```", section, re.S
+    )
+    assert shown is not None
     namespace: dict[str, Any] = {"__name__": "readme"}
     exec(compile(readme_blocks()[1], "README-advisors", "exec"), namespace)
-    exec(compile(code, "README-refusal", "exec"), namespace)
+
+    async def call_only(request: Any, next: Any) -> Any:
+        return await next(request)
+
+    call_only.__name__ = "house_style"
     with pytest.raises(ChainConfigurationError) as raised:
-        Chain([namespace["house_style"]], model=ScriptedChatModel(["x"]))
-    assert str(raised.value) == expected
+        Chain([advisorchain.advisor(call_only)], model=ScriptedChatModel(["x"]))
+    assert str(raised.value) == shown.group(1)
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     sign = next(b for b in blocks if "def sign" in b)
-    namespace["AssistantMessage"] = AssistantMessage
     exec(compile(sign, "README-sign", "exec"), namespace)
     signed = anyio.run(namespace["sign"], ChatResponse(message=AssistantMessage(content="Hi")))
     assert signed.text == "Hi\n-- the shop"

@@ -267,7 +267,7 @@ async def test_search_first_searches_with_the_users_words_without_a_model_call(
     assert response.usage.requests == 2
 
 
-def test_the_readme_example_runs() -> None:
+def test_the_docs_example_runs() -> None:
     import contextlib
     import io
     import re
@@ -275,8 +275,8 @@ def test_the_readme_example_runs() -> None:
 
     import advisorchain
 
-    readme = (Path(advisorchain.__file__).resolve().parent / "README.md").read_text()
-    found = re.search(r"<!-- tested: small-model -->\n```python\n(.*?)```", readme, re.S)
+    page = Path(advisorchain.__file__).resolve().parent / "docs" / "small-models.md"
+    found = re.search(r"<!-- tested: small-model -->\n```python\n(.*?)```", page.read_text(), re.S)
     assert found is not None
     code = found.group(1)
     assert "model = LlamaCppChatModel()" in code
@@ -288,7 +288,7 @@ def test_the_readme_example_runs() -> None:
     namespace = {"__name__": "readme", "ScriptedChatModel": ScriptedChatModel, "ToolCall": ToolCall}
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
-        exec(compile(code, "README-small-model", "exec"), namespace)
+        exec(compile(code, "docs/small-models.md", "exec"), namespace)
     assert output.getvalue() == "It shipped with DHL and arrives Dec 2.\n"
     model = namespace["model"]
     assert isinstance(model, ScriptedChatModel)

@@ -57,8 +57,9 @@ class ConnectionPool:
         connection.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
-        """A cursor inside one transaction on a pooled connection.
+    def transaction(self, *, write: bool = True) -> Iterator[Any]:
+        """A cursor inside one transaction on a pooled connection (`write` changes nothing:
+        PostgreSQL's row locks and advisory locks serialize writers).
 
         A connection left inside a failed transaction is closed rather than reused.
         """

@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 
 import anyio.to_thread
 
+from .._sql.identifiers import check_table_prefix
 from .._sql.postgres_pool import ConnectionPool
 from .sql_store import Cursor, SQLApprovalStore
 from .store import DEFAULT_CLAIM_TIMEOUT
@@ -40,6 +41,7 @@ class PostgresApprovalStore(SQLApprovalStore):
         pool_size: int = 4,
         connect_timeout: float = 10.0,
     ) -> None:
+        check_table_prefix(table_prefix)
         super().__init__(table_prefix=table_prefix, claim_timeout=claim_timeout, clock=clock)
         self._pool = ConnectionPool(
             dsn, user="PostgresApprovalStore", size=pool_size, connect_timeout=connect_timeout
@@ -60,7 +62,7 @@ class PostgresApprovalStore(SQLApprovalStore):
 
     def transaction(self, *, write: bool) -> AbstractContextManager[Cursor]:
         """A cursor inside one transaction on a pooled connection."""
-        return self._pool.transaction()
+        return self._pool.transaction(write=write)
 
     def setup_lock(self, cursor: Cursor) -> None:
         """Serialize table creation between workers starting at once."""

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 
+import anyio.to_thread
+
+from .._sql.identifiers import check_table_prefix
+from .._sql.sqlite import SQLiteConnections
 from .sql_store import Cursor, SQLApprovalStore
 from .store import DEFAULT_CLAIM_TIMEOUT
 
@@ -18,9 +21,10 @@ DEFAULT_PATH = "approvals.db"
 class SQLiteApprovalStore(SQLApprovalStore):
     """An `ApprovalStore` in a SQLite file, shared by every process that opens the same path.
 
-    Each operation opens its own connection in a worker thread; write transactions begin
-    with `BEGIN IMMEDIATE`, so concurrent claims (threads or processes) are serialized and
-    exactly one wins. The database runs in WAL mode.
+    Each operation runs in a worker thread, in one transaction on a pooled connection
+    (`_sql.sqlite`, shared with the SQLite memory store); write transactions begin with
+    `BEGIN IMMEDIATE`, so concurrent claims (threads or processes) are serialized and
+    exactly one wins. The database runs in WAL mode. `aclose()` closes idle connections.
     """
 
     def __init__(
@@ -32,30 +36,19 @@ class SQLiteApprovalStore(SQLApprovalStore):
         clock: Callable[[], float] = time.time,
         busy_timeout: float = 30.0,
     ) -> None:
+        check_table_prefix(table_prefix)
         super().__init__(table_prefix=table_prefix, claim_timeout=claim_timeout, clock=clock)
-        self.path = os.fspath(path)
+        self._database = SQLiteConnections(path, busy_timeout=busy_timeout)
+        self.path = self._database.path
         self.busy_timeout = busy_timeout
 
     def __repr__(self) -> str:
         return f"SQLiteApprovalStore({self.path!r})"
 
-    @contextmanager
-    def transaction(self, *, write: bool) -> Iterator[Cursor]:
-        """A cursor inside one transaction on a fresh connection."""
-        connection = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
-        try:
-            cursor = connection.cursor()
-            if not self._ready:
-                cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield cursor
-            except BaseException:
-                connection.rollback()
-                raise
-            connection.commit()
-        finally:
-            connection.close()
+    def transaction(self, *, write: bool) -> AbstractContextManager[Cursor]:
+        """A cursor inside one transaction on a pooled connection."""
+        return self._database.transaction(write=write)
 
     async def aclose(self) -> None:
-        """Nothing to release: connections live for one operation."""
+        """Close the idle connections; the store stays usable."""
+        await anyio.to_thread.run_sync(self._database.close_idle)

@@ -2,12 +2,8 @@
 
 from .advisor import ConversationIdError, MemoryAdvisor, trim_history
 from .postgres_store import PostgresChatMemoryStore
-from .stores import (
-    ChatMemoryStore,
-    ChatMemoryStoreError,
-    InMemoryChatMemoryStore,
-    SQLiteChatMemoryStore,
-)
+from .sqlite_store import SQLiteChatMemoryStore
+from .store import ChatMemoryStore, ChatMemoryStoreError, InMemoryChatMemoryStore
 
 __all__ = [
     "ChatMemoryStore",

@@ -16,7 +16,7 @@ from ...core.messages import Message, SystemMessage, ToolMessage, UserMessage
 from ...core.request import ChatRequest
 from ...core.response import ChatResponse
 from ...core.suspension import RESUMED
-from .stores import ChatMemoryStore
+from .store import ChatMemoryStore
 
 
 class ConversationIdError(AdvisorChainError, ValueError):

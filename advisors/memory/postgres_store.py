@@ -6,23 +6,19 @@ threads (asyncio and trio alike), like `PostgresApprovalStore`.
 
 from __future__ import annotations
 
-import re
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import anyio.to_thread
-from pydantic import TypeAdapter
 
 from ...core.messages import Message
+from .._sql.identifiers import check_table_prefix
 from .._sql.postgres_pool import ConnectionPool
+from .._sql.threads import WorkerRunner
 from .._storable import storable
-from .stores import ChatMemoryStoreError, check_storable, message_json
+from .store import MESSAGE, ChatMemoryStoreError, check_storable, message_json
 
 T = TypeVar("T")
-
-_MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
-_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,40}")
 
 
 class PostgresChatMemoryStore:
@@ -43,16 +39,12 @@ class PostgresChatMemoryStore:
         pool_size: int = 4,
         connect_timeout: float = 10.0,
     ) -> None:
-        if not _PREFIX.fullmatch(table_prefix):
-            raise ChatMemoryStoreError(
-                f"invalid table prefix {table_prefix!r}: use letters, digits, '_'"
-            )
+        check_table_prefix(table_prefix, ChatMemoryStoreError)
         self.table = f"{table_prefix}memory"
         self._pool = ConnectionPool(
             dsn, user="PostgresChatMemoryStore", size=pool_size, connect_timeout=connect_timeout
         )
-        self._ready = False
-        self._setup_lock = threading.Lock()
+        self._runner = WorkerRunner(self._create_table, refuse=self._refuse_when_closed)
 
     def __repr__(self) -> str:
         return f"PostgresChatMemoryStore(table={self.table!r})"
@@ -74,22 +66,19 @@ class PostgresChatMemoryStore:
         """`close()` in a worker thread."""
         await anyio.to_thread.run_sync(self.close)
 
+    def _refuse_when_closed(self) -> None:
+        if self._pool.closed:
+            raise ChatMemoryStoreError("the PostgreSQL memory store is closed")
+
     async def _run(self, conversation_id: str, operation: Callable[[Any], T]) -> T:
         if "\x00" in conversation_id:
             raise ChatMemoryStoreError("a conversation id for PostgreSQL cannot contain NUL")
 
         def run() -> T:
-            if self._pool.closed:
-                raise ChatMemoryStoreError("the PostgreSQL memory store is closed")
-            if not self._ready:
-                with self._setup_lock:
-                    if not self._ready:
-                        self._create_table()
-                        self._ready = True
             with self._pool.transaction() as cursor:
                 return operation(cursor)
 
-        return await anyio.to_thread.run_sync(run)
+        return await self._runner.run(run)
 
     def _create_table(self) -> None:
         with self._pool.transaction() as cursor:
@@ -124,7 +113,7 @@ class PostgresChatMemoryStore:
             return [row[0] for row in cursor.fetchall()]
 
         rows = await self._run(conversation_id, load)
-        return tuple(_MESSAGE.validate_json(row) for row in rows)
+        return tuple(MESSAGE.validate_json(row) for row in rows)
 
     async def load_tail(self, conversation_id: str, last: int) -> tuple[Message, ...]:
         """The stored system messages and the last `last` other messages, in order."""
@@ -145,7 +134,7 @@ class PostgresChatMemoryStore:
             return [row[0] for row in cursor.fetchall()]
 
         rows = await self._run(conversation_id, load)
-        return tuple(_MESSAGE.validate_json(row) for row in rows)
+        return tuple(MESSAGE.validate_json(row) for row in rows)
 
     async def append(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Add `messages` at the end of the conversation, in one transaction."""

@@ -119,7 +119,7 @@ async def build(variant: str, tool_kind: str = "async") -> scenario.Turn:
     if variant == "links":
         logger = bench_logger("langchain")
 
-        class LogAndApprove(AgentMiddleware):  # type: ignore[type-arg]
+        class LogAndApprove(AgentMiddleware):
             async def awrap_model_call(
                 self, request: Any, handler: Callable[[Any], Awaitable[Any]]
             ) -> Any:

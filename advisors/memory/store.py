@@ -1,0 +1,106 @@
+"""Where `MemoryAdvisor` keeps conversations: the `ChatMemoryStore` protocol, its error,
+the in-memory store and what the SQL stores share (id checks, message rows).
+
+`InMemoryChatMemoryStore` lives in the process (tests, single-process apps); the SQL stores
+are `sqlite_store.SQLiteChatMemoryStore` and `postgres_store.PostgresChatMemoryStore`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from pydantic import TypeAdapter
+from pydantic_core import PydanticSerializationError
+
+from ...core.errors import AdvisorChainError
+from ...core.messages import Message, SystemMessage
+from .._storable import storable, without_surrogates
+
+MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
+"""Reads a stored message row back (`MESSAGE.validate_json(row)`)."""
+
+
+class ChatMemoryStoreError(AdvisorChainError):
+    """A memory store cannot do what was asked (closed, bad configuration)."""
+
+
+@runtime_checkable
+class ChatMemoryStore(Protocol):
+    """Keeps each conversation's messages, in order, keyed by conversation id.
+
+    `append` adds a whole turn at once: an implementation must write the messages of one
+    call atomically (all or none), so two turns never interleave message by message.
+
+    A store may also offer `load_tail(conversation_id, last)`: every stored system message
+    and the last `last` other messages, in stored order. `MemoryAdvisor` with
+    `max_messages` uses it when present, so long conversations are not read whole.
+    """
+
+    async def load(self, conversation_id: str) -> tuple[Message, ...]:
+        """Every message stored for the conversation, oldest first (empty if unknown)."""
+        ...
+
+    async def append(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        """Add `messages` at the end of the conversation, atomically."""
+        ...
+
+    async def clear(self, conversation_id: str) -> None:
+        """Forget the conversation."""
+        ...
+
+
+class InMemoryChatMemoryStore:
+    """A `ChatMemoryStore` in a dict: fast, lost when the process ends."""
+
+    def __init__(self) -> None:
+        self._conversations: dict[str, list[Message]] = {}
+
+    def __repr__(self) -> str:
+        return f"InMemoryChatMemoryStore(conversations={len(self._conversations)})"
+
+    async def load(self, conversation_id: str) -> tuple[Message, ...]:
+        """Every message stored for the conversation, oldest first."""
+        return tuple(self._conversations.get(conversation_id, ()))
+
+    async def load_tail(self, conversation_id: str, last: int) -> tuple[Message, ...]:
+        """The stored system messages and the last `last` other messages, in order."""
+        return tail(self._conversations.get(conversation_id, ()), last)
+
+    async def append(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        """Add `messages` at the end of the conversation."""
+        if messages:
+            self._conversations.setdefault(conversation_id, []).extend(messages)
+
+    async def clear(self, conversation_id: str) -> None:
+        """Forget the conversation."""
+        self._conversations.pop(conversation_id, None)
+
+
+def check_storable(conversation_id: str) -> None:
+    """Raise `ChatMemoryStoreError` for an id a database cannot hold (NUL, lone surrogate)."""
+    if not storable(conversation_id):
+        raise ChatMemoryStoreError(
+            "the conversation id holds NUL or a lone surrogate, which the store cannot hold"
+        )
+
+
+def message_json(message: Message) -> str:
+    """`message` as JSON for a database row; lone surrogates in its text (which UTF-8
+    cannot encode) are stored as U+FFFD, as the providers send them."""
+    try:
+        return MESSAGE.dump_json(message).decode()
+    except PydanticSerializationError:
+        data = without_surrogates(MESSAGE.dump_python(message, mode="json", fallback=str))
+        return json.dumps(data, ensure_ascii=False)
+
+
+def tail(messages: Sequence[Message], last: int) -> tuple[Message, ...]:
+    """Every system message of `messages` and the last `last` others, in order."""
+    others = [i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)]
+    keep = set(others[max(0, len(others) - last) :] if last > 0 else [])
+    return tuple(m for i, m in enumerate(messages) if isinstance(m, SystemMessage) or i in keep)
+
+
+__all__ = ["ChatMemoryStore", "ChatMemoryStoreError", "InMemoryChatMemoryStore"]
