@@ -43,7 +43,7 @@ check: check-env
 	$(VENV)/bin/ruff format --check .
 	bash .ci/typecheck
 
-# Side-by-side benchmarks with the peers (own venv: .venv-bench); tables in README.md.
+# Side-by-side benchmarks with the peers (own venv: .venv-bench); tables in benchmarks/README.md.
 bench:
 	bash benchmarks/bench.sh
 
