@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import typing
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -32,7 +33,11 @@ from advisorchain import (
     tool,
 )
 from advisorchain.advisors import (
+    ApprovalAdvisor,
+    Approve,
+    DeferredApprover,
     RedactionAdvisor,
+    SQLiteApprovalStore,
     StructuredOutputAdvisor,
     StructuredOutputError,
 )
@@ -476,3 +481,58 @@ def test_the_instruction_is_compact_json() -> None:
     advisor = StructuredOutputAdvisor(Point)
     schema_text = advisor.instruction.split("\n", 1)[1]
     assert json.loads(schema_text) == advisor.output_schema.schema
+
+
+# --- deferred approval -------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@PATHS
+@pytest.mark.parametrize("native", [False, True])
+async def test_a_turn_suspended_for_approval_is_validated_when_resumed(
+    path: Path, native: bool, tmp_path: pathlib.Path
+) -> None:
+    sent: list[str] = []
+
+    @tool(requires_approval=True)
+    def book(city: str) -> str:
+        """Book a trip."""
+        sent.append(city)
+        return f"booked {city}"
+
+    def chain_for(replies: list[Any]) -> tuple[Chain, ScriptedChatModel]:
+        model = ScriptedChatModel(replies, output_schema=native)
+        store = SQLiteApprovalStore(tmp_path / "approvals.db")  # options persisted as JSON
+        approval = ApprovalAdvisor(DeferredApprover(), store=store)
+        advisors = [StructuredOutputAdvisor(Weather), ToolCallingAdvisor(), approval]
+        return Chain(advisors, model=model), model
+
+    chain, _ = chain_for([ToolCall.from_arguments("book", {"city": "Paris"}, id="b1")])
+    suspended = await chain.call("book Paris", tools=[book])
+    assert suspended.finish_reason == "approval_pending" and suspended.output is None
+    assert suspended.pending_approval is not None
+    pending = suspended.pending_approval.id
+
+    later, model = chain_for(['{"city": "Paris"}', PARIS])  # one invalid answer, then valid
+    if path == "call":
+        response = await later.resume(pending, {"b1": Approve()}, tools=[book])
+    else:
+        events = [e async for e in later.resume_stream(pending, {"b1": Approve()}, tools=[book])]
+        assert isinstance(events[-1], ResponseCompleted)
+        assert sum(isinstance(e, AnswerDiscarded) for e in events) == 1
+        response = events[-1].response
+    assert sent == ["Paris"]
+    assert response.output == Weather(city="Paris", temperature=21.5)
+    first, retry = model.requests
+    assert (first.options.output_schema is not None) is native
+    instructions = [m for m in first.messages if isinstance(m, SystemMessage)]
+    assert len(instructions) == (0 if native else 1)  # never twice
+    # the retry continues the transcript: the tool result once, then the answer and feedback
+    results = [m for m in retry.messages if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in results] == ["b1"]
+    assert retry.messages[: len(first.messages)] == first.messages
+    assert [type(m) for m in retry.messages[len(first.messages) :]] == [
+        AssistantMessage,
+        UserMessage,
+    ]
+    assert isinstance(response.messages[0], ToolMessage)  # the resumed result, then the rest
