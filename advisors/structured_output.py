@@ -12,14 +12,19 @@ from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar, cast, ge
 from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
-from ..core._arguments import ArgumentsError, parse_arguments
+from ..core._arguments import (
+    MAX_ARGUMENT_CHARS,
+    MAX_ARGUMENT_DEPTH,
+    ArgumentsError,
+    parse_arguments,
+)
 from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, Placement, StreamNext
 from ..core.chain import Chain
 from ..core.errors import AdvisorChainError, ChainConfigurationError, StreamInterruptedError
 from ..core.events import AnswerDiscarded, ResponseCompleted, StreamEvent
 from ..core.messages import AssistantMessage, Message, SystemMessage, UserMessage
-from ..core.options import OutputSchema
+from ..core.options import ChatOptions, OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.text_transform import TextTransformAdvisor
@@ -159,6 +164,7 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
             schema=json.dumps(self.output_schema.schema, separators=(",", ":")),
         )
         self._model: object = None
+        self._options: tuple[ChatOptions, ChatOptions] | None = None  # (given, with schema)
 
     def __repr__(self) -> str:
         return f"StructuredOutputAdvisor({self.output_schema.name}, mode={self.mode!r})"
@@ -184,6 +190,7 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
         while isinstance(model, Chain):
             model = model.model
         bound._model = model
+        bound._options = None
         return bound
 
     def output(self, response: ChatResponse) -> T:
@@ -243,9 +250,13 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
 
     def _prepared(self, request: ChatRequest) -> ChatRequest:
         if self.native(request):
-            if request.options.output_schema == self.output_schema:
+            options = request.options
+            if options.output_schema == self.output_schema:
                 return request
-            return request.with_options(output_schema=self.output_schema)
+            cached = self._options
+            if cached is None or cached[0] is not options:  # usually the chain's, every turn
+                cached = self._options = (options, options.merged(output_schema=self.output_schema))
+            return replace(request, options=cached[1])
         messages = request.messages
         if messages and isinstance(messages[0], SystemMessage):
             first = messages[0]
@@ -264,23 +275,40 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
             body = fenced["body"].strip()
         if not body:
             return None, [_error("empty", "the answer is empty: it must be one JSON value")]
+        key = self._wrap_key
+        if (
+            key is None
+            and len(body) <= MAX_ARGUMENT_CHARS
+            and _brackets(body) <= MAX_ARGUMENT_DEPTH
+        ):
+            # too few brackets to nest too deeply: pydantic reads the JSON itself, once
+            try:
+                return self._adapter.validate_json(body), []
+            except ValidationError as exc:
+                return None, self._errors(exc, ())
         try:
             value = parse_arguments(body)
         except ArgumentsError as exc:
             return None, [_error("json_invalid", f"the answer is {exc}")]
         prefix: tuple[str | int, ...] = ()
-        key = self._wrap_key
         if key is not None and isinstance(value, dict) and len(value) == 1 and key in value:
             value, prefix = value[key], (key,)
             body = json.dumps(value)
         try:
             return self._adapter.validate_json(body), []
         except ValidationError as exc:
-            errors = exc.errors(include_url=False, include_input=False)[:MAX_REPORTED_ERRORS]
-            for error in errors:
-                error["loc"] = (*prefix, *error["loc"])
-                error["msg"] = error["msg"][:_MAX_MESSAGE_CHARS]
-            return None, errors
+            return None, self._errors(exc, prefix)
+
+    @staticmethod
+    def _errors(exc: ValidationError, prefix: tuple[str | int, ...]) -> list[ErrorDetails]:
+        errors = exc.errors(include_url=False, include_input=False)[:MAX_REPORTED_ERRORS]
+        if errors and errors[0]["type"] == "json_invalid":
+            reason = errors[0]["msg"].removeprefix("Invalid JSON: ")[:_MAX_MESSAGE_CHARS]
+            return [_error("json_invalid", f"the answer is not valid JSON ({reason})")]
+        for error in errors:
+            error["loc"] = (*prefix, *error["loc"])
+            error["msg"] = error["msg"][:_MAX_MESSAGE_CHARS]
+        return errors
 
     def _feedback(self, errors: Sequence[ErrorDetails], response: ChatResponse) -> UserMessage:
         lines = [
@@ -361,6 +389,10 @@ def _not_yet_in(transcript: Sequence[Message], added: Sequence[Message]) -> Sequ
         if tuple(transcript[-k:]) == tuple(added[:k]):
             return added[k:]
     return added
+
+
+def _brackets(text: str) -> int:
+    return text.count("[") + text.count("{")
 
 
 def _error(kind: str, message: str) -> ErrorDetails:
