@@ -67,13 +67,14 @@ class SupportsOutputSchema(Protocol):
 
 
 class StructuredOutputError(AdvisorChainError):
-    """The answer still did not validate after every retry.
+    """The answer still did not validate after every retry (or the model refused).
 
     `raw_text` is the last answer's text, `errors` its validation errors (pydantic's
     `ErrorDetails`: `type`, `loc`, `msg`; without the input), `attempts` how many answers
-    were asked for, and `messages` the transcript the turn added: every attempt, each
-    followed by the feedback the model got, all valid history (every tool call
-    answered), so a caller can store it and go on.
+    were asked for, `usage` what they all cost, and `messages` the transcript the turn
+    added: every attempt, each followed by the feedback the model got, all valid
+    history (every tool call answered), so a caller can store it and go on.
+    `finish_reason` is the last answer's (`content_filter`: a refusal, not retried).
     """
 
     def __init__(
@@ -84,12 +85,16 @@ class StructuredOutputError(AdvisorChainError):
         errors: Sequence[ErrorDetails],
         attempts: int,
         messages: Sequence[Message],
+        usage: Usage | None = None,
+        finish_reason: str | None = None,
     ) -> None:
         super().__init__(message)
         self.raw_text = raw_text
         self.errors: tuple[ErrorDetails, ...] = tuple(errors)
         self.attempts = attempts
         self.messages: tuple[Message, ...] = tuple(messages)
+        self.usage = usage if usage is not None else Usage()
+        self.finish_reason = finish_reason
 
 
 class StructuredOutputAdvisor(Advisor, Generic[T]):
@@ -118,7 +123,8 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
        more times. On `stream`, the text of the rejected attempt has already been
        streamed: an `AnswerDiscarded` event marks it before the next attempt's events.
     5. Still invalid: raise `StructuredOutputError` with the last text, its errors and
-       the turn's transcript.
+       the turn's transcript. A refusal (`finish_reason="content_filter"`) that does not
+       validate is raised at once: asking again would not change it.
 
     The response of a turn that needed retries holds every attempt and feedback message
     in `messages` and the usage of all of them. A schema whose root is not an object
@@ -354,14 +360,18 @@ class _Attempts:
         if not errors:
             return self._final(response, value)
         feedback = advisor._feedback(errors, response)
-        if self.attempt > advisor.retries:
+        refused = response.finish_reason == "content_filter"
+        if self.attempt > advisor.retries or refused:
+            why = "the model refused" if refused else f"after {self.attempt} attempt(s)"
             raise StructuredOutputError(
-                f"the answer does not match {advisor.output_schema.name} after "
-                f"{self.attempt} attempt(s): {advisor._summary(errors)}",
+                f"the answer does not match {advisor.output_schema.name} ({why}): "
+                f"{advisor._summary(errors)}",
                 raw_text=response.text,
                 errors=errors,
                 attempts=self.attempt,
                 messages=(*self.added, *response.messages),
+                usage=self.usage,
+                finish_reason=response.finish_reason,
             )
         new = _not_yet_in(self.request.messages, response.messages)
         self.added.extend(response.messages)

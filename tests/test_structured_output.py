@@ -308,7 +308,8 @@ async def test_after_the_retries_a_typed_error_carries_the_text_and_errors(path:
     assert [e["loc"] for e in error.errors] == [("temperature",)]
     assert error.errors[0]["type"] == "float_parsing"
     assert error.attempts == 2
-    assert "temperature" in str(error) and "2 attempt(s)" in str(error)
+    assert "temperature" in str(error) and "after 2 attempt(s)" in str(error)
+    assert error.usage.requests == 2 and error.finish_reason == "stop"
     assert [type(m) for m in error.messages] == [AssistantMessage, UserMessage, AssistantMessage]
     assert len(model.requests) == 2
 
@@ -337,6 +338,19 @@ async def test_a_truncated_answer_is_told_so() -> None:
     model = ScriptedChatModel([cut, PARIS])
     await Chain([StructuredOutputAdvisor(Weather)], model=model).call("x")
     assert "cut off at the token limit" in model.requests[1].messages[-1].text
+
+
+@pytest.mark.anyio
+@PATHS
+async def test_a_refusal_is_not_asked_again(path: Path) -> None:
+    refusal = ChatResponse(
+        message=AssistantMessage(content="I can't help with that."), finish_reason="content_filter"
+    )
+    model = ScriptedChatModel([refusal, PARIS])
+    with pytest.raises(StructuredOutputError, match="the model refused") as caught:
+        await run(Chain([StructuredOutputAdvisor(Weather)], model=model), path=path)
+    assert caught.value.finish_reason == "content_filter" and caught.value.attempts == 1
+    assert len(model.requests) == 1
 
 
 def test_validate_alone() -> None:
