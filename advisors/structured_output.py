@@ -275,6 +275,11 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
     # -- judging --------------------------------------------------------------------------
 
     def _validate(self, text: str) -> tuple[object, list[ErrorDetails]]:
+        if len(text) > MAX_ARGUMENT_CHARS:
+            message = (
+                f"the answer is too long ({len(text)} characters; at most {MAX_ARGUMENT_CHARS})"
+            )
+            return None, [_error("too_long", message)]
         body = text.strip()
         fenced = _FENCE.match(body)
         if fenced:
@@ -282,11 +287,7 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
         if not body:
             return None, [_error("empty", "the answer is empty: it must be one JSON value")]
         key = self._wrap_key
-        if (
-            key is None
-            and len(body) <= MAX_ARGUMENT_CHARS
-            and _brackets(body) <= MAX_ARGUMENT_DEPTH
-        ):
+        if key is None and _brackets(body) <= MAX_ARGUMENT_DEPTH:
             # too few brackets to nest too deeply: pydantic reads the JSON itself, once
             try:
                 return self._adapter.validate_json(body), []

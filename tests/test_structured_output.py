@@ -332,6 +332,12 @@ async def test_untrusted_json_is_bounded_and_reported(path: Path) -> None:
     assert "too deeply nested" in model.requests[1].messages[-1].text
 
 
+def test_a_huge_answer_is_refused_before_it_is_read() -> None:
+    advisor = StructuredOutputAdvisor(Weather)
+    with pytest.raises(StructuredOutputError, match="too long"):
+        advisor.validate(" " * 4_000_001)
+
+
 @pytest.mark.anyio
 async def test_a_truncated_answer_is_told_so() -> None:
     cut = ChatResponse(message=AssistantMessage(content='{"city": "Pa'), finish_reason="length")
