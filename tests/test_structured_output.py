@@ -41,7 +41,7 @@ from advisorchain.advisors import (
     StructuredOutputAdvisor,
     StructuredOutputError,
 )
-from advisorchain.providers import OutputSchema, ScriptedChatModel
+from advisorchain.providers import FallbackModel, OutputSchema, ScriptedChatModel
 
 Path = Literal["call", "stream"]
 PATHS = pytest.mark.parametrize("path", ["call", "stream"])
@@ -215,6 +215,17 @@ async def test_mode_forces_either_way_and_a_nested_chain_is_asked_through() -> N
     assert isinstance(inner, ChatModel)
     await Chain([StructuredOutputAdvisor(Weather)], model=inner).call("x")
     assert inner_model.requests[0].options.output_schema is not None
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("second", [True, False])
+async def test_a_fallback_model_gets_the_schema_only_if_every_model_honours_it(
+    second: bool,
+) -> None:
+    primary = ScriptedChatModel([PARIS], output_schema=True)
+    model = FallbackModel([primary, ScriptedChatModel([], output_schema=second)])
+    await Chain([StructuredOutputAdvisor(Weather)], model=model).call("x")
+    assert (primary.requests[0].options.output_schema is not None) is second
 
 
 def test_bad_arguments_are_refused() -> None:
