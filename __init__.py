@@ -32,6 +32,7 @@ from .core.errors import (
     ToolExecutionError,
 )
 from .core.events import (
+    AnswerDiscarded,
     ReasoningDelta,
     ResponseCompleted,
     StreamEvent,
@@ -66,6 +67,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Advisor",
     "AdvisorChainError",
+    "AnswerDiscarded",
     "ApprovalAdvisor",
     "Approve",
     "AssistantMessage",

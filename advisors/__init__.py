@@ -46,6 +46,7 @@ from .memory import (
 )
 from .redaction import RedactionAdvisor, RedactionBlocked, RedactionRule
 from .small_model import SmallModelAdvisor
+from .structured_output import StructuredOutputAdvisor, StructuredOutputError
 from .tool_cache import ToolResultCacheAdvisor
 from .tool_calling import ToolCallingAdvisor
 from .tool_retry import ExponentialBackoff, ToolRetryAdvisor
@@ -104,6 +105,8 @@ __all__ = [
     "SQLiteChatMemoryStore",
     "SmallModelAdvisor",
     "Span",
+    "StructuredOutputAdvisor",
+    "StructuredOutputError",
     "TextRewriter",
     "TextTransformAdvisor",
     "ToolCallingAdvisor",

@@ -68,6 +68,20 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class AnswerDiscarded:
+    """The answer streamed since the turn started (or since the previous
+    `AnswerDiscarded`) was rejected, and the model is asked again.
+
+    A UI clears the text it showed for that attempt. `attempt` counts the rejected
+    attempts (1 for the first); `reason` says why, in a few words (a
+    `StructuredOutputAdvisor` gives the validation errors the model is sent).
+    """
+
+    reason: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
 class ResponseCompleted:
     """The last event of every stream, carrying the complete response."""
 
@@ -80,6 +94,7 @@ StreamEvent: TypeAlias = (
     | ToolCallDelta
     | ToolCallStarted
     | ToolCallFinished
+    | AnswerDiscarded
     | ResponseCompleted
 )
 """Any event a stream yields."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
@@ -12,11 +13,63 @@ ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
+_SCHEMA_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputSchema:
+    """The JSON schema the answer's text must match: `ChatOptions.output_schema`.
+
+    `name` (1 to 64 letters, digits, `_` or `-`) and `schema` (a JSON schema) are sent to
+    providers that constrain their output to a schema; `strict` asks for strict adherence
+    where the API offers it (the provider makes the schema strict-compatible, or sends it
+    non-strict when it cannot be). A provider that cannot honour it says so through its
+    `supports_output_schema(schema, with_tools=...)` method, or lacks that method: then
+    `StructuredOutputAdvisor` states the schema in the prompt instead of setting it.
+    """
+
+    name: str
+    schema: Mapping[str, Any]
+    strict: bool = True
+    description: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _SCHEMA_NAME.fullmatch(self.name):
+            raise ValueError(
+                f"an output schema's name must be 1 to 64 letters, digits, '_' or '-': "
+                f"{self.name!r}"
+            )
+        if not isinstance(self.schema, Mapping):
+            raise TypeError("an output schema's schema must be a JSON schema object")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values (for stores that persist options)."""
+        values: dict[str, Any] = {
+            "name": self.name,
+            "schema": dict(self.schema),
+            "strict": self.strict,
+        }
+        if self.description is not None:
+            values["description"] = self.description
+        return values
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> OutputSchema:
+        """The `OutputSchema` that `to_dict` produced `values` from."""
+        return cls(
+            name=values["name"],
+            schema=values["schema"],
+            strict=bool(values.get("strict", True)),
+            description=values.get("description"),
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChatOptions:
     """Options of a model call. `None` means "the provider's default".
 
+    `output_schema` asks the model for an answer whose text is JSON matching a schema
+    (`OutputSchema`; set by `StructuredOutputAdvisor` when the model supports it).
     `extra` is passed through to the provider's request body unchanged, for options
     this library does not model.
     """
@@ -28,6 +81,7 @@ class ChatOptions:
     stop: tuple[str, ...] | None = None
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
+    output_schema: OutputSchema | None = None
     extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
 
     def merged(self, overrides: ChatOptions | None = None, **values: Any) -> ChatOptions:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, TypeVar, cast, get_origin
 
 from .messages import AssistantMessage, Message, ToolCall
 from .usage import Usage
+
+T = TypeVar("T")
 
 FinishReason: TypeAlias = (
     Literal[
@@ -47,6 +49,9 @@ class ChatResponse:
     `message` is the last assistant message of `messages`; anything else is a `ValueError`.
     Change the answer with `with_message`, which replaces it inside
     `messages`; `dataclasses.replace(response, messages=...)` keeps working.
+
+    `output` is the answer validated into a Python value, set by `StructuredOutputAdvisor`
+    (`None` otherwise); `output_as(T)` returns it typed, after checking it is a `T`.
     """
 
     messages: tuple[Message, ...]
@@ -55,6 +60,7 @@ class ChatResponse:
     model: str | None
     id: str | None
     pending_approval: PendingApproval | None
+    output: object
 
     def __init__(
         self,
@@ -66,6 +72,7 @@ class ChatResponse:
         model: str | None = None,
         id: str | None = None,
         pending_approval: PendingApproval | None = None,
+        output: object = None,
     ) -> None:
         found = _last_assistant(messages)
         if not messages:
@@ -89,6 +96,7 @@ class ChatResponse:
             model=model,
             id=id,
             pending_approval=pending_approval,
+            output=output,
             _message=found,
         )
 
@@ -107,6 +115,30 @@ class ChatResponse:
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """The tool calls the final message asks for (empty once a tool loop has run them)."""
         return self.message.tool_calls
+
+    def output_as(self, output_type: type[T]) -> T:
+        """`output`, typed as `output_type` (what the `StructuredOutputAdvisor` was given).
+
+        Checks the value's class (for `list[X]` that it is a list, for a TypedDict that it
+        is a dict); raises `TypeError` when there is no output (no `StructuredOutputAdvisor`
+        in the chain, or the turn ended without an answer to validate) or another type.
+        """
+        output = self.output
+        if output is None:
+            raise TypeError(
+                "this response has no structured output (add a StructuredOutputAdvisor; a "
+                "turn waiting for approval, or answered by tools directly, has none)"
+            )
+        if hasattr(output_type, "__required_keys__"):  # a TypedDict (typing's or the backport)
+            expected: type = dict
+        else:
+            expected = get_origin(output_type) or output_type
+        if not isinstance(output, expected):
+            raise TypeError(
+                f"the structured output is a {type(output).__name__}, not a "
+                f"{getattr(output_type, '__name__', output_type)}"
+            )
+        return cast(T, output)  # checked as far as the runtime can
 
     def with_message(self, message: AssistantMessage) -> ChatResponse:
         """A copy whose answer is `message`: it replaces the last assistant message of

@@ -3,6 +3,7 @@
 from ..core._assembly import StreamAssembler
 from ..core._exports import publish
 from ..core.errors import ScriptExhaustedError
+from ..core.options import OutputSchema
 from ..providers.text_tool_calls import TextToolCallModel
 from .anthropic import AnthropicChatModel
 from .errors import (
@@ -33,6 +34,7 @@ __all__ = [
     "InvalidResponseError",
     "LlamaCppChatModel",
     "OpenAIChatModel",
+    "OutputSchema",
     "ProviderError",
     "ProviderRequestError",
     "ProviderStreamError",

@@ -47,7 +47,7 @@ from ..core._call_ids import unique_tool_calls
 from ..core.errors import StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage
-from ..core.options import ChatOptions
+from ..core.options import ChatOptions, OutputSchema
 from ..core.parts import (
     ContentPart,
     DocumentPart,
@@ -59,6 +59,7 @@ from ..core.parts import (
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
+from ._structured import anthropic_output_config, anthropic_supports
 from .errors import ProviderError
 from .http import (
     PARSE_ERRORS,
@@ -146,6 +147,10 @@ class AnthropicChatModel(HTTPChatModel):
     def _auth_headers(self, key: str | None) -> dict[str, str]:
         return {"x-api-key": key or "", "anthropic-version": ANTHROPIC_VERSION}
 
+    def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
+        """Whether the API can take `schema` as `output_config` (`providers._structured`)."""
+        return anthropic_supports(schema)
+
     def _parse(self, payload: Any) -> ChatResponse:
         return message_response(payload)
 
@@ -183,6 +188,9 @@ class AnthropicChatModel(HTTPChatModel):
         if stream:
             body["stream"] = True
         body.update(plain(options.extra))
+        if options.output_schema is not None:
+            output = anthropic_output_config(options.output_schema, body.get("output_config"))
+            body["output_config"] = output
         return body
 
 

@@ -13,6 +13,7 @@ from ..core._streams import closing_stream
 from ..core.errors import ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.model import ChatModel
+from ..core.options import OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from .errors import ProviderUnavailableError, RateLimitError
@@ -104,6 +105,14 @@ class FallbackModel:
 
     def __repr__(self) -> str:
         return f"FallbackModel({list(self.models)!r})"
+
+    def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
+        """Whether every model honours `schema`: any of them may be the one to answer."""
+        for model in self.models:
+            supports = getattr(model, "supports_output_schema", None)
+            if not callable(supports) or not supports(schema, with_tools=with_tools):
+                return False
+        return True
 
     async def aclose(self) -> None:
         """Close every model that can be closed."""

@@ -34,6 +34,7 @@ from ..core.messages import (
     UserMessage,
     new_call_id,
 )
+from ..core.options import OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
@@ -42,6 +43,7 @@ from ..providers.text_tool_calls import (
     parse_text_tool_call_stream,
     tool_names_for,
 )
+from ._structured import llamacpp_response_format
 
 DEFAULT_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 _DONE = object()
@@ -135,6 +137,10 @@ class LlamaCppChatModel:
 
     def __repr__(self) -> str:
         return f"LlamaCppChatModel(model_name={self.model_name!r})"
+
+    def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
+        """A schema becomes a grammar over the whole output: only without tools."""
+        return not with_tools
 
     # -- loading ----------------------------------------------------------------------------
 
@@ -292,6 +298,11 @@ class LlamaCppChatModel:
                 kwargs[name] = value
         if stop:
             kwargs["stop"] = stop
+        if options.output_schema is not None:
+            with_tools = "tools" in kwargs
+            kwargs["response_format"] = llamacpp_response_format(
+                options.output_schema, with_tools=with_tools
+            )
         kwargs.update(options.extra)
         return kwargs
 

@@ -48,6 +48,7 @@ from ..core._call_ids import unique_tool_calls
 from ..core.errors import StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, new_call_id
+from ..core.options import OutputSchema
 from ..core.parts import (
     ContentPart,
     DocumentPart,
@@ -59,6 +60,7 @@ from ..core.parts import (
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
+from ._structured import openai_response_format, openai_supports
 from .errors import ProviderError
 from .http import (
     PARSE_ERRORS,
@@ -165,6 +167,10 @@ class OpenAIChatModel(HTTPChatModel):
     def _auth_headers(self, key: str | None) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
+    def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
+        """Whether this server honours `output_schema` (see `providers._structured`)."""
+        return openai_supports(self.base_url, with_tools=with_tools)
+
     def _parse(self, payload: Any) -> ChatResponse:
         return completion_response(payload)
 
@@ -205,6 +211,8 @@ class OpenAIChatModel(HTTPChatModel):
             body["stream"] = True
             if self._stream_usage:
                 body["stream_options"] = {"include_usage": True}
+        if options.output_schema is not None:
+            body["response_format"] = openai_response_format(options.output_schema)
         body.update(plain(options.extra))
         return body
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from operator import attrgetter
-from typing import TypeAlias, TypeGuard
+from typing import Literal, TypeAlias, TypeGuard
 
 from ..core._assembly import StreamAssembler
 from ..core.errors import ScriptExhaustedError
 from ..core.events import ReasoningDelta, ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, ToolCall
+from ..core.options import OutputSchema
 from ..core.parts import ReasoningPart, TextPart
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
@@ -34,6 +35,12 @@ class ScriptedChatModel:
     fragments of `chunk_size` characters, so the assembly path is exercised; a sequence
     of sizes cuts each text into fragments of those sizes in turn (the last size repeats),
     to stream a text in chosen chunks. Usage is estimated at four characters a token.
+
+    `output_schema` says whether it claims to honour `ChatOptions.output_schema` (as a
+    provider that constrains its output would): `False` (the default, like a model
+    that cannot, so `StructuredOutputAdvisor` states the schema in the prompt), `True`,
+    or `"without_tools"` (only on requests without tools, like llama.cpp). It never
+    constrains its script; tests read what was asked in `requests[i].options`.
     """
 
     provider_name = "scripted"
@@ -44,6 +51,7 @@ class ScriptedChatModel:
         *,
         model_name: str = "scripted",
         chunk_size: int | Sequence[int] = 4,
+        output_schema: bool | Literal["without_tools"] = False,
     ) -> None:
         if callable(script) and not isinstance(script, (list, tuple)):
             self._function: ReplyFunction | None = script
@@ -59,9 +67,16 @@ class ScriptedChatModel:
             if not self.chunk_size or min(self.chunk_size) < 1:
                 raise ValueError("chunk_size must be a positive size or a non-empty list of them")
         self.requests: list[ChatRequest] = []
+        self.output_schema = output_schema
 
     def __repr__(self) -> str:
         return f"ScriptedChatModel(model_name={self.model_name!r})"
+
+    def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
+        """What `output_schema` says (the schema itself is never refused)."""
+        if self.output_schema == "without_tools":
+            return not with_tools
+        return bool(self.output_schema)
 
     @property
     def remaining(self) -> int:

@@ -32,6 +32,7 @@ from advisorchain.advisors import (
     DeferredApprover,
     InMemoryApprovalStore,
     InMemoryChatMemoryStore,
+    StructuredOutputAdvisor,
 )
 from advisorchain.providers import ScriptedChatModel
 
@@ -65,6 +66,10 @@ def search_script() -> list[Any]:
     ]
 
 
+def structured_script() -> list[Any]:
+    return [*script()[:2], '{"items": ["one", "two", "three"]}']
+
+
 @dataclass
 class Case:
     """A chain of shipped advisors, built fresh for each path."""
@@ -93,6 +98,10 @@ CASES = {
     ),
     "tool search": Case(
         lambda: [ToolCallingAdvisor(), ToolSearchAdvisor(min_tools=0)], script=search_script
+    ),
+    "structured output": Case(
+        lambda: [StructuredOutputAdvisor(list[str]), ToolCallingAdvisor()],
+        script=structured_script,
     ),
     "all together": Case(
         lambda: [

@@ -16,7 +16,7 @@ from ...core.events import StreamEvent, ToolCallFinished, ToolCallStarted
 from ...core.invocation import ToolOutcome, ToolResult
 from ...core.manager import ToolCallingManager
 from ...core.messages import AssistantMessage, Message, ToolCall
-from ...core.options import ChatOptions
+from ...core.options import ChatOptions, OutputSchema
 from ...core.request import ChatRequest
 from ...core.suspension import ResumedTurn
 from .types import (
@@ -62,6 +62,8 @@ def options_to_dict(options: ChatOptions) -> dict[str, Any]:
         if f.name == "extra":
             if value:
                 values["extra"] = dict(value)
+        elif isinstance(value, OutputSchema):
+            values[f.name] = value.to_dict()
         elif value is not None:
             values[f.name] = list(value) if f.name == "stop" else value
     return values
@@ -70,6 +72,8 @@ def options_to_dict(options: ChatOptions) -> dict[str, Any]:
 def options_from_dict(values: Mapping[str, Any]) -> ChatOptions:
     """The `ChatOptions` that `options_to_dict` produced `values` from."""
     known: dict[str, Any] = {k: tuple(v) if k == "stop" else v for k, v in values.items()}
+    if isinstance(known.get("output_schema"), Mapping):
+        known["output_schema"] = OutputSchema.from_dict(known["output_schema"])
     return ChatOptions(**known)
 
 

@@ -1,0 +1,360 @@
+"""`ChatOptions.output_schema` on the wire: OpenAI, Anthropic and llama.cpp request bodies."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Optional
+
+import httpx
+import pytest
+from pydantic import BaseModel, Field
+
+from advisorchain import (
+    Chain,
+    ChainConfigurationError,
+    ChatModel,
+    ChatOptions,
+    ChatRequest,
+    ResponseCompleted,
+    SystemMessage,
+    ToolCallingAdvisor,
+    UserMessage,
+    tool,
+)
+from advisorchain.advisors import StructuredOutputAdvisor
+from advisorchain.providers import (
+    AnthropicChatModel,
+    LlamaCppChatModel,
+    OpenAIChatModel,
+    OutputSchema,
+)
+from advisorchain.providers._structured import (
+    anthropic_schema,
+    openai_response_format,
+    strict_schema,
+)
+
+if TYPE_CHECKING:
+    from advisorchain.tests.provider_support import (
+        FAST_RETRY,
+        HTTPX_ABANDONED_GENERATORS,
+        Recorder,
+        sse_response,
+    )
+else:
+    from provider_support import FAST_RETRY, HTTPX_ABANDONED_GENERATORS, Recorder, sse_response
+
+pytestmark = HTTPX_ABANDONED_GENERATORS
+
+ANSWER = '{"name": "tea", "price": 2.5, "note": null, "tags": []}'
+
+
+class Item(BaseModel):
+    """One item of an order."""
+
+    name: str = Field(max_length=20)
+    price: float = Field(ge=0)
+    note: Optional[str] = None  # noqa: UP045 - the nullable form pydantic writes as anyOf
+    tags: list[str] = []
+
+
+class Order(BaseModel):
+    items: list[Item]
+    first: Item = Field(description="the first item")
+
+
+class Tree(BaseModel):
+    children: list[Tree] = []
+
+
+class Counts(BaseModel):
+    counts: dict[str, int]
+
+
+@tool
+def menu(kind: str) -> str:
+    """What is on the menu."""
+    return "tea 2.5"
+
+
+def completion(content: str = ANSWER) -> httpx.Response:
+    return httpx.Response(
+        200,
+        json={
+            "id": "chatcmpl-1",
+            "model": "gpt-test",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2},
+        },
+    )
+
+
+def completion_stream(content: str = ANSWER) -> httpx.Response:
+    chunks = [
+        {"id": "c", "choices": [{"index": 0, "delta": {"content": content[:10]}}]},
+        {"id": "c", "choices": [{"index": 0, "delta": {"content": content[10:]}}]},
+        {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    body = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+    return sse_response(body)
+
+
+def message(text: str = ANSWER) -> httpx.Response:
+    return httpx.Response(
+        200,
+        json={
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 5, "output_tokens": 2},
+        },
+    )
+
+
+def openai(recorder: Recorder, **kwargs: Any) -> OpenAIChatModel:
+    return OpenAIChatModel(
+        "gpt-test",
+        api_key="sk-test",
+        http_client=recorder.client(),
+        retry_policy=FAST_RETRY,
+        **kwargs,
+    )
+
+
+def anthropic(recorder: Recorder) -> AnthropicChatModel:
+    return AnthropicChatModel(
+        "claude-test", api_key="sk-ant-test", http_client=recorder.client(), retry_policy=FAST_RETRY
+    )
+
+
+# --- OpenAI --------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_openai_gets_a_strict_json_schema_response_format(path: str) -> None:
+    recorder = Recorder(completion() if path == "call" else completion_stream())
+    advisor = StructuredOutputAdvisor(Item)
+    chain = Chain([advisor], model=openai(recorder))
+    if path == "call":
+        response = await chain.call("tea?")
+    else:
+        events = [e async for e in chain.stream("tea?")]
+        assert isinstance(events[-1], ResponseCompleted)
+        response = events[-1].response
+    assert response.output == Item(name="tea", price=2.5)
+    (body,) = recorder.bodies
+    assert body["messages"] == [{"role": "user", "content": "tea?"}]  # no prompt instruction
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "Item",
+            "schema": {
+                "description": "One item of an order.",
+                "properties": {
+                    "name": {"maxLength": 20, "title": "Name", "type": "string"},
+                    "price": {"minimum": 0, "title": "Price", "type": "number"},
+                    "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "title": "Note"},
+                    "tags": {"items": {"type": "string"}, "title": "Tags", "type": "array"},
+                },
+                "required": ["name", "price", "note", "tags"],  # all of them, for strict
+                "title": "Item",
+                "type": "object",
+                "additionalProperties": False,
+            },
+            "strict": True,
+        },
+    }
+
+
+@pytest.mark.anyio
+async def test_openai_with_tools_keeps_both_on_the_official_api() -> None:
+    recorder = Recorder(completion())
+    chain = Chain(
+        [StructuredOutputAdvisor(Item), ToolCallingAdvisor()], model=openai(recorder), tools=[menu]
+    )
+    await chain.call("tea?")
+    (body,) = recorder.bodies
+    assert body["response_format"]["json_schema"]["name"] == "Item"
+    assert [t["function"]["name"] for t in body["tools"]] == ["menu"]
+
+
+@pytest.mark.anyio
+async def test_another_openai_compatible_server_with_tools_is_asked_in_the_prompt() -> None:
+    recorder = Recorder(completion(), completion())
+    model = openai(recorder, base_url="http://127.0.0.1:8080/v1")
+    advisor = StructuredOutputAdvisor(Item)
+    await Chain([advisor, ToolCallingAdvisor()], model=model, tools=[menu]).call("tea?")
+    await Chain([advisor], model=model).call("tea?")
+    with_tools, without = recorder.bodies
+    assert "response_format" not in with_tools
+    assert with_tools["messages"][0] == {"role": "system", "content": advisor.instruction}
+    assert without["response_format"]["type"] == "json_schema"  # llama.cpp's server, vLLM
+
+
+def test_openai_strict_schemas_close_every_object_and_inline_described_refs() -> None:
+    wire = openai_response_format(OutputSchema(name="Order", schema=Order.model_json_schema()))[
+        "json_schema"
+    ]
+    assert wire["strict"] is True
+    schema = wire["schema"]
+    item = schema["$defs"]["Item"]
+    assert item["additionalProperties"] is False
+    assert item["required"] == ["name", "price", "note", "tags"]
+    assert "default" not in item["properties"]["tags"]
+    # `$ref` with a description next to it is inlined (strict mode takes bare refs only)
+    first = schema["properties"]["first"]
+    assert "$ref" not in first and first["description"] == "the first item"
+    assert first["additionalProperties"] is False
+    assert schema["properties"]["items"]["items"] == {"$ref": "#/$defs/Item"}
+
+
+def test_a_schema_with_a_map_is_sent_non_strict_and_unchanged() -> None:
+    original = Counts.model_json_schema()
+    assert strict_schema(original) is None
+    wire = openai_response_format(OutputSchema(name="Counts", schema=original))["json_schema"]
+    assert wire["strict"] is False and wire["schema"] == original
+    loose = openai_response_format(
+        OutputSchema(name="Item", schema={"type": "object"}, strict=False)
+    )
+    assert loose["json_schema"] == {"name": "Item", "schema": {"type": "object"}, "strict": False}
+
+
+def test_schema_rewrites_are_bounded() -> None:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(500):
+        deep = {"type": "array", "items": deep}
+    assert strict_schema(deep) is None
+    assert anthropic_schema(deep) is None
+    with pytest.raises(ValueError, match="deeper"):
+        openai_response_format(OutputSchema(name="deep", schema=deep))
+
+
+# --- Anthropic ----------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("with_tools", [False, True])
+async def test_anthropic_gets_output_config_format(with_tools: bool) -> None:
+    recorder = Recorder(message())
+    advisors = [StructuredOutputAdvisor(Item), ToolCallingAdvisor()]
+    chain = Chain(advisors, model=anthropic(recorder), tools=[menu] if with_tools else [])
+    response = await chain.call("tea?")
+    assert response.output == Item(name="tea", price=2.5)
+    (body,) = recorder.bodies
+    assert "system" not in body
+    assert body["output_config"] == {
+        "format": {
+            "type": "json_schema",
+            "schema": {
+                "description": "One item of an order.",
+                "properties": {
+                    # constraints the API rejects are moved into the description
+                    "name": {"title": "Name", "type": "string", "description": "(maxLength: 20)"},
+                    "price": {"title": "Price", "type": "number", "description": "(minimum: 0)"},
+                    "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "title": "Note"},
+                    "tags": {"items": {"type": "string"}, "title": "Tags", "type": "array"},
+                },
+                "required": ["name", "price", "note", "tags"],
+                "title": "Item",
+                "type": "object",
+                "additionalProperties": False,
+            },
+        }
+    }
+    assert ("tools" in body) is with_tools
+    assert "tool_choice" not in body  # the schema never forces or takes away a tool
+
+
+@pytest.mark.anyio
+async def test_anthropic_output_config_merges_with_extra() -> None:
+    recorder = Recorder(message())
+    schema = OutputSchema(name="Item", schema=Item.model_json_schema())
+    options = ChatOptions(output_schema=schema, extra={"output_config": {"effort": "low"}})
+    await anthropic(recorder).call(
+        ChatRequest(messages=(UserMessage(content="x"),), options=options)
+    )
+    config = recorder.bodies[0]["output_config"]
+    assert config["effort"] == "low" and config["format"]["type"] == "json_schema"
+
+
+@pytest.mark.anyio
+async def test_a_schema_anthropic_cannot_take_is_stated_in_the_prompt() -> None:
+    recorder = Recorder(message('{"children": []}'))
+    advisor = StructuredOutputAdvisor(Tree)  # recursive
+    response = await Chain([advisor], model=anthropic(recorder)).call("a tree")
+    assert response.output == Tree()
+    (body,) = recorder.bodies
+    assert "output_config" not in body
+    assert body["system"] == advisor.instruction
+
+
+@pytest.mark.anyio
+async def test_a_schema_anthropic_cannot_take_set_directly_is_an_error_not_dropped() -> None:
+    recorder = Recorder()
+    schema = OutputSchema(name="Tree", schema=Tree.model_json_schema())
+    request = ChatRequest(
+        messages=(UserMessage(content="x"),), options=ChatOptions(output_schema=schema)
+    )
+    with pytest.raises(ChainConfigurationError, match="mode='prompt'"):
+        await anthropic(recorder).call(request)
+    assert recorder.requests == []
+    assert anthropic_schema(Counts.model_json_schema()) is None
+
+
+# --- llama.cpp (in process) ---------------------------------------------------------------
+
+
+class FakeLlama:
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+        self.kwargs: list[dict[str, Any]] = []
+
+    def create_chat_completion(self, **kwargs: Any) -> Any:
+        self.kwargs.append(kwargs)
+        return {
+            "id": "l1",
+            "choices": [{"message": {"content": self.reply}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 3},
+        }
+
+
+@pytest.mark.anyio
+async def test_llamacpp_gets_a_json_grammar_without_tools_and_the_prompt_with_them() -> None:
+    fake = FakeLlama('{"children": []}')
+    model = LlamaCppChatModel(llama=fake)
+    assert isinstance(model, ChatModel)
+    advisor = StructuredOutputAdvisor(Tree)
+    await Chain([advisor], model=model).call("a tree")
+    await Chain([advisor, ToolCallingAdvisor()], model=model, tools=[menu]).call("a tree")
+    without, with_tools = fake.kwargs
+    assert without["response_format"] == {
+        "type": "json_object",
+        "schema": Tree.model_json_schema(),
+    }
+    assert "response_format" not in with_tools
+    assert with_tools["messages"][0] == {"role": "system", "content": advisor.instruction}
+
+
+@pytest.mark.anyio
+async def test_llamacpp_refuses_a_schema_with_tools_rather_than_dropping_it() -> None:
+    model = LlamaCppChatModel(llama=FakeLlama("{}"))
+    schema = OutputSchema(name="Tree", schema=Tree.model_json_schema())
+    request = Chain(model=model, tools=[menu]).request("x", output_schema=schema)
+    with pytest.raises(ChainConfigurationError, match="tools"):
+        await model.call(request)
+
+
+def test_the_prompt_instruction_is_a_system_message() -> None:
+    advisor = StructuredOutputAdvisor(Item, mode="prompt")
+    request = advisor._prepared(ChatRequest(messages=(UserMessage(content="x"),)))
+    assert request.messages[0] == SystemMessage(content=advisor.instruction)
