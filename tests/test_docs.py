@@ -21,6 +21,8 @@ import contextlib
 import inspect
 import io
 import re
+import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,7 +96,8 @@ def blocks(page: Path) -> list[Block]:
 
 
 def run(code: str, namespace: dict[str, object], where: str) -> None:
-    compiled = compile(code, where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    # dont_inherit: the block runs without this file's `from __future__ import annotations`
+    compiled = compile(code, where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
     if compiled.co_flags & inspect.CO_COROUTINE:
         asyncio.run(eval(compiled, namespace))
     else:
@@ -106,7 +109,9 @@ def test_every_python_block_of_the_page_runs(
     page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {"__name__": "docs"}
+    module = types.ModuleType("docs")
+    monkeypatch.setitem(sys.modules, "docs", module)  # dataclasses look their module up
+    namespace: dict[str, object] = module.__dict__
     for block in blocks(page):
         if block.not_run is not None:
             continue
