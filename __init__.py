@@ -39,6 +39,7 @@ from .core.events import (
     ToolCallDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
 )
 from .core.invocation import ToolInvocation, ToolResult
 from .core.manager import ToolCallingManager
@@ -107,6 +108,7 @@ __all__ = [
     "ToolInvocation",
     "ToolMessage",
     "ToolNext",
+    "ToolProgress",
     "ToolResult",
     "ToolSearchAdvisor",
     "TracingAdvisor",

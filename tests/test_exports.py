@@ -52,6 +52,7 @@ ROOT = {
     "ToolInvocation",
     "ToolMessage",
     "ToolNext",
+    "ToolProgress",
     "ToolResult",
     "ToolSearchAdvisor",
     "TracingAdvisor",

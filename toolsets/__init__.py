@@ -3,24 +3,35 @@
 Importing this package needs no optional extra; connecting an `McpToolset` needs `mcp`.
 """
 
+from ._mcp_content import ContentLimits, McpCallResult
 from .mcp import (
     ApprovalPolicy,
     McpConnectionError,
     McpError,
+    McpOptions,
     McpProtocolError,
+    McpTaskRequiredError,
+    McpTimeoutError,
     McpToolError,
     McpToolset,
     ToolFilter,
+    ToolHints,
     result_text,
 )
 
 __all__ = [
     "ApprovalPolicy",
+    "ContentLimits",
+    "McpCallResult",
     "McpConnectionError",
     "McpError",
+    "McpOptions",
     "McpProtocolError",
+    "McpTaskRequiredError",
+    "McpTimeoutError",
     "McpToolError",
     "McpToolset",
     "ToolFilter",
+    "ToolHints",
     "result_text",
 ]
