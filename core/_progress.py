@@ -64,15 +64,18 @@ async def with_progress(
             _sink.reset(token)
             sender.close()
 
+    closed = False
     async with anyio.create_task_group() as group, receive:
         group.start_soon(run, send)
-        try:
-            async for event in receive:
+        async for event in receive:
+            try:
                 yield event
-        finally:
-            if not into and not failure:
+            except GeneratorExit:
+                # Closed early: the task group must see a cancellation, not GeneratorExit.
+                closed = True
                 group.cancel_scope.cancel()
-    if failure:
+                break
+    if failure and not closed:
         raise failure[0]
 
 

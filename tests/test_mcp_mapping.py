@@ -115,9 +115,10 @@ def test_images_and_pdf_blobs_become_parts_other_binaries_a_note() -> None:
     converted = convert_result(result)
     assert converted.raw is result
     kinds = [type(p).__name__ for p in converted.content]
-    assert kinds == ["TextPart", "ImagePart", "TextPart", "TextPart", "DocumentPart"] + [
-        "TextPart"
-    ] * 2
+    assert (
+        kinds
+        == ["TextPart", "ImagePart", "TextPart", "TextPart", "DocumentPart"] + ["TextPart"] * 2
+    )
     image, document = converted.content[1], converted.content[4]
     assert isinstance(image, ImagePart) and image.data == base64.b64decode(PNG)
     assert image.media_type == "image/png"
@@ -146,7 +147,9 @@ def test_a_text_only_result_is_plain_text_for_the_model() -> None:
 
 def test_results_are_bounded_in_blocks_text_and_bytes() -> None:
     limits = ContentLimits(max_blocks=3, max_text_chars=10, max_binary_bytes=20)
-    many = [mcp_types.TextContent(type="text", text="x" * 6) for _ in range(5)]
+    many: list[mcp_types.ContentBlock] = [
+        mcp_types.TextContent(type="text", text="x" * 6) for _ in range(5)
+    ]
     converted = convert_result(mcp_types.CallToolResult(content=many), limits)
     assert converted.text.split("\n") == [
         "xxxxxx",
@@ -155,7 +158,7 @@ def test_results_are_bounded_in_blocks_text_and_bytes() -> None:
         "[6 characters omitted]",
         "[2 more content blocks omitted]",
     ]
-    images = [
+    images: list[mcp_types.ContentBlock] = [
         mcp_types.ImageContent(type="image", data=PNG, mime_type="image/png") for _ in range(2)
     ]
     converted = convert_result(mcp_types.CallToolResult(content=images), limits)
@@ -243,7 +246,7 @@ def _annotated(**hints: bool) -> mcp_types.Tool:
         name="t",
         description="t",
         input_schema=SCHEMA,
-        annotations=mcp_types.ToolAnnotations(**hints),
+        annotations=mcp_types.ToolAnnotations.model_validate(hints),
     )
 
 

@@ -547,14 +547,13 @@ class McpToolset:
     ) -> McpCallResult:
         """Call the server's tool `name` (unprefixed) and return its whole result.
 
-        `on_progress(progress, total, message)` receives the server's progress
-        notifications for this call (a progress token is sent only with it); each one
-        restarts the `timeout` clock. Raises `McpToolError` for an `isError` result,
+        Every call sends a progress token; `on_progress(progress, total, message)`
+        receives the server's progress notifications for it, and each one restarts the
+        `timeout` clock. Raises `McpToolError` for an `isError` result,
         `McpTimeoutError` when the server stays silent, `McpTaskRequiredError` for a tool
         that only runs as an MCP task, `McpProtocolError` for a protocol error,
         `McpConnectionError` when the server is gone.
         """
-        session = self._live_session()
         hints = self._hints.get(name)
         if hints is not None and hints.task_required:
             raise McpTaskRequiredError(
@@ -562,6 +561,7 @@ class McpToolset:
                 f'(taskSupport: "required"), and the installed mcp SDK '
                 f"({_sdk_version()}) cannot make task-augmented calls"
             )
+        session = self._live_session()
         timeout = self.timeout
         with anyio.CancelScope() as clock:
             if timeout is not None:
@@ -579,7 +579,7 @@ class McpToolset:
                 session.call_tool(
                     name,
                     dict(arguments),
-                    progress_callback=notified if on_progress is not None else None,
+                    progress_callback=notified,
                 ),
             )
         if clock.cancelled_caught:

@@ -1,0 +1,114 @@
+"""An MCP server (SDK's `MCPServer`, stdio) for what goes beyond text: images, audio,
+resources, structured output, progress, logs, cancellation and annotated tools.
+
+`wait_forever(marker)` writes `marker` (a file path) once it is cancelled, so a test can
+see that the client sent `notifications/cancelled`.
+"""
+
+from __future__ import annotations
+
+import base64
+import warnings
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.utilities.types import Audio, Image
+from mcp_types import (
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ResourceLink,
+    TextContent,
+    ToolAnnotations,
+)
+from pydantic import BaseModel
+
+warnings.simplefilter("ignore")  # the logging capability's deprecation: not this test's concern
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
+
+
+class Total(BaseModel):
+    total: int
+    unit: str
+
+
+def build_server() -> MCPServer:
+    server = MCPServer("rich")
+
+    @server.tool(structured_output=False)
+    def picture() -> list[Any]:
+        """A PNG image, a WAV sound and a caption."""
+        return [Image(data=PNG, format="png"), Audio(data=b"RIFF", format="wav"), "a caption"]
+
+    @server.tool(structured_output=False)
+    def resources() -> list[Any]:
+        """An embedded PDF blob and a link to another resource."""
+        blob = BlobResourceContents(
+            uri="demo://docs/report.pdf",
+            mime_type="application/pdf",
+            blob=base64.b64encode(b"%PDF-1.4").decode(),
+        )
+        return [
+            EmbeddedResource(type="resource", resource=blob),
+            ResourceLink(type="resource_link", uri="demo://docs/2", name="second"),
+        ]
+
+    @server.tool()
+    def count(a: int, b: int) -> Total:
+        """Add, as structured output."""
+        return Total(total=a + b, unit="items")
+
+    @server.tool()
+    def bad_count() -> CallToolResult:
+        """Structured output that does not match the tool's output schema."""
+        return CallToolResult(
+            content=[TextContent(type="text", text="not a number")],
+            structured_content={"total": "many"},
+        )
+
+    @server.tool()
+    async def slow(steps: int, ctx: Context) -> str:
+        """Report progress `steps` times (pausing between), then answer."""
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step}")
+            await anyio.sleep(0.3)
+        return f"done after {steps} steps"
+
+    @server.tool()
+    async def wait_forever(marker: str, ctx: Context) -> str:
+        """Report progress once, then wait until cancelled (then write `marker`)."""
+        await ctx.report_progress(0, None, "waiting")
+        try:
+            await anyio.sleep_forever()
+        finally:
+            Path(marker).write_text("cancelled")  # noqa: ASYNC240 - cancelled: cannot await
+        return "never"
+
+    @server.tool()
+    async def shout(text: str, ctx: Context) -> str:
+        """Send `text` as a warning log message, then answer."""
+        await ctx.log("warning", text, logger_name="shouter")
+        await ctx.log("debug", "quiet detail")
+        return "shouted"
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True))
+    def drop_table(table: str) -> str:
+        """Delete a table (destructive)."""
+        return f"dropped {table}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    bad = server._tool_manager.get_tool("bad_count")
+    assert bad is not None
+    bad.fn_metadata.output_schema = Total.model_json_schema()
+    return server
+
+
+if __name__ == "__main__":
+    build_server().run("stdio")
