@@ -168,6 +168,19 @@ def test_results_are_bounded_in_blocks_text_and_bytes() -> None:
     )
 
 
+def test_a_text_blob_is_read_as_text_when_it_is_utf8() -> None:
+    def blob(data: bytes) -> mcp_types.EmbeddedResource:
+        contents = mcp_types.BlobResourceContents(
+            uri="demo://t", blob=base64.b64encode(data).decode(), mime_type="text/plain"
+        )
+        return mcp_types.EmbeddedResource(type="resource", resource=contents)
+
+    converted = convert_result(mcp_types.CallToolResult(content=[blob(b"caf\xc3\xa9")]))
+    assert converted.text == "café"
+    converted = convert_result(mcp_types.CallToolResult(content=[blob(b"\xff\xfe")]))
+    assert converted.text == "[resource demo://t, text/plain, about 2 bytes: not sent to the model]"
+
+
 def test_invalid_base64_is_a_note_not_a_crash() -> None:
     bad = mcp_types.ImageContent(type="image", data="not base64!", mime_type="image/png")
     converted = convert_result(mcp_types.CallToolResult(content=[bad]))

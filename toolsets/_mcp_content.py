@@ -65,8 +65,9 @@ class McpCallResult:
 def convert_result(result: CallToolResult, limits: ContentLimits | None = None) -> McpCallResult:
     """The parts of `result` for the model, within `limits`.
 
-    Text and text resources are kept verbatim; PNG/JPEG/GIF/WebP images (content blocks
-    and blob resources) become `ImagePart`s, PDF blobs `DocumentPart`s; audio, other
+    Text and text resources are kept verbatim (and blobs of a text type, if UTF-8);
+    PNG/JPEG/GIF/WebP images (content blocks and blob resources) become `ImagePart`s,
+    PDF blobs `DocumentPart`s; audio, other
     binary types and resource links become a bracketed text note naming them. With no
     content at all, the structured content is given as JSON text.
     """
@@ -133,6 +134,15 @@ class _Mapper:
         if self.binary + size > self.limits.max_binary_bytes:
             self.note(f"[{what}, about {size} bytes: omitted, over the size limit]")
             return
+        if kind == "resource" and _is_text(mime):
+            try:
+                text = base64.b64decode(encoded, validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):  # UnicodeDecodeError is a ValueError
+                pass
+            else:
+                self.binary += size
+                self.text(text)
+                return
         sendable = mime in _IMAGE_TYPES or mime in _DOCUMENT_TYPES
         if kind == "audio" or not sendable:
             self.note(f"[{what}, about {size} bytes: not sent to the model]")
@@ -148,6 +158,10 @@ class _Mapper:
         else:
             name = uri.rsplit("/", 1)[-1] if uri else None
             self.parts.append(DocumentPart(data=data, media_type=mime, name=name or None))
+
+
+def _is_text(mime: str) -> bool:
+    return mime.startswith("text/") or mime in ("application/json", "application/xml")
 
 
 def _describe_link(block: Any) -> str:
