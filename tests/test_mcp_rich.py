@@ -37,6 +37,7 @@ from advisorchain import (
     ToolNext,
     ToolProgress,
     ToolResult,
+    UserMessage,
 )
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.toolsets import (
@@ -296,3 +297,47 @@ async def test_a_tool_that_requires_mcp_tasks_fails_clearly() -> None:
     assert "runs only as an MCP task" in message.text and "SDK" in message.text
     with pytest.raises(McpTaskRequiredError):
         await toolset.call("research", {})
+
+
+@pytest.mark.anyio
+async def test_resources_and_prompts_are_listed_read_and_refreshed(errlog: TextIO) -> None:
+    async with _rich(errlog) as toolset:
+        resources = {r.uri: r for r in await toolset.resources()}
+        assert set(resources) == {"demo://readme", "demo://logo"}
+        assert resources["demo://readme"].description == "The readme."
+        assert await toolset.read_resource("demo://readme") == (TextPart(text="Read me first."),)
+        [logo] = await toolset.read_resource("demo://logo")
+        assert isinstance(logo, ImagePart) and logo.media_type == "image/png"
+
+        [prompt] = await toolset.prompts()
+        assert prompt.name == "review" and prompt.description == "Review a piece of code."
+        assert [(a.name, a.required) for a in prompt.arguments] == [("code", True)]
+        [message] = await toolset.get_prompt("review", {"code": "x = 1"})
+        assert isinstance(message, UserMessage) and message.content == "Please review: x = 1"
+
+        assert await toolset.call("publish", {}) == "published"
+        with anyio.fail_after(20):  # the list_changed notifications trail the answer
+            while len(await toolset.resources()) < 3 or len(await toolset.prompts()) < 2:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+        assert "demo://news" in {r.uri for r in await toolset.resources()}
+        assert {p.name for p in await toolset.prompts()} == {"review", "summarize"}
+
+
+@pytest.mark.anyio
+async def test_the_model_browses_resources_through_resource_tools(errlog: TextIO) -> None:
+    async with _rich(errlog, prefix="rich_") as toolset:
+        tools = toolset.resource_tools()
+        assert [t.name for t in tools] == ["rich_list_resources", "rich_read_resource"]
+        assert all(t.read_only for t in tools)
+        model = ScriptedChatModel(
+            [
+                _call("rich_list_resources", "c1"),
+                _call("rich_read_resource", "c2", uri="demo://readme"),
+                "It says to read it first.",
+            ]
+        )
+        chain = Chain([ToolCallingAdvisor()], model=model, tools=tools)
+        response = await chain.call("what is there?")
+    listing, readme = _tool_messages(response)
+    assert "demo://readme (readme): The readme." in listing.text
+    assert readme.text == "Read me first."

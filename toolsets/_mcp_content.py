@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from ..core.messages import AssistantMessage, UserMessage
 from ..core.parts import DocumentPart, ImagePart, TextPart
 
 if TYPE_CHECKING:
@@ -87,6 +88,45 @@ def convert_result(result: CallToolResult, limits: ContentLimits | None = None) 
     )
 
 
+def convert_contents(
+    contents: Sequence[Any], limits: ContentLimits | None = None
+) -> tuple[ResultPart, ...]:
+    """The parts of a `resources/read` result's contents (text or blob), within `limits`."""
+    mapper = _Mapper(limits or ContentLimits())
+    for item in contents[: mapper.limits.max_blocks]:
+        mapper.resource(item)
+    if len(contents) > mapper.limits.max_blocks:
+        mapper.note(f"[{len(contents) - mapper.limits.max_blocks} more contents omitted]")
+    return tuple(mapper.parts)
+
+
+def convert_prompt(
+    messages: Sequence[Any], limits: ContentLimits | None = None
+) -> list[UserMessage | AssistantMessage]:
+    """A `prompts/get` result's messages as chat messages, within `limits`.
+
+    A user message keeps its images and documents; an assistant message holds text only,
+    so its other content becomes the bracketed notes.
+    """
+    mapper = _Mapper(limits or ContentLimits())
+    converted: list[UserMessage | AssistantMessage] = []
+    for message in messages[: mapper.limits.max_blocks]:
+        start = len(mapper.parts)
+        mapper.add(message.content)
+        parts = mapper.parts[start:]
+        if getattr(message, "role", "user") == "assistant":
+            text = "\n".join(
+                p.text if isinstance(p, TextPart) else f"[{p.type} not shown]" for p in parts
+            )
+            converted.append(AssistantMessage(content=text))
+        elif all(isinstance(p, TextPart) for p in parts):
+            text = "\n".join(p.text for p in parts if isinstance(p, TextPart))
+            converted.append(UserMessage(content=text))
+        else:
+            converted.append(UserMessage(content=tuple(parts)))
+    return converted
+
+
 class _Mapper:
     def __init__(self, limits: ContentLimits) -> None:
         self.limits = limits
@@ -114,17 +154,19 @@ class _Mapper:
         elif kind in ("image", "audio"):
             self.binary_part(kind, str(getattr(block, "mime_type", "") or ""), block.data, None)
         elif kind == "resource":
-            resource = block.resource
-            uri = str(getattr(resource, "uri", ""))
-            mime = str(getattr(resource, "mime_type", None) or "")
-            if getattr(resource, "text", None) is not None:
-                self.text(str(resource.text))
-            else:
-                self.binary_part("resource", mime, str(getattr(resource, "blob", "")), uri)
+            self.resource(block.resource)
         elif kind == "resource_link":
             self.note(_describe_link(block))
         else:
             self.note(f"[{kind or 'unknown'} content]")
+
+    def resource(self, resource: Any) -> None:
+        uri = str(getattr(resource, "uri", ""))
+        mime = str(getattr(resource, "mime_type", None) or "")
+        if getattr(resource, "text", None) is not None:
+            self.text(str(resource.text))
+        else:
+            self.binary_part("resource", mime, str(getattr(resource, "blob", "")), uri)
 
     def binary_part(self, kind: str, mime: str, encoded: str, uri: str | None) -> None:
         what = f"{kind} {uri}" if uri else f"{kind} content"
@@ -183,4 +225,12 @@ def result_text(result: CallToolResult) -> str:
     return convert_result(result).text
 
 
-__all__ = ["ContentLimits", "McpCallResult", "ResultPart", "convert_result", "result_text"]
+__all__ = [
+    "ContentLimits",
+    "McpCallResult",
+    "ResultPart",
+    "convert_contents",
+    "convert_prompt",
+    "convert_result",
+    "result_text",
+]

@@ -23,8 +23,17 @@ from ..core._progress import ProgressSink, current_progress_sink
 from ..core.context import ToolContext
 from ..core.errors import AdvisorChainError, ChainConfigurationError, ToolDefinitionError
 from ..core.events import ToolProgress
+from ..core.messages import AssistantMessage, UserMessage
 from ..core.tools import Tool, ToolDefinition
-from ._mcp_content import ContentLimits, McpCallResult, ResultPart, convert_result, result_text
+from ._mcp_content import (
+    ContentLimits,
+    McpCallResult,
+    ResultPart,
+    convert_contents,
+    convert_prompt,
+    convert_result,
+    result_text,
+)
 
 if TYPE_CHECKING:
     import httpx2
@@ -85,6 +94,34 @@ class ToolHints:
     idempotent: bool = False
     open_world: bool = False
     task_required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class McpResource:
+    """A resource a server lists: its URI, name, description and media type."""
+
+    uri: str
+    name: str
+    description: str | None = None
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class McpPromptArgument:
+    """An argument of a server's prompt."""
+
+    name: str
+    description: str | None = None
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class McpPrompt:
+    """A prompt (template) a server lists, with its arguments."""
+
+    name: str
+    description: str | None = None
+    arguments: tuple[McpPromptArgument, ...] = ()
 
 
 class McpTimeoutError(McpError, TimeoutError):
@@ -240,6 +277,8 @@ class McpToolset:
         self._hints: dict[str, ToolHints] = {}
         self._list_lock: anyio.Lock | None = None
         self._changed: anyio.Event | None = None
+        self._resources: tuple[McpResource, ...] | None = None
+        self._prompts: tuple[McpPrompt, ...] | None = None
 
     # -- construction ---------------------------------------------------------------------
 
@@ -383,13 +422,21 @@ class McpToolset:
             await stack.aclose()
 
     async def _on_message(self, message: IncomingMessage) -> None:
-        from mcp_types import ToolListChangedNotification
+        from mcp_types import (
+            PromptListChangedNotification,
+            ResourceListChangedNotification,
+            ToolListChangedNotification,
+        )
 
         if isinstance(message, ToolListChangedNotification):
             self._stale = True
             if self._changed is not None:
                 self._changed.set()
             self._changed = anyio.Event()
+        elif isinstance(message, ResourceListChangedNotification):
+            self._resources = None
+        elif isinstance(message, PromptListChangedNotification):
+            self._prompts = None
         elif isinstance(message, Exception):
             logger.warning("MCP server %r: transport error: %s", self.name, _describe(message))
 
@@ -434,22 +481,26 @@ class McpToolset:
         return await self.tools()
 
     async def _list_all(self, session: ClientSession) -> list[McpTool]:
+        tools: list[McpTool] = await self._paginate("tools/list", session.list_tools, "tools")
+        return tools
+
+    async def _paginate(self, what: str, list_page: Callable[..., Any], field: str) -> list[Any]:
         from mcp_types import PaginatedRequestParams
 
-        listed: list[McpTool] = []
+        listed: list[Any] = []
         cursor: str | None = None
         for _ in range(1000):
             params = PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await self._request("tools/list", session.list_tools(params=params))
-            listed.extend(page.tools)
+            page = await self._request(what, list_page(params=params))
+            listed.extend(getattr(page, field))
             if len(listed) > _MAX_TOOLS:
                 raise McpProtocolError(
-                    f"MCP server {self.name!r} lists more than {_MAX_TOOLS} tools"
+                    f"MCP server {self.name!r} lists more than {_MAX_TOOLS} items in {what}"
                 )
             cursor = page.next_cursor
             if not cursor:
                 return listed
-        raise McpProtocolError(f"MCP server {self.name!r} keeps paginating tools/list")
+        raise McpProtocolError(f"MCP server {self.name!r} keeps paginating {what}")
 
     def _build(self, listed: Sequence[McpTool]) -> list[Tool]:
         tools: list[Tool] = []
@@ -528,6 +579,111 @@ class McpToolset:
         if isinstance(policy, str):
             raise ChainConfigurationError("requires_approval takes a collection of tool names")
         return definition.name in policy
+
+    # -- resources and prompts ------------------------------------------------------------------
+
+    async def resources(self) -> list[McpResource]:
+        """The server's resources (`resources/list`), cached until the server sends
+        `notifications/resources/list_changed`."""
+        session = self._live_session()
+        if self._resources is None:
+            listed = await self._paginate("resources/list", session.list_resources, "resources")
+            self._resources = tuple(
+                McpResource(
+                    uri=str(r.uri),
+                    name=str(r.name),
+                    description=_short(r.description),
+                    mime_type=r.mime_type,
+                )
+                for r in listed
+            )
+        return list(self._resources)
+
+    async def read_resource(self, uri: str) -> tuple[ResultPart, ...]:
+        """The contents of the resource `uri` (`resources/read`) as parts, within `limits`:
+        text as text, images and PDFs as parts, other binaries as a note."""
+        session = self._live_session()
+        result = await self._request(f"resources/read {uri!r}", session.read_resource(uri))
+        return convert_contents(result.contents, self.limits)
+
+    async def prompts(self) -> list[McpPrompt]:
+        """The server's prompts (`prompts/list`), cached until the server sends
+        `notifications/prompts/list_changed`."""
+        session = self._live_session()
+        if self._prompts is None:
+            listed = await self._paginate("prompts/list", session.list_prompts, "prompts")
+            self._prompts = tuple(
+                McpPrompt(
+                    name=str(p.name),
+                    description=_short(p.description),
+                    arguments=tuple(
+                        McpPromptArgument(
+                            name=str(a.name),
+                            description=_short(a.description),
+                            required=a.required is True,
+                        )
+                        for a in p.arguments or ()
+                    ),
+                )
+                for p in listed
+            )
+        return list(self._prompts)
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> list[UserMessage | AssistantMessage]:
+        """The prompt `name` filled with `arguments` (`prompts/get`), as chat messages to
+        put into a request (user messages keep images; assistant messages are text)."""
+        session = self._live_session()
+        result = await self._request(
+            f"prompts/get {name!r}", session.get_prompt(name, dict(arguments or {}))
+        )
+        return convert_prompt(result.messages, self.limits)
+
+    def resource_tools(self) -> list[Tool]:
+        """Two tools that let the model browse the server's resources:
+        `{prefix}list_resources` and `{prefix}read_resource(uri)` (both read-only)."""
+
+        async def list_resources(arguments: dict[str, Any], context: ToolContext) -> str:
+            listed = await self.resources()
+            lines = [
+                f"{r.uri}"
+                + (f" ({r.name})" if r.name else "")
+                + (f": {r.description}" if r.description else "")
+                for r in listed
+            ]
+            return "\n".join(lines) or "No resources."
+
+        async def read(arguments: dict[str, Any], context: ToolContext) -> tuple[ResultPart, ...]:
+            return await self.read_resource(str(arguments["uri"]))
+
+        metadata = {"mcp_server": self.name}
+        return [
+            Tool(
+                f"{self.prefix}list_resources",
+                f"List the resources of the MCP server {self.name!r} (URI, name, description).",
+                {"type": "object", "properties": {}},
+                list_resources,
+                metadata=metadata,
+                read_only=True,
+                idempotent=True,
+                timeout=self.max_call_time,
+            ),
+            Tool(
+                f"{self.prefix}read_resource",
+                f"Read one resource of the MCP server {self.name!r} by its URI.",
+                {
+                    "type": "object",
+                    "properties": {"uri": {"type": "string", "description": "The resource URI."}},
+                    "required": ["uri"],
+                },
+                read,
+                metadata=metadata,
+                read_only=True,
+                idempotent=True,
+                timeout=self.max_call_time,
+            ),
+        ]
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -645,6 +801,10 @@ def _progress_reporter(sink: ProgressSink, call_id: str) -> ProgressCallback:
         sink(ToolProgress(call_id, progress=progress, total=total, message=message))
 
     return report
+
+
+def _short(text: str | None, limit: int = 2000) -> str | None:
+    return None if text is None else str(text)[:limit]
 
 
 def _for_model(value: Any) -> str | Sequence[ResultPart]:
@@ -768,7 +928,10 @@ __all__ = [
     "McpConnectionError",
     "McpError",
     "McpOptions",
+    "McpPrompt",
+    "McpPromptArgument",
     "McpProtocolError",
+    "McpResource",
     "McpTaskRequiredError",
     "McpTimeoutError",
     "McpToolError",

@@ -104,6 +104,38 @@ def build_server() -> MCPServer:
         """Look a key up."""
         return f"value of {key}"
 
+    @server.resource(
+        "demo://readme", name="readme", description="The readme.", mime_type="text/plain"
+    )
+    def readme() -> str:
+        return "Read me first."
+
+    @server.resource("demo://logo", name="logo", mime_type="image/png")
+    def logo() -> bytes:
+        return PNG
+
+    @server.prompt()
+    def review(code: str) -> str:
+        """Review a piece of code."""
+        return f"Please review: {code}"
+
+    @server.tool()
+    async def publish(ctx: Context) -> str:
+        """Add a resource and a prompt, and tell the client both lists changed."""
+
+        def news() -> str:
+            return "Fresh news."
+
+        server.resource("demo://news", name="news", mime_type="text/plain")(news)
+
+        def summary(text: str) -> str:
+            return f"Summarize: {text}"
+
+        server.prompt(name="summarize", description="Summarize a text.")(summary)
+        await ctx.session.send_resource_list_changed()
+        await ctx.session.send_prompt_list_changed()
+        return "published"
+
     bad = server._tool_manager.get_tool("bad_count")
     assert bad is not None
     bad.fn_metadata.output_schema = Total.model_json_schema()
