@@ -199,6 +199,9 @@ class _Turn:
         or waits for an approval."""
         self.added.extend(response.messages)
         results = tool_round.results
+        for result in results:
+            if isinstance(result.value, ChatResponse):  # a chain called as a tool
+                self.usage += result.value.usage
         waiting = tuple(
             [c for c, r in zip(tool_round.calls, results, strict=True) if r.outcome == "pending"]
         )

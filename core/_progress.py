@@ -10,15 +10,23 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextvars import ContextVar
-from typing import TypeAlias, TypeVar
+from typing import Protocol, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .events import ToolProgress
 
-ProgressSink: TypeAlias = Callable[[ToolProgress], None]
-"""Takes one progress event; never blocks and never raises (a full buffer drops it)."""
+
+class ProgressSink(Protocol):
+    """Where a running tool sends its progress events."""
+
+    def __call__(self, event: ToolProgress) -> None:
+        """Send `event` now; never blocks and never raises (a full buffer drops it)."""
+
+    async def send(self, event: ToolProgress) -> None:
+        """Send `event`, waiting for room in the buffer (nothing is dropped)."""
+
 
 T = TypeVar("T")
 
@@ -79,11 +87,27 @@ async def with_progress(
         raise failure[0]
 
 
-def _sender(stream: MemoryObjectSendStream[ToolProgress]) -> ProgressSink:
-    def send(event: ToolProgress) -> None:
+class _Sender:
+    """The sink of one round: `sink(event)` drops an event when the buffer is full,
+    `await sink.send(event)` waits for room (for events that must not be lost)."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: MemoryObjectSendStream[ToolProgress]) -> None:
+        self._stream = stream
+
+    def __call__(self, event: ToolProgress) -> None:
         try:
-            stream.send_nowait(event)
+            self._stream.send_nowait(event)
         except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
 
-    return send
+    async def send(self, event: ToolProgress) -> None:
+        try:
+            await self._stream.send(event)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+
+def _sender(stream: MemoryObjectSendStream[ToolProgress]) -> _Sender:
+    return _Sender(stream)
