@@ -41,10 +41,15 @@ from advisorchain import (
 )
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.toolsets import (
+    ElicitationAnswer,
+    ElicitationRequest,
     McpCallResult,
     McpConnectionError,
+    McpError,
     McpTaskRequiredError,
     McpToolset,
+    SamplingPolicy,
+    SamplingRequest,
 )
 
 SERVERS = Path(__file__).parent / "mcp_servers"
@@ -341,3 +346,61 @@ async def test_the_model_browses_resources_through_resource_tools(errlog: TextIO
     listing, readme = _tool_messages(response)
     assert "demo://readme (readme): The readme." in listing.text
     assert readme.text == "Read me first."
+
+
+@pytest.mark.anyio
+async def test_sampling_is_answered_by_the_configured_model_under_the_policy(
+    errlog: TextIO,
+) -> None:
+    seen: list[SamplingRequest] = []
+
+    def approve(request: SamplingRequest) -> bool:
+        seen.append(request)
+        return len(seen) == 1  # the first request only
+
+    model = ScriptedChatModel(["Paris."])
+    policy = SamplingPolicy(model=model, max_tokens=100, approve=approve)
+    async with _rich(errlog, sampling=policy) as toolset:
+        assert await toolset.call("ask_model", {"question": "Capital of France?"}) == (
+            "model said: Paris."
+        )
+        with pytest.raises(McpError, match="sampling refused by the user"):
+            await toolset.call("ask_model", {"question": "Again?"})
+    [request] = model.requests
+    assert request.options.max_tokens == 100  # the server asked for 5000
+    assert [type(m).__name__ for m in request.messages] == ["SystemMessage", "UserMessage"]
+    assert request.messages[1].text == "Capital of France?"
+    assert [(r.server, r.max_tokens, r.system_prompt) for r in seen] == [
+        ("rich", 100, "Be brief."),
+        ("rich", 100, "Be brief."),
+    ]
+
+
+@pytest.mark.anyio
+async def test_without_a_policy_sampling_is_not_offered(errlog: TextIO) -> None:
+    async with _rich(errlog) as toolset:
+        with pytest.raises(McpError, match="(?i)sampling not supported"):
+            await toolset.call("ask_model", {"question": "?"})
+
+
+@pytest.mark.anyio
+async def test_elicitation_goes_to_the_handler_and_answers_are_checked(errlog: TextIO) -> None:
+    answers = [
+        ElicitationAnswer("accept", {"name": "Ada", "age": 36}),
+        ElicitationAnswer("accept", {"name": "Ada", "age": "old"}),
+        ElicitationAnswer("decline"),
+    ]
+    asked: list[ElicitationRequest] = []
+
+    async def handler(request: ElicitationRequest) -> ElicitationAnswer:
+        asked.append(request)
+        return answers[len(asked) - 1]
+
+    async with _rich(errlog, elicitation=handler) as toolset:
+        assert await toolset.call("ask_user", {}) == "hello Ada, 36"
+        with pytest.raises(McpError, match="does not fit the requested schema"):
+            await toolset.call("ask_user", {})  # "old" is no integer: never sent back
+        assert await toolset.call("ask_user", {}) == "user chose decline"
+    assert asked[0].server == "rich" and asked[0].message == "Who are you?"
+    assert asked[0].schema is not None
+    assert set(asked[0].schema["properties"]) == {"name", "age"}

@@ -4,6 +4,13 @@ Importing this package needs no optional extra; connecting an `McpToolset` needs
 """
 
 from ._mcp_content import ContentLimits, McpCallResult
+from ._mcp_sampling import (
+    ElicitationAnswer,
+    ElicitationHandler,
+    ElicitationRequest,
+    SamplingPolicy,
+    SamplingRequest,
+)
 from .mcp import (
     ApprovalPolicy,
     McpConnectionError,
@@ -25,6 +32,9 @@ from .mcp import (
 __all__ = [
     "ApprovalPolicy",
     "ContentLimits",
+    "ElicitationAnswer",
+    "ElicitationHandler",
+    "ElicitationRequest",
     "McpCallResult",
     "McpConnectionError",
     "McpError",
@@ -37,6 +47,8 @@ __all__ = [
     "McpTimeoutError",
     "McpToolError",
     "McpToolset",
+    "SamplingPolicy",
+    "SamplingRequest",
     "ToolFilter",
     "ToolHints",
     "result_text",

@@ -34,6 +34,12 @@ from ._mcp_content import (
     convert_result,
     result_text,
 )
+from ._mcp_sampling import (
+    ElicitationHandler,
+    SamplingPolicy,
+    elicitation_callback,
+    sampling_callback,
+)
 
 if TYPE_CHECKING:
     import httpx2
@@ -141,6 +147,8 @@ class McpOptions(TypedDict, total=False):
     max_call_time: float | None
     limits: ContentLimits | None
     log_level: ServerLogLevel | None
+    sampling: SamplingPolicy | None
+    elicitation: ElicitationHandler | None
 
 
 ServerLogLevel: TypeAlias = Literal[
@@ -210,6 +218,12 @@ class McpToolset:
       `timeout` for the tool loop); default none.
     - `limits`: caps on one result (`ContentLimits`: blocks, text, bytes).
     - `log_level`: ask the server to send its log messages from this level on.
+    - `sampling`: a `SamplingPolicy` lets the server ask a model of yours for
+      completions (capped, optionally approved by a human); without it the client does
+      not offer sampling.
+    - `elicitation`: an `ElicitationHandler` answers the server's questions to the user
+      (an accepted answer is checked against the requested schema); without it the
+      client does not offer elicitation.
 
     Effects: a tool whose annotations say `readOnlyHint: true` is `read_only`, one that
     says `idempotentHint: true` is `idempotent` (`tool_hints`), so the result cache and
@@ -251,6 +265,8 @@ class McpToolset:
         max_call_time: float | None = None,
         limits: ContentLimits | None = None,
         log_level: ServerLogLevel | None = None,
+        sampling: SamplingPolicy | None = None,
+        elicitation: ElicitationHandler | None = None,
     ) -> None:
         if isinstance(requires_approval, str) and requires_approval != "destructive":
             raise ChainConfigurationError(
@@ -267,6 +283,8 @@ class McpToolset:
         self.max_call_time = max_call_time
         self.limits = limits or ContentLimits()
         self.log_level = log_level
+        self.sampling = sampling
+        self.elicitation = elicitation
         self._connect = connect
         self._stack: AsyncExitStack | None = None
         self._session: ClientSession | None = None
@@ -387,6 +405,12 @@ class McpToolset:
                 write,
                 message_handler=self._on_message,
                 logging_callback=self._on_log,
+                sampling_callback=(
+                    sampling_callback(self.sampling, self.name) if self.sampling else None
+                ),
+                elicitation_callback=(
+                    elicitation_callback(self.elicitation, self.name) if self.elicitation else None
+                ),
             )
             await stack.enter_async_context(session)
             # The session's tasks run in its own task group: only these requests are timed.

@@ -20,6 +20,7 @@ from mcp_types import (
     CallToolResult,
     EmbeddedResource,
     ResourceLink,
+    SamplingMessage,
     TextContent,
     ToolAnnotations,
 )
@@ -28,6 +29,11 @@ from pydantic import BaseModel
 warnings.simplefilter("ignore")  # the logging capability's deprecation: not this test's concern
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
+
+
+class Person(BaseModel):
+    name: str
+    age: int
 
 
 class Total(BaseModel):
@@ -135,6 +141,27 @@ def build_server() -> MCPServer:
         await ctx.session.send_resource_list_changed()
         await ctx.session.send_prompt_list_changed()
         return "published"
+
+    @server.tool()
+    async def ask_model(question: str, ctx: Context) -> str:
+        """Ask the client's model (sampling) and return its answer."""
+        result = await ctx.session.create_message(
+            messages=[
+                SamplingMessage(role="user", content=TextContent(type="text", text=question))
+            ],
+            max_tokens=5000,
+            system_prompt="Be brief.",
+        )
+        content = result.content
+        return f"model said: {getattr(content, 'text', content)}"
+
+    @server.tool()
+    async def ask_user(ctx: Context) -> str:
+        """Ask the user for a name and an age (elicitation)."""
+        answer = await ctx.elicit("Who are you?", schema=Person)
+        if answer.action != "accept":
+            return f"user chose {answer.action}"
+        return f"hello {answer.data.name}, {answer.data.age}"
 
     bad = server._tool_manager.get_tool("bad_count")
     assert bad is not None
