@@ -130,8 +130,11 @@ class McpPrompt:
     arguments: tuple[McpPromptArgument, ...] = ()
 
 
-class McpTimeoutError(McpError, TimeoutError):
-    """The server sent no answer (and, for a tool call, no progress) in time."""
+class McpTimeoutError(McpError):
+    """The server sent no answer (and, for a tool call, no progress) in time.
+
+    Not a `TimeoutError`: the tool loop reports it with its own message (how long the
+    server stayed silent), not as the tool's overall timeout."""
 
 
 class McpOptions(TypedDict, total=False):
