@@ -3,6 +3,7 @@ parts, structured output, progress, timeouts, logs, cancellation, annotations.""
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import sys
@@ -39,6 +40,7 @@ from advisorchain import (
     ToolResult,
     UserMessage,
 )
+from advisorchain.advisors import ConsoleApprover
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.toolsets import (
     ElicitationAnswer,
@@ -404,3 +406,18 @@ async def test_elicitation_goes_to_the_handler_and_answers_are_checked(errlog: T
     assert asked[0].server == "rich" and asked[0].message == "Who are you?"
     assert asked[0].schema is not None
     assert set(asked[0].schema["properties"]) == {"name", "age"}
+
+
+@pytest.mark.anyio
+async def test_sampling_can_ask_a_person_through_an_approver(errlog: TextIO) -> None:
+    answers = iter(["a", "r", "not this one"])
+    shown = io.StringIO()
+    approver = ConsoleApprover(input_fn=lambda: next(answers), output=shown)
+    model = ScriptedChatModel(["Paris."])
+    policy = SamplingPolicy(model=model, max_tokens=50, approver=approver)
+    async with _rich(errlog, sampling=policy) as toolset:
+        assert await toolset.call("ask_model", {"question": "Capital?"}) == "model said: Paris."
+        with pytest.raises(McpError, match="sampling refused by the user"):
+            await toolset.call("ask_model", {"question": "Again?"})
+    assert len(model.requests) == 1
+    assert "mcp_sampling" in shown.getvalue() and "Capital?" in shown.getvalue()

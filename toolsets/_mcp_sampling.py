@@ -28,6 +28,8 @@ if TYPE_CHECKING:
         ErrorData,
     )
 
+    from ..advisors.approval import Approver
+
 logger = logging.getLogger("advisorchain.mcp")
 
 
@@ -49,7 +51,10 @@ class SamplingPolicy:
     `maxTokens` is capped at `max_tokens`, at most `max_messages` messages are taken, and
     at most `max_requests` are answered per connection (then each is refused). With
     `approve` (sync or async, given a `SamplingRequest`), a request runs only when it
-    returns true: wire a human in here (an `Approver`'s callback, a console prompt).
+    returns true. With `approver` (the approval machinery's `Approver`: a
+    `ConsoleApprover`, a `CallbackApprover`), a person sees the request as one call of
+    the pseudo-tool `mcp_sampling` (server, messages, token cap) and it runs only on
+    `Approve()`; anything else refuses it.
     """
 
     model: ChatModel
@@ -57,6 +62,7 @@ class SamplingPolicy:
     max_messages: int = 50
     max_requests: int = 100
     approve: Callable[[SamplingRequest], bool | Awaitable[bool]] | None = None
+    approver: Approver | None = None
     limits: ContentLimits = field(default_factory=ContentLimits)
 
 
@@ -107,12 +113,8 @@ def sampling_callback(policy: SamplingPolicy, server: str) -> Any:
         max_tokens = max(1, min(int(params.max_tokens), policy.max_tokens))
         system = str(params.system_prompt)[:_MAX_MESSAGE_CHARS] if params.system_prompt else None
         request = SamplingRequest(server, messages, max_tokens, system)
-        if policy.approve is not None:
-            verdict = policy.approve(request)
-            if inspect.isawaitable(verdict):
-                verdict = await verdict
-            if not verdict:
-                return ErrorData(code=INVALID_REQUEST, message="sampling refused by the user")
+        if not await _approved(policy, request, answered):
+            return ErrorData(code=INVALID_REQUEST, message="sampling refused by the user")
         chat = ((SystemMessage(content=system),) if system else ()) + messages
         options = ChatOptions(max_tokens=max_tokens, temperature=params.temperature)
         try:
@@ -128,6 +130,36 @@ def sampling_callback(policy: SamplingPolicy, server: str) -> Any:
         )
 
     return answer
+
+
+async def _approved(policy: SamplingPolicy, request: SamplingRequest, number: int) -> bool:
+    if policy.approve is not None:
+        verdict = policy.approve(request)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        if not verdict:
+            return False
+    if policy.approver is None:
+        return True
+    from ..advisors.approval import ApprovalCall, ApprovalRequest, Approve
+
+    call = ApprovalCall(
+        call_id=f"mcp-sampling-{number}",
+        tool_name="mcp_sampling",
+        description=f"The MCP server {request.server!r} asks your model for a completion.",
+        arguments={
+            "system_prompt": request.system_prompt,
+            "messages": [f"{m.role}: {m.text}" for m in request.messages],
+            "max_tokens": request.max_tokens,
+        },
+    )
+    decisions = await policy.approver.decide(ApprovalRequest(calls=(call,)))
+    decision = (
+        decisions.get(call.call_id)
+        if isinstance(decisions, Mapping)
+        else next(iter(decisions), None)
+    )
+    return isinstance(decision, Approve)
 
 
 def _sampling_messages(
