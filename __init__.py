@@ -40,6 +40,7 @@ from .core.events import (
     ToolCallDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
 )
 from .core.invocation import ToolInvocation, ToolResult
 from .core.manager import ToolCallingManager
@@ -109,6 +110,7 @@ __all__ = [
     "ToolInvocation",
     "ToolMessage",
     "ToolNext",
+    "ToolProgress",
     "ToolResult",
     "ToolSearchAdvisor",
     "TracingAdvisor",

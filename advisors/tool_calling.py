@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
+from functools import partial
 from typing import Literal
 
+from ..core._progress import reports_progress, with_progress
 from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, StreamNext
 from ..core.errors import StreamInterruptedError, ToolCallLimitExceeded
@@ -46,7 +48,8 @@ class ToolCallingAdvisor(Advisor):
 
     The returned response carries the usage of every round and, in `messages`, every
     message the turn added. Streaming passes text deltas through as they arrive, hides
-    tool-call fragments, and emits `ToolCallStarted` / `ToolCallFinished`.
+    tool-call fragments, and emits `ToolCallStarted` / `ToolCallFinished`, and between
+    them the `ToolProgress` of tools that report it (MCP tools, chains as tools).
 
     A forcing `tool_choice` (`"required"` or a tool's name) applies to the first model
     call only: after a round in which tools ran (and on a resumed turn), the next calls
@@ -119,7 +122,16 @@ class ToolCallingAdvisor(Advisor):
                 return
             for call in response.tool_calls:
                 yield ToolCallStarted(call)
-            tool_round = await turn.execute(self.manager, response)
+            tools = (turn.request.find_tool(call.name) for call in response.tool_calls)
+            if reports_progress(tools):  # their ToolProgress events come while they run
+                done_round: list[ToolRound] = []
+                work = partial(turn.execute, self.manager, response)
+                async with closing_stream(with_progress(work, done_round)) as progress:
+                    async for update in progress:
+                        yield update
+                tool_round = done_round[0]
+            else:
+                tool_round = await turn.execute(self.manager, response)
             for call, result, message, duration in zip(
                 tool_round.calls,
                 tool_round.results,
@@ -187,6 +199,9 @@ class _Turn:
         or waits for an approval."""
         self.added.extend(response.messages)
         results = tool_round.results
+        for result in results:
+            if isinstance(result.value, ChatResponse):  # a chain called as a tool
+                self.usage += result.value.usage
         waiting = tuple(
             [c for c, r in zip(tool_round.calls, results, strict=True) if r.outcome == "pending"]
         )

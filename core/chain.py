@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol, TypeAlias, runtime_checkable
@@ -151,6 +151,42 @@ class Chain:
     def __repr__(self) -> str:
         links = ", ".join(a.name for a in self.advisors)
         return f"Chain([{links}], model={self.model!r})"
+
+    def as_tool(
+        self,
+        name: str,
+        description: str,
+        *,
+        parameters: Mapping[str, Any] | None = None,
+        context_keys: Collection[str] = (),
+        requires_approval: bool = False,
+        timeout: float | None = None,
+        max_depth: int = 3,
+    ) -> Tool:
+        """This chain as a `Tool` another chain's model can call (a sub-agent).
+
+        Each call runs one turn of this chain: its input is a `task` text (or, with
+        `parameters`, arguments of that JSON schema, sent as JSON), its result the
+        answer's text (or structured output). Only the parent's tool-context values
+        named in `context_keys` are passed down. The turn's usage is added to the
+        parent turn's; while the parent streams, each event of this turn reaches the
+        parent's stream as `ToolProgress(call_id, event=...)`. The parent's tool
+        `timeout` and cancellation bound the call; `max_depth` bounds nesting. A turn
+        that ends waiting for a deferred approval is an error result
+        (`SubchainSuspendedError`). See `core/subchain.py`.
+        """
+        from .subchain import chain_tool
+
+        return chain_tool(
+            self,
+            name,
+            description,
+            parameters=parameters,
+            context_keys=context_keys,
+            requires_approval=requires_approval,
+            timeout=timeout,
+            max_depth=max_depth,
+        )
 
     def request(
         self,

@@ -82,6 +82,24 @@ class AnswerDiscarded:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """Progress of a running tool call, for a UI to show; never part of the answer's text.
+
+    `call_id` is the id of the call (as in `ToolCallStarted.call`). An MCP tool's
+    progress notifications arrive as `progress` (and `total`, when the server knows it)
+    with an optional `message`; a chain called as a tool (`Chain.as_tool`) forwards each
+    event of its own stream as `event` (nested: its text deltas stay out of the parent's
+    text). Only `stream()` yields them.
+    """
+
+    call_id: str
+    progress: float | None = None
+    total: float | None = None
+    message: str | None = None
+    event: StreamEvent | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ResponseCompleted:
     """The last event of every stream, carrying the complete response."""
 
@@ -95,6 +113,7 @@ StreamEvent: TypeAlias = (
     | ToolCallStarted
     | ToolCallFinished
     | AnswerDiscarded
+    | ToolProgress
     | ResponseCompleted
 )
 """Any event a stream yields."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import sys
 from typing import Any
@@ -15,10 +16,11 @@ except ImportError:  # pragma: no cover - only without the extra
         raise
     pytest.skip("needs the 'mcp' extra: pip install -e '.[mcp]'", allow_module_level=True)
 
-from advisorchain import ToolDefinition
+from advisorchain import DocumentPart, ImagePart, TextPart, ToolDefinition
 from advisorchain.core.errors import ChainConfigurationError
-from advisorchain.toolsets import McpToolset
-from advisorchain.toolsets.mcp import result_text, tool_effects
+from advisorchain.toolsets import ContentLimits, McpToolset
+from advisorchain.toolsets._mcp_content import convert_result
+from advisorchain.toolsets.mcp import ToolHints, result_text, tool_effects, tool_hints
 
 SCHEMA = {
     "type": "object",
@@ -80,24 +82,116 @@ def test_filter_sees_the_server_definition() -> None:
     assert [t.name for t in tools] == ["p_b"]
 
 
-def test_result_text_joins_text_and_describes_other_content() -> None:
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 8).decode()
+
+
+def test_images_and_pdf_blobs_become_parts_other_binaries_a_note() -> None:
     result = mcp_types.CallToolResult(
         content=[
             mcp_types.TextContent(type="text", text="first"),
-            mcp_types.ImageContent(type="image", data="aGk=", mime_type="image/png"),
+            mcp_types.ImageContent(type="image", data=PNG, mime_type="image/png"),
+            mcp_types.AudioContent(type="audio", data="aGk=", mime_type="audio/wav"),
             mcp_types.EmbeddedResource(
                 type="resource",
                 resource=mcp_types.TextResourceContents(uri="file:///a.txt", text="inside"),
             ),
-            mcp_types.TextContent(type="text", text="last"),
+            mcp_types.EmbeddedResource(
+                type="resource",
+                resource=mcp_types.BlobResourceContents(
+                    uri="demo://r/doc.pdf", blob="JVBERi0=", mime_type="application/pdf"
+                ),
+            ),
+            mcp_types.EmbeddedResource(
+                type="resource",
+                resource=mcp_types.BlobResourceContents(
+                    uri="demo://r/7", blob="AAEC", mime_type="application/octet-stream"
+                ),
+            ),
+            mcp_types.ResourceLink(
+                type="resource_link", uri="demo://r/8", name="eight", description="The 8th."
+            ),
         ]
     )
-    assert result_text(result) == "first\n[image content, image/png]\ninside\nlast"
+    converted = convert_result(result)
+    assert converted.raw is result
+    kinds = [type(p).__name__ for p in converted.content]
+    assert (
+        kinds
+        == ["TextPart", "ImagePart", "TextPart", "TextPart", "DocumentPart"] + ["TextPart"] * 2
+    )
+    image, document = converted.content[1], converted.content[4]
+    assert isinstance(image, ImagePart) and image.data == base64.b64decode(PNG)
+    assert image.media_type == "image/png"
+    assert isinstance(document, DocumentPart) and document.data == b"%PDF-"
+    assert document.name == "doc.pdf"
+    assert converted.text.split("\n") == [
+        "first",
+        "[audio content, audio/wav, about 2 bytes: not sent to the model]",
+        "inside",
+        "[resource demo://r/7, application/octet-stream, about 3 bytes: not sent to the model]",
+        "[resource link demo://r/8 (eight): The 8th.]",
+    ]
+    assert converted.for_model() == converted.content
 
 
-def test_result_text_falls_back_to_structured_content() -> None:
+def test_a_text_only_result_is_plain_text_for_the_model() -> None:
+    result = mcp_types.CallToolResult(
+        content=[
+            mcp_types.TextContent(type="text", text="a"),
+            mcp_types.TextContent(type="text", text="b"),
+        ]
+    )
+    assert convert_result(result).for_model() == "a\nb"
+    assert result_text(result) == "a\nb"
+
+
+def test_results_are_bounded_in_blocks_text_and_bytes() -> None:
+    limits = ContentLimits(max_blocks=3, max_text_chars=10, max_binary_bytes=20)
+    many: list[mcp_types.ContentBlock] = [
+        mcp_types.TextContent(type="text", text="x" * 6) for _ in range(5)
+    ]
+    converted = convert_result(mcp_types.CallToolResult(content=many), limits)
+    assert converted.text.split("\n") == [
+        "xxxxxx",
+        "xxxx",
+        "[2 characters omitted]",
+        "[6 characters omitted]",
+        "[2 more content blocks omitted]",
+    ]
+    images: list[mcp_types.ContentBlock] = [
+        mcp_types.ImageContent(type="image", data=PNG, mime_type="image/png") for _ in range(2)
+    ]
+    converted = convert_result(mcp_types.CallToolResult(content=images), limits)
+    assert isinstance(converted.content[0], ImagePart)
+    assert converted.content[1] == TextPart(
+        text="[image content, image/png, about 16 bytes: omitted, over the size limit]"
+    )
+
+
+def test_a_text_blob_is_read_as_text_when_it_is_utf8() -> None:
+    def blob(data: bytes) -> mcp_types.EmbeddedResource:
+        contents = mcp_types.BlobResourceContents(
+            uri="demo://t", blob=base64.b64encode(data).decode(), mime_type="text/plain"
+        )
+        return mcp_types.EmbeddedResource(type="resource", resource=contents)
+
+    converted = convert_result(mcp_types.CallToolResult(content=[blob(b"caf\xc3\xa9")]))
+    assert converted.text == "café"
+    converted = convert_result(mcp_types.CallToolResult(content=[blob(b"\xff\xfe")]))
+    assert converted.text == "[resource demo://t, text/plain, about 2 bytes: not sent to the model]"
+
+
+def test_invalid_base64_is_a_note_not_a_crash() -> None:
+    bad = mcp_types.ImageContent(type="image", data="not base64!", mime_type="image/png")
+    converted = convert_result(mcp_types.CallToolResult(content=[bad]))
+    assert converted.text == "[image content, image/png: the server sent invalid base64]"
+
+
+def test_structured_content_is_kept_and_is_the_text_when_there_is_no_content() -> None:
     result = mcp_types.CallToolResult(content=[], structured_content={"total": 3})
-    assert result_text(result) == '{"total": 3}'
+    converted = convert_result(result)
+    assert converted.structured_content == {"total": 3}
+    assert converted.text == '{"total": 3}'
     assert result_text(mcp_types.CallToolResult(content=[])) == ""
 
 
@@ -158,3 +252,51 @@ def test_changed_annotations_rebuild_the_tool() -> None:
     assert not first.read_only and second.read_only
     [third] = toolset._build([read_only])
     assert third is second
+
+
+def _annotated(**hints: bool) -> mcp_types.Tool:
+    return mcp_types.Tool(
+        name="t",
+        description="t",
+        input_schema=SCHEMA,
+        annotations=mcp_types.ToolAnnotations.model_validate(hints),
+    )
+
+
+@pytest.mark.parametrize(
+    ("hints", "expected"),
+    [
+        ({}, ToolHints()),
+        ({"destructive_hint": True}, ToolHints(destructive=True)),
+        ({"destructive_hint": True, "read_only_hint": True}, ToolHints(read_only=True)),
+        ({"open_world_hint": True}, ToolHints(open_world=True)),
+    ],
+)
+def test_hints_read_destructive_only_when_not_read_only(
+    hints: dict[str, bool], expected: ToolHints
+) -> None:
+    assert tool_hints(_annotated(**hints)) == expected
+
+
+@pytest.mark.parametrize(
+    ("policy", "needs_approval"),
+    [("destructive", True), (False, False), (True, True), ({"other"}, False)],
+)
+def test_destructive_tools_need_approval_unless_overridden(
+    policy: Any, needs_approval: bool
+) -> None:
+    [tool] = _toolset(requires_approval=policy)._build([_annotated(destructive_hint=True)])
+    assert tool.requires_approval is needs_approval
+    assert tool.metadata["mcp_destructive"] is True
+
+
+def test_by_default_only_destructive_tools_need_approval() -> None:
+    toolset = _toolset()
+    [plain] = toolset._build(_listed("plain"))
+    [safe] = toolset._build([_annotated(destructive_hint=False)])
+    assert not plain.requires_approval and not safe.requires_approval
+
+
+def test_an_unknown_policy_string_is_refused() -> None:
+    with pytest.raises(ChainConfigurationError, match="destructive"):
+        _toolset(requires_approval="all")

@@ -67,7 +67,8 @@ async def test_a_full_tool_calling_turn_over_stdio(errlog: TextIO) -> None:
         assert add.description == "Add two integers."
         assert add.definition.parameters["required"] == ["a", "b"]
         assert add.definition.parameters["properties"]["a"]["type"] == "integer"
-        assert add.metadata == {"mcp_server": "calc", "mcp_tool": "add"}
+        assert add.metadata["mcp_server"] == "calc" and add.metadata["mcp_tool"] == "add"
+        assert add.metadata["mcp_output_schema"]["required"] == ["result"]
 
         model = ScriptedChatModel(
             [[_call("add", "c1", a=2, b=40), _call("add", "c2", a=1, b=1)], "42 and 2"]

@@ -3,24 +3,53 @@
 Importing this package needs no optional extra; connecting an `McpToolset` needs `mcp`.
 """
 
+from ._mcp_content import ContentLimits, McpCallResult
+from ._mcp_sampling import (
+    ElicitationAnswer,
+    ElicitationHandler,
+    ElicitationRequest,
+    SamplingPolicy,
+    SamplingRequest,
+)
 from .mcp import (
     ApprovalPolicy,
     McpConnectionError,
     McpError,
+    McpOptions,
+    McpPrompt,
+    McpPromptArgument,
     McpProtocolError,
+    McpResource,
+    McpTaskRequiredError,
+    McpTimeoutError,
     McpToolError,
     McpToolset,
     ToolFilter,
+    ToolHints,
     result_text,
 )
 
 __all__ = [
     "ApprovalPolicy",
+    "ContentLimits",
+    "ElicitationAnswer",
+    "ElicitationHandler",
+    "ElicitationRequest",
+    "McpCallResult",
     "McpConnectionError",
     "McpError",
+    "McpOptions",
+    "McpPrompt",
+    "McpPromptArgument",
     "McpProtocolError",
+    "McpResource",
+    "McpTaskRequiredError",
+    "McpTimeoutError",
     "McpToolError",
     "McpToolset",
+    "SamplingPolicy",
+    "SamplingRequest",
     "ToolFilter",
+    "ToolHints",
     "result_text",
 ]

@@ -1,0 +1,191 @@
+"""Chains as tools (`Chain.as_tool`): a sub-agent's turn inside a parent's tool call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from advisorchain import (
+    Chain,
+    ChatResponse,
+    ResponseCompleted,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallingAdvisor,
+    ToolCallStarted,
+    ToolContext,
+    ToolMessage,
+    ToolProgress,
+    UserMessage,
+    tool,
+)
+from advisorchain.advisors import ApprovalAdvisor, DeferredApprover, InMemoryApprovalStore
+from advisorchain.core.errors import ChainConfigurationError
+from advisorchain.providers import ScriptedChatModel
+
+
+def _call(name: str, call_id: str, **arguments: Any) -> ToolCall:
+    return ToolCall.from_arguments(name, arguments, id=call_id)
+
+
+def _tool_messages(response: ChatResponse) -> list[ToolMessage]:
+    return [m for m in response.messages if isinstance(m, ToolMessage)]
+
+
+def _researcher(model: ScriptedChatModel, **tools: Any) -> Chain:
+    @tool
+    def lookup(topic: str, context: ToolContext) -> str:
+        """Look a topic up."""
+        return f"{topic}: 42 (for {dict(context)})"
+
+    return Chain([ToolCallingAdvisor()], model=model, tools=[lookup, *tools.values()])
+
+
+async def _run(chain: Chain, prompt: str, streamed: bool, **kw: Any) -> ChatResponse:
+    if not streamed:
+        return await chain.call(prompt, **kw)
+    events = [e async for e in chain.stream(prompt, **kw)]
+    last = events[-1]
+    assert isinstance(last, ResponseCompleted)
+    return last.response
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_the_parent_reads_the_childs_answer_and_pays_for_it(streamed: bool) -> None:
+    child_model = ScriptedChatModel([_call("lookup", "k1", topic="answer"), "It is 42."])
+    researcher = _researcher(child_model).as_tool("research", "Research a topic.")
+    assert researcher.definition.parameters["required"] == ["task"]
+    parent_model = ScriptedChatModel([_call("research", "c1", task="Find the answer."), "42!"])
+    parent = Chain([ToolCallingAdvisor()], model=parent_model, tools=[researcher])
+
+    response = await _run(parent, "what is the answer?", streamed)
+
+    [result] = _tool_messages(response)
+    assert result.content == "It is 42." and not result.is_error
+    assert child_model.requests[0].messages == (UserMessage(content="Find the answer."),)
+    assert response.text == "42!"
+    # The same two turns on their own: the parent's usage is the sum of both.
+    child_alone = await _researcher(
+        ScriptedChatModel([_call("lookup", "k1", topic="answer"), "It is 42."])
+    ).call("Find the answer.")
+
+    @tool
+    def research(task: str) -> str:
+        """Research a topic."""
+        return "It is 42."
+
+    parent_alone = await Chain(
+        [ToolCallingAdvisor()],
+        model=ScriptedChatModel([_call("research", "c1", task="Find the answer."), "42!"]),
+        tools=[research],
+    ).call("what is the answer?")
+    assert child_alone.usage.total_tokens > 0
+    assert response.usage == parent_alone.usage + child_alone.usage
+
+
+@pytest.mark.anyio
+async def test_child_events_reach_the_parent_stream_as_nested_progress() -> None:
+    child_model = ScriptedChatModel([_call("lookup", "k1", topic="t"), "child text"])
+    researcher = _researcher(child_model).as_tool("research", "Research.")
+    parent_model = ScriptedChatModel([_call("research", "c1", task="go"), "parent text"])
+    parent = Chain([ToolCallingAdvisor()], model=parent_model, tools=[researcher])
+
+    events: list[StreamEvent] = [e async for e in parent.stream("hi")]
+
+    nested = [e for e in events if isinstance(e, ToolProgress)]
+    assert nested and all(e.call_id == "c1" for e in nested)
+    inner = [e.event for e in nested]
+    assert any(isinstance(e, ToolCallStarted) and e.call.name == "lookup" for e in inner)
+    assert any(isinstance(e, ToolCallFinished) and e.call.name == "lookup" for e in inner)
+    assert "".join(e.text for e in inner if isinstance(e, TextDelta)) == "child text"
+    assert not any(isinstance(e, ResponseCompleted) for e in inner)
+    # The parent's own text is only the parent's.
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "parent text"
+    started = next(i for i, e in enumerate(events) if isinstance(e, ToolCallStarted))
+    finished = next(i for i, e in enumerate(events) if isinstance(e, ToolCallFinished))
+    assert all(started < events.index(e) < finished for e in nested)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_only_the_named_context_keys_go_down(streamed: bool) -> None:
+    child_model = ScriptedChatModel([_call("lookup", "k1", topic="t"), "done"])
+    researcher = _researcher(child_model).as_tool("research", "R.", context_keys=["tenant"])
+    parent_model = ScriptedChatModel([_call("research", "c1", task="go"), "ok"])
+    parent = Chain([ToolCallingAdvisor()], model=parent_model, tools=[researcher])
+
+    await _run(parent, "hi", streamed, tool_context={"tenant": "acme", "api_key": "sk-secret"})
+
+    [looked_up] = [m for m in child_model.requests[1].messages if isinstance(m, ToolMessage)]
+    assert looked_up.text == "t: 42 (for {'tenant': 'acme'})"
+
+
+@pytest.mark.anyio
+async def test_a_schema_makes_the_arguments_the_childs_prompt() -> None:
+    child_model = ScriptedChatModel(["Bonjour"])
+    schema = {
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "to": {"type": "string"}},
+        "required": ["text", "to"],
+    }
+    translator = Chain([ToolCallingAdvisor()], model=child_model).as_tool(
+        "translate", "Translate a text.", parameters=schema
+    )
+    parent_model = ScriptedChatModel([_call("translate", "c1", text="Hello", to="fr"), "ok"])
+    parent = Chain([ToolCallingAdvisor()], model=parent_model, tools=[translator])
+    response = await parent.call("translate hello")
+    assert child_model.requests[0].messages == (
+        UserMessage(content='{"text": "Hello", "to": "fr"}'),
+    )
+    assert _tool_messages(response)[0].content == "Bonjour"
+
+
+@pytest.mark.anyio
+async def test_nesting_is_bounded_by_max_depth() -> None:
+    # A chain whose model keeps calling the chain itself as a tool.
+    model = ScriptedChatModel(
+        [_call("again", f"c{i}", task="deeper") for i in range(3)] + ["x"] * 3
+    )
+    chain = Chain([ToolCallingAdvisor()], model=model)
+    chain.tools = (chain.as_tool("again", "Ask again.", max_depth=2),)
+    response = await chain.call("start")
+    assert not _tool_messages(response)[0].is_error
+    errors = [
+        m for r in model.requests for m in r.messages if isinstance(m, ToolMessage) and m.is_error
+    ]
+    [error] = errors
+    assert "SubchainError" in error.text and "max_depth 2" in error.text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_child_that_waits_for_approval_is_a_clear_error_result(streamed: bool) -> None:
+    @tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return "paid"
+
+    child_model = ScriptedChatModel([_call("pay", "k1", amount=5), "never"])
+    approvals = ApprovalAdvisor(DeferredApprover(), store=InMemoryApprovalStore())
+    child = Chain([approvals, ToolCallingAdvisor()], model=child_model, tools=[pay])
+    parent_model = ScriptedChatModel([_call("payer", "c1", task="pay 5"), "could not"])
+    parent = Chain(
+        [ToolCallingAdvisor()], model=parent_model, tools=[child.as_tool("payer", "Pays.")]
+    )
+    response = await _run(parent, "pay", streamed)
+    [result] = _tool_messages(response)
+    assert result.is_error
+    assert "SubchainSuspendedError" in result.text and "approval" in result.text
+    assert response.pending_approval is None and response.text == "could not"
+
+
+def test_bad_options_are_refused() -> None:
+    chain = Chain([ToolCallingAdvisor()], model=ScriptedChatModel([]))
+    with pytest.raises(ChainConfigurationError, match="max_depth"):
+        chain.as_tool("t", "d", max_depth=0)
+    with pytest.raises(ChainConfigurationError, match="collection"):
+        chain.as_tool("t", "d", context_keys="tenant")
