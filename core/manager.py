@@ -322,7 +322,6 @@ class ToolCallingManager:
                     await self._run_all(request, segment, slots, durations)
                 return
         failures: list[tuple[int, BaseException]] = []
-        cancelled = anyio.get_cancelled_exc_class()
         limiter = anyio.CapacityLimiter(self.max_concurrency) if self.max_concurrency else None
 
         async def run_one(i: int, invocation: ToolInvocation, scope: anyio.CancelScope) -> None:
@@ -333,9 +332,10 @@ class ToolCallingManager:
                 else:
                     async with limiter:
                         slots[i] = await run(invocation)
-            except cancelled:
-                raise
             except BaseException as exc:  # SystemExit & co. too: never into the task group
+                # (the backend's cancellation class is looked up only when something raised)
+                if isinstance(exc, anyio.get_cancelled_exc_class()):
+                    raise
                 failures.append((i, exc))
                 scope.cancel()
             finally:
