@@ -133,6 +133,8 @@ class _Worker:
             self.process.stdin.write("\n")
             self.process.stdin.close()
         self.process.wait(timeout=60)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
         self._dir.cleanup()
 
 

@@ -118,7 +118,10 @@ async def run(*, turns: int = 3000, block: int = 50) -> dict[str, float]:
         subjects[name] = turn
     gc.collect()
     gc.freeze()
-    samples = await cpu_per_turn(subjects, turns=turns, block=block)
+    try:
+        samples = await cpu_per_turn(subjects, turns=turns, block=block)
+    finally:
+        gc.unfreeze()
     return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
 
 
