@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.messages import AssistantMessage, Message, ToolMessage
+from ..core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from ..core.parts import ContentPart, ImagePart, ReasoningPart, TextPart
 from ..core.request import ChatRequest
 
@@ -42,10 +42,34 @@ def _name(value: object) -> str | None:
 def round_of(request: ChatRequest) -> int:
     """The tool loop's round a request belongs to: 1 + tool-call messages since the user spoke."""
     rounds = 1
-    for message in request.messages[request.last_user_index + 1 :]:
-        if isinstance(message, AssistantMessage) and message.tool_calls:
+    messages = request.messages
+    for i in range(len(messages) - 1, -1, -1):  # back to the last user message, once
+        message = messages[i]
+        kind = type(message)  # exact classes first: a negative isinstance costs more
+        if kind is ToolMessage:
+            continue
+        if kind is UserMessage or (
+            kind is not AssistantMessage and isinstance(message, UserMessage)
+        ):
+            break
+        if (kind is AssistantMessage or isinstance(message, AssistantMessage)) and (
+            message.tool_calls  # type: ignore[union-attr]
+        ):
             rounds += 1
     return rounds
+
+
+def tool_messages(messages: Sequence[Message]) -> int:
+    """How many of `messages` are tool results."""
+    count = 0
+    for message in messages:
+        kind = type(message)  # exact classes first: a negative isinstance costs more
+        if kind is ToolMessage or (kind not in _NOT_TOOL and isinstance(message, ToolMessage)):
+            count += 1
+    return count
+
+
+_NOT_TOOL = (AssistantMessage, UserMessage, SystemMessage)
 
 
 def error_type(exc: BaseException) -> str:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import copy
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from types import FrameType
 from typing import Any, TypeAlias
 
 from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.invocation import ToolInvocation, ToolResult
-from ..core.messages import ToolMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ._observe import (
@@ -22,6 +23,7 @@ from ._observe import (
     messages_json,
     output_json,
     round_of,
+    tool_messages,
     truncate,
 )
 
@@ -135,7 +137,7 @@ class LoggingAdvisor(Advisor):
             args: list[Any] = [outcome, fields["duration"]]
         else:
             usage = response.usage
-            tool_calls = sum(1 for m in response.messages if isinstance(m, ToolMessage))
+            tool_calls = tool_messages(response.messages)
             fields.update(
                 outcome="ok",
                 model=response.model,
@@ -313,7 +315,49 @@ class LoggingAdvisor(Advisor):
                 text += f" | {key}=%s"
                 args.append(fields[key])
         failed = fields["outcome"] not in ("ok", "closed_early")
-        self.logger.log(self.error_level if failed else self.level, text, *args, extra=fields)
+        level = self.error_level if failed else self.level
+        logger = self.logger
+        if type(logger) is not logging.Logger or not logging._srcfile or type(level) is not int:
+            logger.log(level, text, *args, extra=fields)
+        elif logger.isEnabledFor(level):
+            _handle(logger, level, text, tuple(args), fields, sys._getframe())
+
+
+def _handle(
+    logger: logging.Logger,
+    level: int,
+    text: str,
+    args: tuple[Any, ...],
+    fields: dict[str, Any],
+    caller: FrameType,
+) -> None:
+    """What `logger.log(level, text, *args, extra=fields)` called in `caller` does, for a
+    plain `logging.Logger` (none of its methods overridden) while caller information is
+    on (`logging._srcfile`): the same record, by the same record factory, with the same
+    attributes and the caller's file, line and function, handed to `logger.handle`. It
+    skips what costs most of a record and never changes: the walk up the stack for the
+    caller (`findCaller`) and `makeRecord`'s check of each extra field one by one."""
+    code = caller.f_code
+    record = logging.getLogRecordFactory()(
+        logger.name, level, code.co_filename, caller.f_lineno, text, args, None, code.co_name, None
+    )
+    values = record.__dict__
+    if "message" in fields or "asctime" in fields or not values.keys().isdisjoint(fields):
+        # a field would overwrite the record's own: makeRecord raises for it, as log() would
+        logger.makeRecord(
+            logger.name,
+            level,
+            code.co_filename,
+            caller.f_lineno,
+            text,
+            args,
+            None,
+            code.co_name,
+            fields,
+            None,
+        )
+    values.update(fields)
+    logger.handle(record)
 
 
 def _failure(exc: BaseException | None, fields: dict[str, Any]) -> str:

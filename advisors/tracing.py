@@ -19,7 +19,6 @@ from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.manager import describe_exception
-from ..core.messages import ToolMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ._observe import (
@@ -29,6 +28,7 @@ from ._observe import (
     messages_json,
     output_json,
     round_of,
+    tool_messages,
     truncate,
 )
 
@@ -183,9 +183,7 @@ class TracingAdvisor(Advisor):
             return
         self._response_attributes(span, response)
         span.set_attribute(MODEL_CALLS, response.usage.requests)
-        span.set_attribute(
-            TOOL_CALLS, sum(1 for m in response.messages if isinstance(m, ToolMessage))
-        )
+        span.set_attribute(TOOL_CALLS, tool_messages(response.messages))
 
     # -- each model call --------------------------------------------------------------
 

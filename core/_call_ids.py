@@ -23,7 +23,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from .events import ToolCallDelta
-from .messages import AssistantMessage, Message, ToolCall, ToolMessage, new_call_id
+from .messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    new_call_id,
+)
 from .response import ChatResponse
 
 MAX_CALL_ID_CHARS = 40
@@ -60,10 +68,12 @@ class CallIds:
         """The ids taken by the calls and tool results of `messages`."""
         taken: set[str] = set()
         for message in messages:
-            if isinstance(message, AssistantMessage):
-                taken.update(c.id for c in message.tool_calls)
-            elif isinstance(message, ToolMessage):
-                taken.add(message.tool_call_id)
+            kind = _kind(message)
+            if kind is AssistantMessage:
+                for call in message.tool_calls:  # type: ignore[union-attr]
+                    taken.add(call.id)
+            elif kind is ToolMessage:
+                taken.add(message.tool_call_id)  # type: ignore[union-attr]
         ids = cls()
         ids._taken = taken
         return ids
@@ -119,12 +129,50 @@ def unique_response(response: ChatResponse, transcript: Sequence[Message]) -> Ch
     if not _asks_for_tools(response):
         return response
     calls = response.message.tool_calls
-    taken = CallIds.of(transcript)
-    ids = {c.id for c in calls}
-    # The common case keeps every id: valid, distinct, unused. No claim, no copies.
-    if len(ids) == len(calls) and all(is_valid_call_id(i) and i not in taken for i in ids):
-        return response
-    return with_tool_calls(response, taken.calls(calls))
+    # The common case keeps every id: valid, distinct, unused. No claim, no copies, and no
+    # set of the transcript's ids: one pass that stops at the first id in use.
+    ids: set[str] = set()
+    for call in calls:
+        if call.id in ids or not is_valid_call_id(call.id):
+            break
+        ids.add(call.id)
+    else:
+        if not _uses(transcript, ids):
+            return response
+    return with_tool_calls(response, CallIds.of(transcript).calls(calls))
+
+
+def _uses(messages: Iterable[Message], ids: set[str]) -> bool:
+    """Whether a call or a tool result of `messages` has one of `ids`."""
+    for message in messages:
+        kind = _kind(message)
+        if kind is AssistantMessage:
+            for call in message.tool_calls:  # type: ignore[union-attr]
+                if call.id in ids:
+                    return True
+        elif kind is ToolMessage and message.tool_call_id in ids:  # type: ignore[union-attr]
+            return True
+    return False
+
+
+_NO_IDS = (UserMessage, SystemMessage)
+
+
+def _kind(message: Message) -> type | None:
+    """`AssistantMessage`, `ToolMessage` or `None` (no call ids) for `message`, as
+    `isinstance` says; exact classes are told by `type` (a negative `isinstance` against a
+    pydantic model class costs several times a positive one, on the chain's innermost
+    step)."""
+    cls = type(message)
+    if cls is AssistantMessage or cls is ToolMessage:
+        return cls
+    if cls in _NO_IDS:
+        return None
+    if isinstance(message, AssistantMessage):
+        return AssistantMessage
+    if isinstance(message, ToolMessage):
+        return ToolMessage
+    return None
 
 
 class StreamCallIds:

@@ -266,9 +266,12 @@ class ToolCallingManager:
     ) -> dict[int, tuple[str, str]]:
         earlier: list[ToolCall] = []  # this turn's calls so far: since the last user message
         for m in reversed(request.messages):
-            if isinstance(m, AssistantMessage):
-                earlier.extend(m.tool_calls)
-            elif isinstance(m, UserMessage):
+            kind = type(m)  # exact classes first: a negative isinstance costs more
+            if kind is AssistantMessage or (
+                kind is not ToolMessage and isinstance(m, AssistantMessage)
+            ):
+                earlier.extend(m.tool_calls)  # type: ignore[union-attr]
+            elif kind is UserMessage or (kind is not ToolMessage and isinstance(m, UserMessage)):
                 break
         lowest = min(self.max_calls_per_tool, self.max_calls, *self.tool_limits.values())
         if len(earlier) + len(calls) <= lowest:  # the common case: nowhere near a limit
@@ -319,7 +322,6 @@ class ToolCallingManager:
                     await self._run_all(request, segment, slots, durations)
                 return
         failures: list[tuple[int, BaseException]] = []
-        cancelled = anyio.get_cancelled_exc_class()
         limiter = anyio.CapacityLimiter(self.max_concurrency) if self.max_concurrency else None
 
         async def run_one(i: int, invocation: ToolInvocation, scope: anyio.CancelScope) -> None:
@@ -330,9 +332,10 @@ class ToolCallingManager:
                 else:
                     async with limiter:
                         slots[i] = await run(invocation)
-            except cancelled:
-                raise
             except BaseException as exc:  # SystemExit & co. too: never into the task group
+                # (the backend's cancellation class is looked up only when something raised)
+                if isinstance(exc, anyio.get_cancelled_exc_class()):
+                    raise
                 failures.append((i, exc))
                 scope.cancel()
             finally:
@@ -395,7 +398,7 @@ class ToolCallingManager:
                     value = await tool.run(
                         invocation.arguments, invocation.context, validated=validated
                     )
-            if isinstance(value, _ITERATORS):
+            if type(value) not in _NOT_ITERATORS and isinstance(value, _ITERATORS):
                 raise _iterator_result(tool, value)
             content = tool.convert_result(value)
         except TimeoutError as exc:
@@ -425,6 +428,9 @@ class ToolCallingManager:
 
 
 _ITERATORS = (Iterator, AsyncIterator)
+# Exact built-in types that are no iterators: what most tools return, told apart without
+# the ABC checks of `isinstance(value, _ITERATORS)`.
+_NOT_ITERATORS = frozenset({str, bytes, int, float, bool, type(None), dict, list, tuple})
 
 
 def _iterator_result(tool: Tool, value: object) -> TypeError:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias, TypeVar, cast, get_origin
 
-from .messages import AssistantMessage, Message, ToolCall
+from .messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
 from .usage import Usage
 
 T = TypeVar("T")
@@ -153,6 +153,12 @@ class ChatResponse:
 def _last_assistant(messages: Sequence[Message]) -> AssistantMessage | None:
     for i in range(len(messages) - 1, -1, -1):
         candidate = messages[i]
-        if isinstance(candidate, AssistantMessage):
+        kind = type(candidate)  # exact classes first: a negative isinstance costs more
+        if kind is AssistantMessage:
+            return candidate  # type: ignore[return-value]
+        if kind not in _NOT_ASSISTANT and isinstance(candidate, AssistantMessage):
             return candidate
     return None
+
+
+_NOT_ASSISTANT = (ToolMessage, UserMessage, SystemMessage)

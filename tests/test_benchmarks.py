@@ -191,6 +191,26 @@ def test_concurrency_runs_n_conversations_without_failures() -> None:
         assert row["failures"] == 0
 
 
+def test_link_profiles_items_and_ab_run_on_a_tiny_scale() -> None:
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import links_ab, links_items, links_profile
+    else:
+        from benchmarks import links_ab, links_items, links_profile
+
+    profiles = asyncio.run(links_profile.run(turns=2, block=1, only="+ TracingAdvisor"))
+    assert set(profiles) == {"bare loop", "+ TracingAdvisor"}
+    assert "## + TracingAdvisor" in links_profile.render(profiles, top=3)
+
+    items = asyncio.run(links_items.run(turns=2, block=1))
+    assert set(items) == set(links_items.configs())
+    assert "| logging | records" in links_items.render(items)
+
+    report = links_ab.run([str(ROOT)], rounds=1, block=1, warmup=1)
+    (tree,) = report["trees"]
+    assert list(report["results"][tree]) == links_ab.CONFIGS
+    assert "all four / bare" in links_ab.render(report)
+
+
 def test_link_costs_runs_where_the_links_exist() -> None:
     if TYPE_CHECKING:
         from advisorchain.benchmarks import links

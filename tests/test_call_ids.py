@@ -111,6 +111,46 @@ def test_ids_of_earlier_rounds_are_not_reused() -> None:
     assert call.id != "call_1"
 
 
+class _MyAssistant(AssistantMessage):
+    pass
+
+
+class _MyToolResult(ToolMessage):
+    pass
+
+
+@pytest.mark.parametrize("where", ["call", "result", "both"])
+def test_ids_used_by_message_subclasses_are_not_reused(where: str) -> None:
+    # The scan tells the library's own classes by type; subclasses must count as well.
+    transcript: list[Message] = [UserMessage(content="go")]
+    if where in ("call", "both"):
+        transcript.append(_MyAssistant(tool_calls=(ToolCall(id="call_1", name="t"),)))
+    if where in ("result", "both"):
+        transcript.append(_MyToolResult(tool_call_id="call_1", name="t", content="ok"))
+    again = ChatResponse(message=AssistantMessage(tool_calls=(ToolCall(id="call_1", name="t"),)))
+    (call,) = unique_response(again, transcript).message.tool_calls
+    assert call.id != "call_1" and is_valid_call_id(call.id)
+    assert "call_1" in CallIds.of(transcript)
+
+
+def test_a_later_call_of_the_response_clashing_with_the_transcript_is_renamed() -> None:
+    transcript = (ToolMessage(tool_call_id="b", name="t", content="ok"),)
+    calls = (ToolCall(id="a", name="t"), ToolCall(id="b", name="t"), ToolCall(id="a", name="t"))
+    fixed = unique_response(ChatResponse(message=AssistantMessage(tool_calls=calls)), transcript)
+    ids = [c.id for c in fixed.message.tool_calls]
+    assert ids[0] == "a" and len(set(ids)) == 3 and "b" not in ids
+
+
+def test_tool_call_equality_is_unchanged_by_its_identity_shortcut() -> None:
+    call = ToolCall(id="a", name="t", arguments='{"x": 1}', provider_data={"v": float("nan")})
+    twin = ToolCall(id="a", name="t", arguments='{"x": 1}', provider_data={"v": 1.0})
+    assert call == call and not call != call
+    assert call != twin and twin == twin.model_copy()
+    assert ToolCall(id="a", name="t") == ToolCall(id="a", name="t")
+    assert hash(ToolCall(id="a", name="t")) == hash(ToolCall(id="a", name="t"))
+    assert call != "a" and {ToolCall(id="a", name="t"): 1}[ToolCall(id="a", name="t")] == 1
+
+
 def test_a_response_without_changes_is_returned_as_is() -> None:
     response = ChatResponse(message=AssistantMessage(tool_calls=(ToolCall(id="a", name="t"),)))
     assert unique_response(response, ()) is response

@@ -422,3 +422,142 @@ def test_the_docs_example_prints_and_logs_what_the_page_shows(
 
     logged = [r.getMessage() for r in records(logs)]
     assert [normalized(m) for m in logged] == normalized(shown.group(2)).splitlines()
+
+
+# -- records are built without logger.log, and are the records logger.log builds ---------
+
+_RECORD_ATTRIBUTES = (
+    "name",
+    "msg",
+    "levelname",
+    "levelno",
+    "pathname",
+    "filename",
+    "module",
+    "exc_info",
+    "exc_text",
+    "stack_info",
+    "funcName",
+    "thread",
+    "threadName",
+    "processName",
+    "process",
+)
+
+
+class _Keep(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def _kept_logger(
+    name: str, logger_class: type[logging.Logger] = logging.Logger
+) -> tuple[logging.Logger, _Keep]:
+    logger = logger_class(name)  # not registered with the manager: a fresh, isolated logger
+    logger.setLevel(logging.INFO)
+    keep = _Keep()
+    logger.addHandler(keep)
+    return logger, keep
+
+
+async def _run(chain: Chain, path: str) -> None:
+    if path == "call":
+        await chain.call("2+3?")
+    else:
+        async for _ in chain.stream("2+3?"):
+            pass
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_records_are_those_logger_log_makes(path: str) -> None:
+    # A subclass that only inherits runs logger.log's own code: the reference records.
+    class Reference(logging.Logger):
+        pass
+
+    fast, fast_kept = _kept_logger("app.fast")
+    slow, slow_kept = _kept_logger("app.fast", Reference)
+    for logger in (fast, slow):
+        model = ScriptedChatModel([add_call(), "5"], model_name="m-1")
+        chain = Chain([LoggingAdvisor(logger), ToolCallingAdvisor()], model=model, tools=[add])
+        await _run(chain, path)
+
+    assert len(fast_kept.records) == len(slow_kept.records) == 4
+    for got, expected in zip(fast_kept.records, slow_kept.records, strict=True):
+        for name in _RECORD_ATTRIBUTES:
+            assert getattr(got, name) == getattr(expected, name), name
+        assert isinstance(got.args, tuple) and isinstance(expected.args, tuple)
+        untimed = [a for a in expected.args if not isinstance(a, float)]  # durations differ
+        assert [a for a in got.args if not isinstance(a, float)] == untimed
+        assert got.funcName == "_emit" and got.module == "logging"
+        assert got.pathname.endswith(("advisors/logging.py", "advisors\\logging.py"))
+        mine = set(got.__dict__) - set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__)
+        timings = {"duration", "time_to_first_chunk"}
+        assert {k: got.__dict__[k] for k in mine - timings} == {
+            k: expected.__dict__[k] for k in mine - timings
+        }
+        assert got.getMessage().split(" in ")[0] == expected.getMessage().split(" in ")[0]
+
+
+@pytest.mark.anyio
+async def test_record_factory_and_logger_subclass_are_honoured() -> None:
+    made: list[logging.LogRecord] = []
+    factory = logging.getLogRecordFactory()
+
+    def tagging(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = factory(*args, **kwargs)
+        record.tag = "mine"
+        made.append(record)
+        return record
+
+    logging.setLogRecordFactory(tagging)
+    try:
+        logger, kept = _kept_logger("app.factory")
+        await Chain([LoggingAdvisor(logger)], model=ScriptedChatModel(["hi"])).call("hello")
+    finally:
+        logging.setLogRecordFactory(factory)
+    assert [r.tag for r in kept.records] == ["mine", "mine"]  # type: ignore[attr-defined]
+    assert kept.records == made
+
+    class Stamping(logging.Logger):
+        def makeRecord(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = super().makeRecord(*args, **kwargs)
+            record.stamped = True
+            return record
+
+    logger, kept = _kept_logger("app.stamping", Stamping)
+    await Chain([LoggingAdvisor(logger)], model=ScriptedChatModel(["hi"])).call("hello")
+    assert [getattr(r, "stamped", False) for r in kept.records] == [True, True]
+
+
+@pytest.mark.anyio
+async def test_a_field_clashing_with_a_record_attribute_raises_as_logger_log_does() -> None:
+    factory = logging.getLogRecordFactory()
+
+    def with_event(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = factory(*args, **kwargs)
+        record.event = "theirs"
+        return record
+
+    logging.setLogRecordFactory(with_event)
+    try:
+        logger, kept = _kept_logger("app.clash")
+        with pytest.raises(KeyError, match="Attempt to overwrite 'event' in LogRecord"):
+            await Chain([LoggingAdvisor(logger)], model=ScriptedChatModel(["hi"])).call("hello")
+    finally:
+        logging.setLogRecordFactory(factory)
+    assert kept.records == []
+
+
+@pytest.mark.anyio
+async def test_without_caller_information_records_say_unknown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(logging, "_srcfile", None)
+    logger, kept = _kept_logger("app.nocaller")
+    await Chain([LoggingAdvisor(logger)], model=ScriptedChatModel(["hi"])).call("hello")
+    assert [(r.funcName, r.lineno) for r in kept.records] == [("(unknown function)", 0)] * 2

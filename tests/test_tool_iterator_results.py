@@ -73,7 +73,20 @@ async def async_counter() -> Any:
     return endless_async()
 
 
-TOOLS = [numbers, counter, pairs, stream_numbers, async_counter]
+class _IteratingList(list[int]):
+    """A list subclass that is also an iterator: refused like any iterator."""
+
+    def __next__(self) -> int:
+        raise StopIteration
+
+
+@tool
+def list_iterator() -> Any:
+    """Returns a list subclass that is an iterator (not a plain list)."""
+    return _IteratingList([1, 2])
+
+
+TOOLS = [numbers, counter, pairs, stream_numbers, async_counter, list_iterator]
 
 
 async def result_of(name: str, path: str, **options: Any) -> ToolMessage:
