@@ -23,7 +23,9 @@ from .approval import (
     PendingApproval,
     PostgresApprovalStore,
     Reject,
+    Resumption,
     SQLiteApprovalStore,
+    Suspension,
 )
 from .budget import (
     BudgetAdvisor,
@@ -100,10 +102,12 @@ __all__ = [
     "RedactionRule",
     "RegexIndex",
     "Reject",
+    "Resumption",
     "SQLiteApprovalStore",
     "SQLiteChatMemoryStore",
     "SmallModelAdvisor",
     "Span",
+    "Suspension",
     "TextRewriter",
     "TextTransformAdvisor",
     "ToolCallingAdvisor",

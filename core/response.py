@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
 
 from .messages import AssistantMessage, Message, ToolCall
+from .suspension import PendingApproval, Suspension
 from .usage import Usage
 
 FinishReason: TypeAlias = (
@@ -24,14 +25,6 @@ FinishReason: TypeAlias = (
 """Why a response ended. Providers map their own values to these names."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PendingApproval:
-    """Tool calls waiting for a human decision; `id` is what `Chain.resume` takes."""
-
-    id: str
-    calls: tuple[ToolCall, ...]
-
-
 @dataclass(frozen=True, init=False)
 class ChatResponse:
     """A model's answer, or a whole turn's.
@@ -47,6 +40,10 @@ class ChatResponse:
     `message` is the last assistant message of `messages`; anything else is a `ValueError`.
     Change the answer with `with_message`, which replaces it inside
     `messages`; `dataclasses.replace(response, messages=...)` keeps working.
+
+    `suspension` is set on a turn the tool loop suspended (`finish_reason=
+    "approval_pending"`): the pending calls, the transcript so far and the results already
+    finished (`core/suspension.py`); `pending_approval` is its `pending` part.
     """
 
     messages: tuple[Message, ...]
@@ -54,7 +51,7 @@ class ChatResponse:
     usage: Usage
     model: str | None
     id: str | None
-    pending_approval: PendingApproval | None
+    suspension: Suspension | None
 
     def __init__(
         self,
@@ -65,7 +62,7 @@ class ChatResponse:
         usage: Usage | None = None,
         model: str | None = None,
         id: str | None = None,
-        pending_approval: PendingApproval | None = None,
+        suspension: Suspension | None = None,
     ) -> None:
         found = _last_assistant(messages)
         if not messages:
@@ -88,7 +85,7 @@ class ChatResponse:
             usage=usage if usage is not None else Usage(),
             model=model,
             id=id,
-            pending_approval=pending_approval,
+            suspension=suspension,
             _message=found,
         )
 
@@ -97,6 +94,13 @@ class ChatResponse:
         """The answer: the last assistant message of `messages`."""
         found: AssistantMessage = self.__dict__["_message"]
         return found
+
+    @property
+    def pending_approval(self) -> PendingApproval | None:
+        """The calls waiting for a decision and the id `Chain.resume` takes, when the turn
+        was suspended (`suspension.pending`); else `None`."""
+        suspension = self.suspension
+        return suspension.pending if suspension is not None else None
 
     @property
     def text(self) -> str:

@@ -326,10 +326,9 @@ async def test_approval_fails_closed_on_duplicate_ids_that_bypass_the_chain() ->
     request = ChatRequest(
         messages=(UserMessage(content="pay"),),
         tools=tuple(bank.tools),
-        tool_hooks=(advisor.call_tool,),
     )
     tool_round = await ToolCallingManager().execute(
-        request, AssistantMessage(tool_calls=tuple(duplicates()))
+        request, AssistantMessage(tool_calls=tuple(duplicates())), hooks=(advisor.call_tool,)
     )
     assert bank.sent == []
     assert [r.outcome for r in tool_round.results] == ["rejected", "rejected"]

@@ -1,7 +1,8 @@
 """Human approval of tool calls: inline (terminal, callback) or deferred and durable."""
 
 from ...core.errors import ApprovalNotFound
-from ...core.response import PendingApproval
+from ...core.resumption import Resumption
+from ...core.suspension import PendingApproval, Suspension
 from .advisor import ApprovalAdvisor, Policy
 from .approvers import Approver, CallbackApprover, ConsoleApprover, DeferredApprover
 from .postgres_store import PostgresApprovalStore
@@ -50,7 +51,9 @@ __all__ = [
     "Policy",
     "PostgresApprovalStore",
     "Reject",
+    "Resumption",
     "SQLiteApprovalStore",
     "StoredResult",
+    "Suspension",
     "arguments_fingerprint",
 ]

@@ -17,9 +17,10 @@ from ...core._arguments import parse_argument_object
 from ...core.advisor import Advisor, ToolNext
 from ...core.context import ToolContext
 from ...core.invocation import ToolInvocation, ToolResult
+from ...core.manager import ToolPipeline
 from ...core.messages import ToolCall
 from ...core.request import ChatRequest
-from ...core.suspension import ResumedTurn, SuspendedTurn, on_suspend
+from ...core.suspension import Suspension, SuspensionHandler
 from ...core.tools import Tool
 from .approvers import Approver, DeferredApprover
 from .resume import options_to_dict, rejected, resume_turn
@@ -74,7 +75,8 @@ class TurnApprovals:
     deferred: dict[str, ApprovalCall] = field(default_factory=dict)
     resumed: dict[str, str] = field(default_factory=dict)
     """Calls a resume approved: id -> fingerprint of the arguments that may run."""
-    saving: bool = False
+    on_suspend: SuspensionHandler | None = None
+    """Saves the turn if it is suspended; one per turn, so the loop awaits it once."""
 
 
 class ApprovalAdvisor(Advisor):
@@ -98,9 +100,9 @@ class ApprovalAdvisor(Advisor):
     thread, so `timeout` bounds it too: an answer after the timeout is ignored.
 
     `Defer()` (what `DeferredApprover` always answers) answers with a `pending` result
-    and registers a suspension handler in the turn's `request.context`: the loop finishes
-    the round's other calls, ends the turn with `finish_reason="approval_pending"`, and
-    awaits the handler before returning, which saves the turn (transcript up to the
+    whose `on_suspend` handler saves the turn: the loop finishes the round's other calls,
+    ends the turn with `finish_reason="approval_pending"` and its `Suspension`, and awaits
+    the handler with it before returning, which saves the turn (transcript up to the
     tool-call message, finished results, pending calls, options, tool names,
     conversation id; never the tool context) in `store`, under the `PendingApproval`'s id.
     `Chain.resume(id, decisions, tools=..., tool_context=...)` continues it, in any
@@ -161,7 +163,7 @@ class ApprovalAdvisor(Advisor):
             state = request.context[self._key] = TurnApprovals()
         return state
 
-    async def _save(self, turn: TurnApprovals, suspended: SuspendedTurn) -> None:
+    async def _save(self, turn: TurnApprovals, suspended: Suspension) -> None:
         """Save a suspended turn that waits for calls this advisor deferred."""
         pending = suspended.pending
         if not any(c.id in turn.deferred for c in pending.calls):
@@ -188,10 +190,12 @@ class ApprovalAdvisor(Advisor):
         pending_id: str,
         decisions: Mapping[str, Any],
         request: ChatRequest,
-        advisors: Sequence[Advisor],
-    ) -> ResumedTurn | None:
-        """Claim and execute a deferred approval; how its turn continues."""
-        return await resume_turn(self, pending_id, decisions, request, advisors)
+        tools: ToolPipeline,
+    ) -> ChatRequest | None:
+        """Claim and settle a deferred approval; the request that continues its turn
+        (`resumption` set), or `None` if `pending_id` is not in this advisor's store."""
+        state = self.turn(request)
+        return await resume_turn(self.store, state.resumed, pending_id, decisions, request, tools)
 
     # -- each tool execution ----------------------------------------------------------------
 
@@ -210,10 +214,11 @@ class ApprovalAdvisor(Advisor):
         if isinstance(decision, Approve) and seen != arguments_fingerprint(invocation.arguments):
             return await self._refuse(invocation)
         if isinstance(decision, Defer):
-            if not turn.saving:
-                turn.saving = True
-                on_suspend(invocation.request.context, partial(self._save, turn))
-            return ToolResult(content="Waiting for approval.", outcome="pending")
+            if turn.on_suspend is None:
+                turn.on_suspend = partial(self._save, turn)
+            return ToolResult(
+                content="Waiting for approval.", outcome="pending", on_suspend=turn.on_suspend
+            )
         if isinstance(decision, Reject):
             return rejected(decision.reason)
         if decision.arguments is not None:

@@ -5,20 +5,19 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import fields, replace
-from typing import TYPE_CHECKING, Any, cast, get_args
+from typing import Any, cast, get_args
 
 from ...core._arguments import parse_argument_object
-from ...core.advisor import Advisor
 from ...core.errors import ChainConfigurationError
-from ...core.events import StreamEvent, ToolCallFinished, ToolCallStarted
 from ...core.invocation import ToolOutcome, ToolResult
-from ...core.manager import ToolCallingManager
+from ...core.manager import ToolPipeline
 from ...core.messages import AssistantMessage, Message, ToolCall
 from ...core.options import ChatOptions
 from ...core.request import ChatRequest
-from ...core.suspension import ResumedTurn
+from ...core.resumption import ResumedCall, Resumption
+from .store import ApprovalStore
 from .types import (
     ApprovalAlreadyResolved,
     Approve,
@@ -30,9 +29,6 @@ from .types import (
     arguments_fingerprint,
     audit_record,
 )
-
-if TYPE_CHECKING:
-    from .advisor import ApprovalAdvisor
 
 _log = logging.getLogger("advisorchain.approval")
 
@@ -104,13 +100,6 @@ def check_decisions(
     return checked
 
 
-def _manager(advisors: Sequence[Advisor]) -> ToolCallingManager:
-    for link in advisors:
-        if link.tool_loop is not None:
-            return link.tool_loop
-    return ToolCallingManager()
-
-
 def _tool_calls(messages: Sequence[Message]) -> dict[str, list[ToolCall]]:
     """The calls of the last assistant message that has some, by id."""
     for message in reversed(messages):
@@ -132,18 +121,20 @@ def _matches(found: list[ToolCall], pending: PendingCall) -> bool:
 
 
 async def resume_turn(
-    advisor: ApprovalAdvisor,
+    store: ApprovalStore,
+    resumed: MutableMapping[str, str],
     pending_id: str,
     decisions: Mapping[str, Any],
     request: ChatRequest,
-    advisors: Sequence[Advisor],
-) -> ResumedTurn | None:
-    """The body of `ApprovalAdvisor.resume_turn`.
+    tools: ToolPipeline,
+) -> ChatRequest | None:
+    """The body of `ApprovalAdvisor.resume_turn`: the request that continues the turn.
 
     Nothing is written before the decisions and tools are checked; then the claim makes
     this resume the only one, and each approved call is marked started before it runs.
+    `resumed` is the advisor's map, in the turn's context, of the calls this resume lets
+    through its own `call_tool` hook (id -> fingerprint of the arguments that may run).
     """
-    store = advisor.store
     record = await store.get(pending_id)
     if record is None:
         return None
@@ -174,34 +165,33 @@ async def resume_turn(
         conversation_id=claimed.conversation_id or request.conversation_id,
         options=request.options.merged(options_from_dict(claimed.options)),
     )
-    turn = advisor.turn(base)
-    manager = _manager(advisors)
     calls = _tool_calls(claimed.messages)
-    messages: list[Message] = []
-    events: list[StreamEvent] = []
+    settled: list[ResumedCall] = []
     for pending in claimed.calls:
         found = calls.get(pending.call.call_id, [])
         call = found[0] if found else ToolCall(id=pending.call.call_id, name=pending.call.tool_name)
         start = time.perf_counter()
         result = await _settle(
-            advisor, manager, base, call, pending, token, pending_id, _matches(found, pending)
+            store, resumed, tools, base, call, pending, token, pending_id, _matches(found, pending)
         )
-        message = result.to_message(call)
-        messages.append(message)
-        events += [
-            ToolCallStarted(call),
-            ToolCallFinished(call, message, result.outcome, time.perf_counter() - start),
-        ]
-    turn.resumed.clear()  # the continuation's own calls are asked about again
+        settled.append(
+            ResumedCall(
+                call=call,
+                message=result.to_message(call),
+                outcome=result.outcome,
+                duration=time.perf_counter() - start,
+            )
+        )
+    resumed.clear()  # the continuation's own calls are asked about again
     await store.complete(pending_id, token)
-    return ResumedTurn(
-        request=base.appended(*messages), messages=tuple(messages), events=tuple(events)
-    )
+    resumption = Resumption(id=pending_id, calls=tuple(settled))
+    return replace(base.appended(*resumption.messages), resumption=resumption)
 
 
 async def _settle(
-    advisor: ApprovalAdvisor,
-    manager: ToolCallingManager,
+    store: ApprovalStore,
+    resumed: MutableMapping[str, str],
+    tools: ToolPipeline,
     request: ChatRequest,
     call: ToolCall,
     pending: PendingCall,
@@ -214,7 +204,6 @@ async def _settle(
     An approved call runs only if `matches`: the transcript's call is the one the
     approver was shown, id and arguments; else it is refused, and the refusal audited.
     """
-    store = advisor.store
     if pending.state == "done" and pending.result is not None:
         return ToolResult(content=pending.result.content, outcome=_outcome(pending.result.outcome))
     if pending.state == "rejected" and isinstance(pending.decision, Reject):
@@ -225,12 +214,12 @@ async def _settle(
         if not await store.start_call(pending_id, call.id, token):
             raise ApprovalAlreadyResolved(f"approval {pending_id!r} is no longer claimed here")
         if not matches:
-            return await _refuse(advisor, request, pending_id, call, pending, token)
+            return await _refuse(store, request, pending_id, call, pending, token)
         edited = pending.decision.arguments
-        advisor.turn(request).resumed[call.id] = (
+        resumed[call.id] = (
             arguments_fingerprint(edited) if edited is not None else pending.call.fingerprint
         )
-        result = await _run(manager, request, call, pending.decision)
+        result = await _run(tools, request, call, pending.decision)
         await store.finish_call(
             pending_id, call.id, token, StoredResult(content=result.content, outcome=result.outcome)
         )
@@ -244,7 +233,7 @@ async def _settle(
 
 
 async def _refuse(
-    advisor: ApprovalAdvisor,
+    store: ApprovalStore,
     request: ChatRequest,
     pending_id: str,
     call: ToolCall,
@@ -252,7 +241,6 @@ async def _refuse(
     token: str,
 ) -> ToolResult:
     """Answer an approved call whose arguments are not those approved, without running it."""
-    store = advisor.store
     _log.warning(
         "approval %s: refused tool call %r (%s): its arguments are not those approved",
         pending_id,
@@ -285,11 +273,11 @@ def _outcome(stored: str) -> ToolOutcome:
 
 
 async def _run(
-    manager: ToolCallingManager, request: ChatRequest, call: ToolCall, decision: Approve
+    tools: ToolPipeline, request: ChatRequest, call: ToolCall, decision: Approve
 ) -> ToolResult:
-    prepared = manager.prepare(request, call)
+    prepared = tools.prepare(request, call)
     if isinstance(prepared, ToolResult):
         return prepared
     if decision.arguments is not None:
         prepared = prepared.with_arguments(decision.arguments)
-    return await manager.pipeline(request.tool_hooks)(prepared)
+    return await tools.run(prepared)
