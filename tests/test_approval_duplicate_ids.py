@@ -248,7 +248,7 @@ async def test_deferred_approval_never_runs_the_call_hidden_behind_a_duplicate_i
 @pytest.mark.anyio
 async def test_a_store_refuses_a_record_with_duplicate_call_ids(stores: StoreFactory) -> None:
     bob, mallory = (
-        ApprovalCall(call_id="call_1", tool_name="transfer", description="", arguments=a)
+        ApprovalCall(id="call_1", name="transfer", description="", arguments=a)
         for a in ({"to": "bob", "amount": 5}, {"to": "mallory", "amount": 1000000})
     )
     record = PendingRecord(
@@ -283,8 +283,8 @@ async def test_resume_refuses_a_call_whose_arguments_differ_from_the_approved_on
     """A record whose transcript holds other arguments than the approver was shown (one
     written before this fix, or tampered with): the approved call is not run, audited."""
     bob = ApprovalCall(
-        call_id="call_1",
-        tool_name="transfer",
+        id="call_1",
+        name="transfer",
         description="",
         arguments={"to": "bob", "amount": 5},
     )

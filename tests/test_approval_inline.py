@@ -429,7 +429,7 @@ async def test_console_approver_rejects_at_end_of_input() -> None:
 
     console = ConsoleApprover(input_fn=eof, output=io.StringIO())
     request = ApprovalRequest(
-        calls=(ApprovalCall(call_id="c1", tool_name="t", description="d", arguments={}),)
+        calls=(ApprovalCall(id="c1", name="t", description="d", arguments={}),)
     )
     (decision,) = await console.decide(request)
     assert isinstance(decision, Reject)
@@ -448,7 +448,7 @@ async def test_console_input_does_not_block_the_event_loop() -> None:
 
     console = ConsoleApprover(input_fn=blocking_input, output=io.StringIO())
     request = ApprovalRequest(
-        calls=(ApprovalCall(call_id="c1", tool_name="t", description="d", arguments={}),)
+        calls=(ApprovalCall(id="c1", name="t", description="d", arguments={}),)
     )
     decisions: list[Any] = []
 

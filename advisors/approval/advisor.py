@@ -289,23 +289,23 @@ class ApprovalAdvisor(Advisor):
                 (items if counts[call.id] == 1 else ambiguous).append(item)
         approval = ApprovalRequest(calls=tuple(items), conversation_id=request.conversation_id)
         decisions = await self._consult(approval) if items else {}
-        fingerprints = {item.call_id: item.fingerprint for item in items}
+        fingerprints = {item.id: item.fingerprint for item in items}
         for item in ambiguous:
-            decisions[item.call_id] = Reject(
-                f"two calls of this round have the id {item.call_id!r}; neither is run",
+            decisions[item.id] = Reject(
+                f"two calls of this round have the id {item.id!r}; neither is run",
                 by=_FAIL_CLOSED,
             )
             _log.warning(
                 "approval: rejected tool calls %r: several calls share the id %r",
-                item.tool_name,
-                item.call_id,
+                item.name,
+                item.id,
             )
         round_id = f"inline_{uuid.uuid4().hex}"
         audit = []
         for item in (*items, *ambiguous):
-            decision = decisions[item.call_id]
+            decision = decisions[item.id]
             if isinstance(decision, Defer):
-                turn.deferred[item.call_id] = item
+                turn.deferred[item.id] = item
                 continue
             default_by = _FAIL_CLOSED if decision.by == _FAIL_CLOSED else _name(self.approver)
             audit.append(
@@ -341,8 +341,8 @@ class ApprovalAdvisor(Advisor):
         if details is None:
             return None
         return ApprovalCall(
-            call_id=call.id,
-            tool_name=tool.name,
+            id=call.id,
+            name=tool.name,
             description=tool.description,
             arguments=dict(arguments),
             details=dict(details),
@@ -356,8 +356,8 @@ class ApprovalAdvisor(Advisor):
             invocation.call.id,
         )
         shown = ApprovalCall(
-            call_id=invocation.call.id,
-            tool_name=invocation.name,
+            id=invocation.call.id,
+            name=invocation.name,
             description=invocation.tool.description,
             arguments=dict(invocation.arguments),
         )
@@ -389,7 +389,7 @@ class ApprovalAdvisor(Advisor):
             return self._fail_closed(
                 request, f"the approver failed ({type(exc).__name__})", f"{exc!s:.500}"
             )
-        ids = [c.call_id for c in request.calls]
+        ids = [c.id for c in request.calls]
         if isinstance(answer, Mapping):
             given = [answer.get(i) for i in ids]
         elif (
@@ -422,9 +422,9 @@ def _log_failure(approver: Approver, calls: Sequence[ApprovalCall], why: str) ->
     _log.warning(
         "approver %s gave no decision, rejecting %s: %s",
         _name(approver),
-        ", ".join(f"{c.tool_name} (call {c.call_id})" for c in calls),
+        ", ".join(f"{c.name} (call {c.id})" for c in calls),
         why,
-        extra={"tool_names": [c.tool_name for c in calls], "call_ids": [c.call_id for c in calls]},
+        extra={"tool_names": [c.name for c in calls], "call_ids": [c.id for c in calls]},
     )
 
 
@@ -435,7 +435,7 @@ def _valid(decision: object) -> TypeGuard[Decision]:
 
 
 def _reject_all(request: ApprovalRequest, reason: str) -> dict[str, Decision]:
-    return {c.call_id: Reject(reason, by=_FAIL_CLOSED) for c in request.calls}
+    return {c.id: Reject(reason, by=_FAIL_CLOSED) for c in request.calls}
 
 
 def _name(approver: Approver) -> str:
@@ -450,8 +450,8 @@ def _describe(request: ChatRequest, call: ToolCall) -> ApprovalCall:
     """An `ApprovalCall` for a pending call this advisor did not defer itself."""
     tool = request.find_tool(call.name)
     return ApprovalCall(
-        call_id=call.id,
-        tool_name=call.name,
+        id=call.id,
+        name=call.name,
         description=tool.description if tool is not None else "",
         arguments=_arguments(call) or {},
     )

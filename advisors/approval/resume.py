@@ -75,7 +75,7 @@ def check_decisions(
     """The decisions, if they answer exactly the pending calls; else a clear error."""
     if not isinstance(decisions, Mapping):
         raise InvalidApprovalDecisions("decisions must map each pending call's id to a decision")
-    pending = [c.call.call_id for c in record.calls]
+    pending = [c.call.id for c in record.calls]
     unknown = sorted(str(k) for k in decisions if k not in pending)
     if unknown:
         raise InvalidApprovalDecisions(
@@ -150,7 +150,7 @@ async def resume_turn(
         audit_record(
             pending_id,
             c.call,
-            checked[c.call.call_id],
+            checked[c.call.id],
             default_by="resume",
             conversation_id=record.conversation_id,
         )
@@ -168,8 +168,8 @@ async def resume_turn(
     calls = _tool_calls(claimed.messages)
     settled: list[ResumedCall] = []
     for pending in claimed.calls:
-        found = calls.get(pending.call.call_id, [])
-        call = found[0] if found else ToolCall(id=pending.call.call_id, name=pending.call.tool_name)
+        found = calls.get(pending.call.id, [])
+        call = found[0] if found else ToolCall(id=pending.call.id, name=pending.call.name)
         start = time.perf_counter()
         result = await _settle(
             store, resumed, tools, base, call, pending, token, pending_id, _matches(found, pending)

@@ -110,7 +110,7 @@ class SQLApprovalStore:
     async def save(self, record: PendingRecord) -> None:
         """Store a new pending approval (`InvalidApprovalRecord` if it cannot be held)."""
         check_record(record)
-        ids = [record.id, record.conversation_id, *(c.call.call_id for c in record.calls)]
+        ids = [record.id, record.conversation_id, *(c.call.id for c in record.calls)]
         if not all(storable(i) for i in ids):
             raise InvalidApprovalRecord(
                 f"approval {record.id!r}: an id holds NUL or a lone surrogate, which the "
@@ -229,9 +229,9 @@ class SQLApprovalStore:
                     ),
                     (
                         record.id,
-                        c.call.call_id,
+                        c.call.id,
                         position,
-                        c.call.tool_name,
+                        c.call.name,
                         c.call.description,
                         json.dumps(dict(c.call.arguments), default=str),
                         json.dumps(dict(c.call.details), default=str),

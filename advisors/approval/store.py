@@ -159,7 +159,7 @@ class InMemoryApprovalStore:
         check_claimable(record, now)
         calls = record.calls
         if record.status == "pending":
-            calls = tuple(decide(c, decisions.get(c.call.call_id)) for c in calls)
+            calls = tuple(decide(c, decisions.get(c.call.id)) for c in calls)
             self._audit.extend(audit)
         claimed = replace(
             record, status="running", calls=calls, claimed_until=now + self.claim_timeout
@@ -209,7 +209,7 @@ class InMemoryApprovalStore:
         return record
 
     def _put_call(self, record: PendingRecord, call: PendingCall) -> None:
-        calls = tuple(call if c.call.call_id == call.call.call_id else c for c in record.calls)
+        calls = tuple(call if c.call.id == call.call.id else c for c in record.calls)
         self._records[record.id] = replace(record, calls=calls)
 
 
@@ -217,12 +217,12 @@ def check_record(record: PendingRecord) -> None:
     """Raise `InvalidApprovalRecord` if two calls of `record` share an id."""
     seen: set[str] = set()
     for c in record.calls:
-        if c.call.call_id in seen:
+        if c.call.id in seen:
             raise InvalidApprovalRecord(
-                f"approval {record.id!r} has two calls with the id {c.call.call_id!r}: "
+                f"approval {record.id!r} has two calls with the id {c.call.id!r}: "
                 "a decision could not tell them apart"
             )
-        seen.add(c.call.call_id)
+        seen.add(c.call.id)
 
 
 def check_claimable(record: PendingRecord, now: float) -> None:
@@ -317,8 +317,8 @@ def pending_call(
     """A `PendingCall` from a row of stored columns."""
     return PendingCall(
         call=ApprovalCall(
-            call_id=call_id,
-            tool_name=tool_name,
+            id=call_id,
+            name=tool_name,
             description=description,
             arguments=json.loads(arguments),
             details=json.loads(details),

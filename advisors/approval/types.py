@@ -81,18 +81,31 @@ Decisions: TypeAlias = Mapping[str, Decision] | Sequence[Decision]
 """An approver's answer: decisions by call id, or one per call in the request's order."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalCall:
     """One tool call waiting for a decision, as an approver sees it.
 
-    `details` are values the policy chose to show (never the tool context otherwise).
+    `id` is the call's id (`ToolCall.id`, what a decision is keyed by), `name` the tool's
+    name (`ToolCall.name`, `ToolInvocation.name`), `arguments` the validated arguments the
+    decision applies to. `details` are values the policy chose to show (never the tool
+    context otherwise).
     """
 
-    call_id: str
-    tool_name: str
-    description: str
+    id: str
+    name: str
     arguments: Mapping[str, Any]
+    description: str = ""
     details: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def call_id(self) -> str:
+        """Deprecated alias of `id` (0.1's name)."""
+        return self.id
+
+    @property
+    def tool_name(self) -> str:
+        """Deprecated alias of `name` (0.1's name)."""
+        return self.name
 
     @property
     def fingerprint(self) -> str:
@@ -151,8 +164,8 @@ def audit_record(
         reason = None
     return AuditRecord(
         approval_id=approval_id,
-        call_id=call.call_id,
-        tool_name=call.tool_name,
+        call_id=call.id,
+        tool_name=call.name,
         decision=kind,
         decided_by=decision.by or default_by,
         decided_at=time.time(),
@@ -180,17 +193,40 @@ class StoredResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PendingCall:
-    """A call of a pending approval and its progress."""
+    """A call of a pending approval and its progress.
+
+    Flat to read: `id`, `name` and `arguments` are those of the call (`call` holds them,
+    with the description and details the approver was shown); a decision for it is keyed
+    by `id`. `state` is where it is (`pending` until a resume decides it).
+    """
 
     call: ApprovalCall
     state: CallState = "pending"
     decision: Approve | Reject | None = None
     result: StoredResult | None = None
 
+    @property
+    def id(self) -> str:
+        """The call's id: the key of its decision in `Chain.resume(id, decisions)`."""
+        return self.call.id
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.call.name
+
+    @property
+    def arguments(self) -> Mapping[str, Any]:
+        """The arguments a decision on this call applies to."""
+        return self.call.arguments
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PendingRecord:
     """Everything needed to continue a suspended turn, in another process if need be.
+
+    What `store.get(id)` returns. `calls` are the waiting calls, each with `id`, `name`
+    and `arguments` (decide on them: `{c.id: Approve() for c in record.calls}`).
 
     `messages` is the transcript up to the round's assistant message followed by the
     results of its calls that did not wait; `options` are the turn's `ChatOptions` as
@@ -209,4 +245,4 @@ class PendingRecord:
 
     def call(self, call_id: str) -> PendingCall | None:
         """The pending call with this id, or `None`."""
-        return next((c for c in self.calls if c.call.call_id == call_id), None)
+        return next((c for c in self.calls if c.id == call_id), None)
