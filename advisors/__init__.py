@@ -25,6 +25,7 @@ from .approval import (
     Reject,
     Resumption,
     SQLiteApprovalStore,
+    StandingRule,
     Suspension,
 )
 from .budget import (
@@ -107,6 +108,7 @@ __all__ = [
     "SQLiteChatMemoryStore",
     "SmallModelAdvisor",
     "Span",
+    "StandingRule",
     "Suspension",
     "TextRewriter",
     "TextTransformAdvisor",

@@ -107,7 +107,7 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFact
         for store in made:
             store._pool.close_idle()
         with psycopg.connect(dsn, autocommit=True) as connection:
-            for table in ("approvals", "approval_calls", "approval_audit"):
+            for table in ("approvals", "approval_calls", "approval_audit", "approval_rules"):
                 connection.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
 
 

@@ -416,7 +416,7 @@ async def test_console_approver_approve_edit_reject(placement: str) -> None:
     assert "Approval needed for 3 tool calls" in text
     assert "[2/3] transfer: Send money to an account." in text
     assert "amount = 20" in text
-    assert "please answer a, e or r" in text
+    assert "please answer a, aa, e or r" in text
     assert "not valid JSON" in text
     assert [a.decided_by for a in await store.audit()] == ["ops", "ops", "ops"]
     assert "eve is unknown" in tool_messages(model)[2].content

@@ -98,3 +98,21 @@ async def test_a_pending_approval_has_a_flat_shape() -> None:
     assert [(c.id, c.name, dict(c.arguments)) for c in record.calls] == [
         (response.pending_approval.calls[0].id, "transfer", {"to": "bob", "amount": 5})
     ]
+
+
+@pytest.mark.anyio
+async def test_the_console_can_always_allow_a_tool_for_the_conversation() -> None:
+    answers = iter(["aa"])
+    console = ConsoleApprover(input_fn=lambda: next(answers), output=io.StringIO(), user="ops")
+    store = InMemoryApprovalStore()
+    approval = ApprovalAdvisor(console, store=store)
+    calls = [
+        ToolCall.from_arguments("transfer", {"to": "bob", "amount": 5}, id="c1"),
+        ToolCall.from_arguments("transfer", {"to": "eve", "amount": 7}, id="c2"),
+    ]
+    model = ScriptedChatModel([calls[:1], calls[1:], "done"])
+    chain = Chain([ToolCallingAdvisor(), approval], model=model, tools=[transfer])
+    response = await chain.call("pay", conversation_id="conv")
+    assert response.text == "done"  # the second round was not asked (no answer left)
+    (rule,) = await approval.rules("conv")
+    assert (rule.name, rule.created_by, rule.arguments) == ("transfer", "ops", None)

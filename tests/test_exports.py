@@ -112,6 +112,7 @@ ADVISORS = {
     "SQLiteChatMemoryStore",
     "SmallModelAdvisor",
     "Span",
+    "StandingRule",
     "Suspension",
     "TextRewriter",
     "TextTransformAdvisor",

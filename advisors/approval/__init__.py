@@ -22,6 +22,7 @@ from .types import (
     PendingCall,
     PendingRecord,
     Reject,
+    StandingRule,
     StoredResult,
     arguments_fingerprint,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "Reject",
     "Resumption",
     "SQLiteApprovalStore",
+    "StandingRule",
     "StoredResult",
     "Suspension",
     "arguments_fingerprint",

@@ -23,7 +23,7 @@ from ...core.request import ChatRequest
 from ...core.suspension import Suspension, SuspensionHandler
 from ...core.tools import Tool
 from .approvers import Approver, DeferredApprover
-from .resume import options_to_dict, rejected, resume_turn
+from .resume import allow, options_to_dict, rejected, remember, resume_turn
 from .sqlite_store import SQLiteApprovalStore
 from .store import ApprovalStore, InMemoryApprovalStore
 from .types import (
@@ -35,6 +35,7 @@ from .types import (
     PendingCall,
     PendingRecord,
     Reject,
+    StandingRule,
     arguments_fingerprint,
     audit_record,
 )
@@ -84,6 +85,16 @@ class ApprovalAdvisor(Advisor):
 
     Which calls: those of tools declared `requires_approval=True`, or those for which
     `policy(tool, arguments, tool_context)` is true. Other calls run without waiting.
+    With `auto_approve_read_only=True`, calls of tools declared `read_only=True` never
+    wait either (whatever the policy says).
+
+    Standing rules: `allow(conversation_id, name, arguments=..., by=...)` (or an
+    approver's `Approve(remember="tool" | "arguments")`) keeps "always allow this tool
+    (with exactly these arguments, if given) in this conversation" in `store`, audited as
+    `allowed`; `revoke(rule_id, by=...)` ends it, audited as `revoked`. A call of a turn
+    with that conversation id that a rule allows is approved without asking the approver
+    (audited as `approved`, `decided_by` naming the rule): the store is read once per
+    round that has calls needing approval, and only when the turn has a conversation id.
 
     Control flow, in `call_tool` (which the tool loop runs for every execution): a call
     that needs approval waits for its round's decisions. The first such call of a round to
@@ -132,6 +143,7 @@ class ApprovalAdvisor(Advisor):
         policy: Policy | None = None,
         store: ApprovalStore | None = None,
         timeout: float | None = None,
+        auto_approve_read_only: bool = False,
     ) -> None:
         if not isinstance(approver, Approver):
             raise TypeError(f"{approver!r} is not an Approver (it needs `async decide(request)`)")
@@ -140,6 +152,7 @@ class ApprovalAdvisor(Advisor):
         self.approver = approver
         self.policy = policy
         self.timeout = timeout
+        self.auto_approve_read_only = auto_approve_read_only
         self._store = store
         self._key = f"advisorchain.approval.{uuid.uuid4().hex}"
 
@@ -229,6 +242,8 @@ class ApprovalAdvisor(Advisor):
         self, tool: Tool, arguments: Mapping[str, Any], context: ToolContext
     ) -> Mapping[str, Any] | None:
         """`None` if the call needs no approval, else the values to show the approver."""
+        if self.auto_approve_read_only and tool.read_only:
+            return None
         if self.policy is None:
             return {} if tool.requires_approval else None
         try:
@@ -287,8 +302,14 @@ class ApprovalAdvisor(Advisor):
             item = self._approval_call(invocation, call)
             if item is not None:
                 (items if counts[call.id] == 1 else ambiguous).append(item)
-        approval = ApprovalRequest(calls=tuple(items), conversation_id=request.conversation_id)
-        decisions = await self._consult(approval) if items else {}
+        conversation_id = request.conversation_id
+        decisions: dict[str, Decision] = {}
+        asked = items
+        if items and conversation_id is not None:
+            asked = await self._apply_rules(items, conversation_id, decisions)
+        if asked:
+            approval = ApprovalRequest(calls=tuple(asked), conversation_id=conversation_id)
+            decisions.update(await self._consult(approval))
         fingerprints = {item.id: item.fingerprint for item in items}
         for item in ambiguous:
             decisions[item.id] = Reject(
@@ -319,7 +340,55 @@ class ApprovalAdvisor(Advisor):
             )
         if audit:
             await self.store.record(audit)
+        for item in asked:
+            decision = decisions[item.id]
+            if isinstance(decision, Approve) and decision.remember is not None:
+                await remember(self.store, item, decision, conversation_id, _name(self.approver))
         return decisions, fingerprints
+
+    async def _apply_rules(
+        self, items: list[ApprovalCall], conversation_id: str, decisions: dict[str, Decision]
+    ) -> list[ApprovalCall]:
+        """Approve the calls a standing rule of the conversation allows (into `decisions`);
+        the calls left for the approver."""
+        rules = await self.store.rules(conversation_id)
+        if not rules:
+            return items
+        left = []
+        for item in items:
+            rule = next((r for r in rules if r.allows(item.name, item.arguments)), None)
+            if rule is None:
+                left.append(item)
+            else:
+                decisions[item.id] = Approve(by=f"rule {rule.id} ({rule.created_by})")
+        return left
+
+    # -- standing rules ---------------------------------------------------------------------
+
+    async def allow(
+        self,
+        conversation_id: str,
+        name: str,
+        *,
+        arguments: Mapping[str, Any] | None = None,
+        by: str,
+    ) -> StandingRule:
+        """Always allow tool `name` in this conversation (only with exactly `arguments`,
+        when given): a `StandingRule` kept in `store`, audited as `allowed` by `by`.
+
+        Later calls it matches run without asking the approver; each is still audited as
+        `approved`, `decided_by` naming the rule. `revoke(rule.id, by=...)` ends it.
+        """
+        return await allow(self.store, conversation_id, name, arguments=arguments, by=by)
+
+    async def revoke(self, rule_id: str, *, by: str) -> StandingRule | None:
+        """Revoke a standing rule (audited as `revoked`): the revoked rule, or `None` if
+        there is no such rule or it was revoked before."""
+        return await self.store.revoke_rule(rule_id, by, time.time())
+
+    async def rules(self, conversation_id: str) -> list[StandingRule]:
+        """The conversation's standing rules in force, oldest first."""
+        return await self.store.rules(conversation_id)
 
     def _approval_call(self, invocation: ToolInvocation, call: ToolCall) -> ApprovalCall | None:
         if call == invocation.call:

@@ -90,9 +90,11 @@ class ConsoleApprover:
     """Asks a person at a terminal: approve, edit the arguments, or reject with a reason.
 
     Shows each call's tool, description and arguments, then reads one answer per call:
-    `a` (approve), `e` (edit: type new arguments as a JSON object), `r` (reject: type a
-    reason). Input is read in a worker thread, so the event loop keeps running; end of
-    input rejects what is left. `input_fn` and `output` can be replaced (tests, other UIs).
+    `a` (approve), `aa` (approve, and always allow this tool for the rest of the
+    conversation: `Approve(remember="tool")`), `e` (edit: type new arguments as a JSON
+    object), `r` (reject: type a reason). Input is read in a worker thread, so the event
+    loop keeps running; end of input rejects what is left. `input_fn` and `output` can be
+    replaced (tests, other UIs).
 
     One prompt at a time: concurrent `decide` calls (two turns sharing the approver, or
     an advisor that asks per call) wait for each other, so a person answers the calls in
@@ -145,9 +147,15 @@ class ConsoleApprover:
 
     async def _ask(self, call: ApprovalCall) -> Decision:
         while True:
-            answer = (await self._read("  approve (a), edit (e) or reject (r)? ")).strip().lower()
+            answer = (
+                (await self._read("  approve (a), always allow (aa), edit (e) or reject (r)? "))
+                .strip()
+                .lower()
+            )
             if answer in ("a", "approve", "y", "yes"):
                 return Approve(by=self.user)
+            if answer in ("aa", "always"):
+                return Approve(by=self.user, remember="tool")
             if answer in ("r", "reject", "n", "no"):
                 reason = (await self._read("  reason: ")).strip()
                 return Reject(reason or "rejected at the console", by=self.user)
@@ -156,7 +164,7 @@ class ConsoleApprover:
                 if edited is not None:
                     return Approve(edited, by=self.user)
                 continue
-            self._say("  please answer a, e or r")
+            self._say("  please answer a, aa, e or r")
 
     async def _edit(self, call: ApprovalCall) -> dict[str, Any] | None:
         current = json.dumps(dict(call.arguments), ensure_ascii=False, default=str)

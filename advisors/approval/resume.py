@@ -20,14 +20,17 @@ from ...core.resumption import ResumedCall, Resumption
 from .store import ApprovalStore
 from .types import (
     ApprovalAlreadyResolved,
+    ApprovalCall,
     Approve,
     InvalidApprovalDecisions,
     PendingCall,
     PendingRecord,
     Reject,
+    StandingRule,
     StoredResult,
     arguments_fingerprint,
     audit_record,
+    rule_audit,
 )
 
 _log = logging.getLogger("advisorchain.approval")
@@ -67,6 +70,47 @@ def options_from_dict(values: Mapping[str, Any]) -> ChatOptions:
     """The `ChatOptions` that `options_to_dict` produced `values` from."""
     known: dict[str, Any] = {k: tuple(v) if k == "stop" else v for k, v in values.items()}
     return ChatOptions(**known)
+
+
+async def allow(
+    store: ApprovalStore,
+    conversation_id: str,
+    name: str,
+    *,
+    arguments: Mapping[str, Any] | None,
+    by: str,
+    call_id: str = "",
+) -> StandingRule:
+    """Make and store a standing rule, audited as `allowed`."""
+    rule = StandingRule(
+        id=f"rule_{uuid.uuid4().hex}",
+        conversation_id=conversation_id,
+        name=name,
+        arguments=None if arguments is None else dict(arguments),
+        created_by=by,
+        created_at=time.time(),
+    )
+    await store.add_rule(rule, rule_audit(rule, "allowed", by, call_id))
+    return rule
+
+
+async def remember(
+    store: ApprovalStore,
+    call: ApprovalCall,
+    decision: Approve,
+    conversation_id: str | None,
+    default_by: str,
+) -> StandingRule | None:
+    """The standing rule an `Approve(remember=...)` asks for, stored; else `None`."""
+    if decision.remember is None or conversation_id is None:
+        return None
+    arguments = None
+    if decision.remember == "arguments":
+        arguments = decision.arguments if decision.arguments is not None else call.arguments
+    by = decision.by or default_by
+    return await allow(
+        store, conversation_id, call.name, arguments=arguments, by=by, call_id=call.id
+    )
 
 
 def check_decisions(
@@ -158,6 +202,11 @@ async def resume_turn(
     ]
     token = uuid.uuid4().hex
     claimed = await store.claim(pending_id, token, checked, audit)
+    if record.status == "pending":  # the first claim: a taken-over one made them already
+        for c in record.calls:
+            decision = checked[c.id]
+            if isinstance(decision, Approve):
+                await remember(store, c.call, decision, record.conversation_id, "resume")
 
     base = replace(
         request,

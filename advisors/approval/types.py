@@ -50,15 +50,25 @@ def arguments_fingerprint(arguments: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+Remember: TypeAlias = Literal["tool", "arguments"]
+"""What an `Approve(remember=...)` keeps allowing for the rest of the conversation: every
+call of the tool, or calls of the tool with exactly these arguments."""
+
+
 @dataclass(frozen=True, slots=True)
 class Approve:
     """Run the call; with `arguments`, run it with these instead (validated again).
 
-    `by` names who decided, for the audit record.
+    `by` names who decided, for the audit record. `remember="tool"` also allows every
+    later call of this tool in this conversation without asking (a `StandingRule` in the
+    store, audited, revocable); `remember="arguments"` only later calls with exactly the
+    arguments that run now. Ignored (nothing remembered) for a turn without a
+    conversation id.
     """
 
     arguments: Mapping[str, Any] | None = None
     by: str | None = None
+    remember: Remember | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +132,10 @@ class ApprovalRequest:
     conversation_id: str | None = None
 
 
-AuditDecision: TypeAlias = Literal["approved", "edited", "rejected"]
+AuditDecision: TypeAlias = Literal["approved", "edited", "rejected", "allowed", "revoked"]
+"""`approved`, `edited`, `rejected`: a decision on one call. `allowed` and `revoked`: a
+standing rule was made or revoked (`approval_id` is the rule's id, `call_id` the call whose
+decision made it, or empty)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,6 +186,56 @@ def audit_record(
         edited_arguments=edited,
         reason=reason,
         conversation_id=conversation_id,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StandingRule:
+    """ "Always allow this tool (optionally with these exact arguments) in this conversation".
+
+    Kept in the approval store; a call it matches runs without asking the approver (the
+    decision is still audited, `decided_by` naming the rule). `arguments` is `None` for
+    every call of `name`; else only calls whose validated arguments have `fingerprint`.
+    `revoked_at` is set once it is revoked (it then matches nothing).
+    """
+
+    id: str
+    conversation_id: str
+    name: str
+    created_by: str
+    created_at: float
+    arguments: Mapping[str, Any] | None = None
+    revoked_at: float | None = None
+    revoked_by: str | None = None
+
+    @property
+    def fingerprint(self) -> str | None:
+        """The fingerprint of `arguments`, or `None` when the rule allows any arguments."""
+        return None if self.arguments is None else arguments_fingerprint(self.arguments)
+
+    def allows(self, name: str, arguments: Mapping[str, Any]) -> bool:
+        """Whether a call of `name` with `arguments` runs under this rule."""
+        if self.revoked_at is not None or name != self.name:
+            return False
+        expected = self.fingerprint
+        return expected is None or expected == arguments_fingerprint(arguments)
+
+
+def rule_audit(
+    rule: StandingRule, decision: Literal["allowed", "revoked"], by: str, call_id: str = ""
+) -> AuditRecord:
+    """The audit record of making (`allowed`) or revoking a standing rule."""
+    what = "every call" if rule.arguments is None else "calls with these exact arguments"
+    return AuditRecord(
+        approval_id=rule.id,
+        call_id=call_id,
+        tool_name=rule.name,
+        decision=decision,
+        decided_by=by,
+        decided_at=time.time(),
+        arguments=dict(rule.arguments or {}),
+        reason=f"standing rule for {what} of {rule.name!r} in this conversation",
+        conversation_id=rule.conversation_id,
     )
 
 
