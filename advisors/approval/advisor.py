@@ -62,10 +62,25 @@ class _Round:
     """The decisions for one round's calls, shared by the round's concurrent executions."""
 
     request: ChatRequest
-    done: anyio.Event = field(default_factory=anyio.Event)
+    ready: bool = False
+    done: anyio.Event | None = None
+    """Made by the first call that has to wait for the decisions (most rounds have none)."""
     decisions: dict[str, Decision] = field(default_factory=dict)
-    fingerprints: dict[str, str] = field(default_factory=dict)
-    """The fingerprint of the arguments each decided call had when the approver saw it."""
+    shown: dict[str, _Shown] = field(default_factory=dict)
+    """What the approver saw of each call, by id."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    """A call as the approver saw it, and the arguments object it was made from."""
+
+    source: Mapping[str, Any]
+    call: ApprovalCall
+
+    def matches(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether `arguments` are those the approver saw (the same object, or the same
+        fingerprint)."""
+        return arguments is self.source or arguments_fingerprint(arguments) == self.call.fingerprint
 
 
 @dataclass
@@ -223,8 +238,10 @@ class ApprovalAdvisor(Advisor):
             return await next(invocation)
         if self._details(invocation.tool, invocation.arguments, invocation.context) is None:
             return await next(invocation)
-        decision, seen = await self._decision(turn, invocation)
-        if isinstance(decision, Approve) and seen != arguments_fingerprint(invocation.arguments):
+        decision, shown = await self._decision(turn, invocation)
+        if isinstance(decision, Approve) and (
+            shown is None or not shown.matches(invocation.arguments)
+        ):
             return await self._refuse(invocation)
         if isinstance(decision, Defer):
             if turn.on_suspend is None:
@@ -263,9 +280,8 @@ class ApprovalAdvisor(Advisor):
 
     async def _decision(
         self, turn: TurnApprovals, invocation: ToolInvocation
-    ) -> tuple[Decision, str | None]:
-        """The round's decision on this call, and the fingerprint of the arguments the
-        approver saw."""
+    ) -> tuple[Decision, _Shown | None]:
+        """The round's decision on this call, and the call as the approver saw it."""
         # A round is its request object (the loop makes a new one per round): call ids alone
         # may repeat across rounds with some models, and must never reuse a decision.
         round_request = invocation.request
@@ -274,20 +290,24 @@ class ApprovalAdvisor(Advisor):
         if shared is None or shared.request is not round_request:
             shared = turn.rounds[key] = _Round(round_request)
             try:
-                shared.decisions, shared.fingerprints = await self._ask(turn, invocation)
+                shared.decisions, shared.shown = await self._ask(turn, invocation)
             finally:
-                shared.done.set()
-        else:
+                shared.ready = True
+                if shared.done is not None:
+                    shared.done.set()
+        elif not shared.ready:
+            if shared.done is None:
+                shared.done = anyio.Event()
             await shared.done.wait()
         call_id = invocation.call.id
         decision = shared.decisions.get(call_id, Reject("the approval failed"))
-        return decision, shared.fingerprints.get(call_id)
+        return decision, shared.shown.get(call_id)
 
     async def _ask(
         self, turn: TurnApprovals, invocation: ToolInvocation
-    ) -> tuple[dict[str, Decision], dict[str, str]]:
+    ) -> tuple[dict[str, Decision], dict[str, _Shown]]:
         """Ask the approver about the round's calls that need it: the decisions, and the
-        fingerprints of the arguments it saw, by call id.
+        calls as it saw them, by call id.
 
         Calls that share an id (which the chain's innermost step never lets through, but
         a tool loop driven by hand might) are not shown: a decision names a call by its
@@ -298,10 +318,17 @@ class ApprovalAdvisor(Advisor):
         counts = Counter(c.id for c in round_calls)
         items: list[ApprovalCall] = []
         ambiguous: list[ApprovalCall] = []
+        shown: dict[str, _Shown] = {}
         for call in round_calls:
-            item = self._approval_call(invocation, call)
-            if item is not None:
-                (items if counts[call.id] == 1 else ambiguous).append(item)
+            found = self._approval_call(invocation, call)
+            if found is None:
+                continue
+            source, item = found
+            if counts[call.id] == 1:
+                items.append(item)
+                shown[item.id] = _Shown(source, item)
+            else:
+                ambiguous.append(item)
         conversation_id = request.conversation_id
         decisions: dict[str, Decision] = {}
         asked = items
@@ -310,7 +337,6 @@ class ApprovalAdvisor(Advisor):
         if asked:
             approval = ApprovalRequest(calls=tuple(asked), conversation_id=conversation_id)
             decisions.update(await self._consult(approval))
-        fingerprints = {item.id: item.fingerprint for item in items}
         for item in ambiguous:
             decisions[item.id] = Reject(
                 f"two calls of this round have the id {item.id!r}; neither is run",
@@ -344,7 +370,7 @@ class ApprovalAdvisor(Advisor):
             decision = decisions[item.id]
             if isinstance(decision, Approve) and decision.remember is not None:
                 await remember(self.store, item, decision, conversation_id, _name(self.approver))
-        return decisions, fingerprints
+        return decisions, shown
 
     async def _apply_rules(
         self, items: list[ApprovalCall], conversation_id: str, decisions: dict[str, Decision]
@@ -390,7 +416,11 @@ class ApprovalAdvisor(Advisor):
         """The conversation's standing rules in force, oldest first."""
         return await self.store.rules(conversation_id)
 
-    def _approval_call(self, invocation: ToolInvocation, call: ToolCall) -> ApprovalCall | None:
+    def _approval_call(
+        self, invocation: ToolInvocation, call: ToolCall
+    ) -> tuple[Mapping[str, Any], ApprovalCall] | None:
+        """`call` as the approver sees it, with the arguments object it is made from;
+        `None` if it needs no approval (or cannot run)."""
         if call == invocation.call:
             tool, arguments, context = invocation.tool, invocation.arguments, invocation.context
         else:
@@ -409,7 +439,7 @@ class ApprovalAdvisor(Advisor):
         details = self._details(tool, arguments, context)
         if details is None:
             return None
-        return ApprovalCall(
+        return arguments, ApprovalCall(
             id=call.id,
             name=tool.name,
             description=tool.description,
