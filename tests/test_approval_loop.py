@@ -31,9 +31,14 @@ from advisorchain import (
     advisor,
     tool,
 )
-from advisorchain.advisors import ApprovalNotFound, PendingApproval, Resumption, Suspension
+from advisorchain.advisors import (
+    ApprovalNotFound,
+    PendingApproval,
+    ResumedCall,
+    Resumption,
+    Suspension,
+)
 from advisorchain.core.manager import ToolPipeline
-from advisorchain.core.resumption import ResumedCall
 from advisorchain.providers import ScriptedChatModel
 
 

@@ -107,6 +107,7 @@ ADVISORS = {
     "RedactionRule",
     "RegexIndex",
     "Reject",
+    "ResumedCall",
     "Resumption",
     "SQLiteApprovalStore",
     "SQLiteChatMemoryStore",

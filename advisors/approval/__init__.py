@@ -1,7 +1,7 @@
 """Human approval of tool calls: inline (terminal, callback) or deferred and durable."""
 
 from ...core.errors import ApprovalNotFound
-from ...core.resumption import Resumption
+from ...core.resumption import ResumedCall, Resumption
 from ...core.suspension import PendingApproval, Suspension
 from .advisor import ApprovalAdvisor, Policy
 from .approvers import Approver, CallbackApprover, ConsoleApprover, DeferredApprover
@@ -52,6 +52,7 @@ __all__ = [
     "Policy",
     "PostgresApprovalStore",
     "Reject",
+    "ResumedCall",
     "Resumption",
     "SQLiteApprovalStore",
     "StandingRule",
