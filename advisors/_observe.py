@@ -11,7 +11,7 @@ from ..core.parts import ContentPart, ImagePart, ReasoningPart, TextPart
 from ..core.request import ChatRequest
 
 if TYPE_CHECKING:
-    from ..core.chain import Chain
+    from ..core.advisor import ChainView
 
 
 class ModelNames:
@@ -28,7 +28,7 @@ class ModelNames:
         self.provider_name = provider_name
         self.model_name = model_name
 
-    def bound(self, chain: Chain) -> ModelNames:
+    def bound(self, chain: ChainView) -> ModelNames:
         """The names for `chain`'s model."""
         names = ModelNames(self._explicit or _name(chain.provider_name), _name(chain.model_name))
         names._explicit = self._explicit

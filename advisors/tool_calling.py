@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Literal
 
 from ..core._progress import reports_progress, with_progress
 from ..core._streams import closing_stream
-from ..core.advisor import Advisor, CallNext, StreamNext
+from ..core.advisor import Advisor, CallNext, ChainView, Placement, StreamNext
+from ..core.chain import resumed_events
 from ..core.errors import StreamInterruptedError, ToolCallLimitExceeded
 from ..core.events import (
     ResponseCompleted,
@@ -18,12 +21,12 @@ from ..core.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from ..core.invocation import ToolInvocation
+from ..core.invocation import ToolHook, ToolInvocation
 from ..core.manager import ToolCallingManager, ToolRound
 from ..core.messages import AssistantMessage, Message
 from ..core.request import ChatRequest
-from ..core.response import ChatResponse, PendingApproval
-from ..core.suspension import SuspendedTurn, suspend, take_resumed
+from ..core.response import ChatResponse
+from ..core.suspension import PendingApproval, Suspension, SuspensionHandler
 from ..core.usage import Usage
 
 
@@ -84,28 +87,41 @@ class ToolCallingAdvisor(Advisor):
             tool_timeout=tool_timeout,
         )
 
+        self._chain: ChainView | None = None
+
     @property
     def tool_loop(self) -> ToolCallingManager:
         """This link runs the tool loop with `manager`: the links after it are inside it."""
         return self.manager
 
+    def bind(self, placement: Placement) -> ToolCallingAdvisor:
+        """The link for `placement.chain`: a copy that runs that chain's `tool_hooks`."""
+        link = copy.copy(self)
+        link._chain = placement.chain
+        return link
+
+    def _hooks(self) -> tuple[ToolHook, ...]:
+        return self._chain.tool_hooks if self._chain is not None else ()
+
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         turn = _Turn(request, self.reset_tool_choice)
+        hooks = self._hooks()
         while True:
             response = await next(turn.request)
             done = turn.model_answered(response)
             if done is not None:
                 return done
-            tool_round = await turn.execute(self.manager, response)
-            done = turn.round_finished(response, tool_round)
+            tool_round = await turn.execute(self.manager, response, hooks)
+            done = await turn.round_finished(response, tool_round)
             if done is not None:
-                await turn.suspend_if_waiting(done)
                 return done
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
         turn = _Turn(request, self.reset_tool_choice)
-        for event in turn.resumed_events:
-            yield event
+        hooks = self._hooks()
+        if turn.resumption is not None:
+            for event in resumed_events(turn.resumption):
+                yield event
         while True:
             response: ChatResponse | None = None
             async with closing_stream(next(turn.request)) as events:
@@ -125,13 +141,13 @@ class ToolCallingAdvisor(Advisor):
             tools = (turn.request.find_tool(call.name) for call in response.tool_calls)
             if reports_progress(tools):  # their ToolProgress events come while they run
                 done_round: list[ToolRound] = []
-                work = partial(turn.execute, self.manager, response)
+                work = partial(turn.execute, self.manager, response, hooks)
                 async with closing_stream(with_progress(work, done_round)) as progress:
                     async for update in progress:
                         yield update
                 tool_round = done_round[0]
             else:
-                tool_round = await turn.execute(self.manager, response)
+                tool_round = await turn.execute(self.manager, response, hooks)
             for call, result, message, duration in zip(
                 tool_round.calls,
                 tool_round.results,
@@ -141,9 +157,8 @@ class ToolCallingAdvisor(Advisor):
             ):
                 if result.outcome != "pending":
                     yield ToolCallFinished(call, message, result.outcome, duration)
-            done = turn.round_finished(response, tool_round)
+            done = await turn.round_finished(response, tool_round)
             if done is not None:
-                await turn.suspend_if_waiting(done)
                 yield ResponseCompleted(done)
                 return
 
@@ -151,7 +166,9 @@ class ToolCallingAdvisor(Advisor):
 class _Turn:
     """The state of one turn of the loop: transcript so far, messages added, usage.
 
-    A resumed turn starts with the results the resume produced as messages already added.
+    A resumed turn (`request.resumption` set) starts with the results the resume produced
+    as messages already added; its rounds go on without the resumption, so nothing
+    inside the loop (a nested chain's loop) takes it again.
     """
 
     __slots__ = (
@@ -160,21 +177,23 @@ class _Turn:
         "request",
         "reset_tool_choice",
         "resumed_count",
-        "resumed_events",
+        "resumption",
         "usage",
     )
 
     def __init__(self, request: ChatRequest, reset_tool_choice: bool = True) -> None:
-        self.initial = request
-        self.request = request
         self.reset_tool_choice = reset_tool_choice
-        resumed = take_resumed(request.context)
-        self.added: list[Message] = list(resumed.messages) if resumed else []
-        self.resumed_count = len(self.added)
-        self.resumed_events = resumed.events if resumed else ()
         self.usage = Usage()
-        if resumed:  # the resume ran the waiting round's tools
-            self._relax_tool_choice()
+        resumption = self.resumption = request.resumption
+        if resumption is None:
+            self.initial = self.request = request
+            self.added: list[Message] = []
+            self.resumed_count = 0
+            return
+        self.initial = self.request = replace(request, resumption=None)
+        self.added = list(resumption.messages)
+        self.resumed_count = len(self.added)
+        self._relax_tool_choice()  # the resume ran the waiting round's tools
 
     def model_answered(self, response: ChatResponse) -> ChatResponse | None:
         """Account for a model response; the final response if it asks for no tools."""
@@ -184,9 +203,11 @@ class _Turn:
         self.added.extend(response.messages)
         return self._final(response)
 
-    async def execute(self, manager: ToolCallingManager, response: ChatResponse) -> ToolRound:
+    async def execute(
+        self, manager: ToolCallingManager, response: ChatResponse, hooks: tuple[ToolHook, ...]
+    ) -> ToolRound:
         try:
-            return await manager.execute(self.request, response.message)
+            return await manager.execute(self.request, response.message, hooks=hooks)
         except ToolCallLimitExceeded as exc:
             raise ToolCallLimitExceeded(
                 str(exc),
@@ -194,34 +215,18 @@ class _Turn:
                 messages=(*self.added, *response.messages[:-1], *exc.messages),
             ) from None
 
-    def round_finished(self, response: ChatResponse, tool_round: ToolRound) -> ChatResponse | None:
+    async def round_finished(
+        self, response: ChatResponse, tool_round: ToolRound
+    ) -> ChatResponse | None:
         """Append a round's messages; the final response if the round was return-direct
-        or waits for an approval."""
+        or waits for a decision (then suspended: its handlers have saved it)."""
         self.added.extend(response.messages)
         results = tool_round.results
         for result in results:
             if isinstance(result.value, ChatResponse):  # a chain called as a tool
                 self.usage += result.value.usage
-        waiting = tuple(
-            [c for c, r in zip(tool_round.calls, results, strict=True) if r.outcome == "pending"]
-        )
-        if waiting:
-            self.added.extend(
-                m
-                for m, r in zip(tool_round.messages, tool_round.results, strict=True)
-                if r.outcome != "pending"
-            )
-            return self._final(
-                ChatResponse(
-                    message=response.message,
-                    finish_reason="approval_pending",
-                    model=response.model,
-                    id=response.id,
-                    pending_approval=PendingApproval(
-                        id=f"approval_{uuid.uuid4().hex}", calls=waiting
-                    ),
-                )
-            )
+        if any(result.outcome == "pending" for result in results):
+            return await self._suspend(response, tool_round)
         self.added.extend(tool_round.messages)
         if tool_round.return_direct:
             answer = AssistantMessage(content=tool_round.direct_answer)
@@ -238,6 +243,40 @@ class _Turn:
         self._relax_tool_choice()
         return None
 
+    async def _suspend(self, response: ChatResponse, tool_round: ToolRound) -> ChatResponse:
+        """End the turn with its `Suspension`, after awaiting the pending results' handlers."""
+        waiting = []
+        handlers: list[SuspensionHandler] = []
+        inner: list[tuple[str, Suspension]] = []
+        for call, result, message in zip(
+            tool_round.calls, tool_round.results, tool_round.messages, strict=True
+        ):
+            if result.outcome != "pending":
+                self.added.append(message)
+                continue
+            waiting.append(call)
+            if result.on_suspend is not None and result.on_suspend not in handlers:
+                handlers.append(result.on_suspend)
+            if result.suspension is not None:
+                inner.append((call.id, result.suspension))
+        suspension = Suspension(
+            pending=PendingApproval(id=f"approval_{uuid.uuid4().hex}", calls=tuple(waiting)),
+            # a resumed turn's first messages are already at the end of its initial transcript
+            request=self.initial,
+            messages=tuple(self.added[self.resumed_count :]),
+            inner=tuple(inner),
+        )
+        for handler in handlers:
+            await handler(suspension)
+        return ChatResponse(
+            finish_reason="approval_pending",
+            usage=self.usage,
+            messages=tuple(self.added),
+            model=response.model,
+            id=response.id,
+            suspension=suspension,
+        )
+
     def _relax_tool_choice(self) -> None:
         """After tools ran, stop forcing the model to call one (or it never answers)."""
         if self.reset_tool_choice and self.request.options.tool_choice not in (
@@ -247,15 +286,6 @@ class _Turn:
         ):
             self.request = self.request.with_options(tool_choice="auto")
 
-    async def suspend_if_waiting(self, done: ChatResponse) -> None:
-        """Hand a turn that ends waiting for approval to the suspension handlers."""
-        if done.pending_approval is None:
-            return
-        # a resumed turn's first messages are already at the end of its initial transcript
-        added = done.messages[self.resumed_count :]
-        turn = SuspendedTurn(pending=done.pending_approval, request=self.initial, messages=added)
-        await suspend(self.request.context, turn)
-
     def _final(self, response: ChatResponse) -> ChatResponse:
         # `message` is derived: the answer is the last assistant message of the turn
         return ChatResponse(
@@ -264,5 +294,5 @@ class _Turn:
             messages=tuple(self.added),
             model=response.model,
             id=response.id,
-            pending_approval=response.pending_approval,
+            suspension=response.suspension,
         )

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeAlias
 
 from .events import StreamEvent
+from .invocation import ToolHook as ToolHook
 from .invocation import ToolInvocation, ToolResult
+from .invocation import ToolNext as ToolNext
+from .model import ChatModel
 from .request import ChatRequest
 from .response import ChatResponse
 from .tools import Tool
 
 if TYPE_CHECKING:
-    from .chain import Chain
     from .manager import ToolCallingManager
 
 CallNext: TypeAlias = Callable[[ChatRequest], Awaitable[ChatResponse]]
@@ -21,12 +23,6 @@ CallNext: TypeAlias = Callable[[ChatRequest], Awaitable[ChatResponse]]
 
 StreamNext: TypeAlias = Callable[[ChatRequest], AsyncIterator[StreamEvent]]
 """The rest of the chain after a link, for `stream`."""
-
-ToolNext: TypeAlias = Callable[[ToolInvocation], Awaitable[ToolResult]]
-"""The rest of a tool execution after a `call_tool` hook (ends in the tool itself)."""
-
-ToolHook: TypeAlias = Callable[[ToolInvocation, ToolNext], Awaitable[ToolResult]]
-"""A `call_tool` hook, bound to its advisor."""
 
 CallFunction: TypeAlias = Callable[[ChatRequest, CallNext], Awaitable[ChatResponse]]
 StreamFunction: TypeAlias = Callable[[ChatRequest, StreamNext], AsyncIterator[StreamEvent]]
@@ -37,6 +33,30 @@ PATH_PAIRS: tuple[tuple[str, str], ...] = (("call", "stream"), ("call_model", "s
 """Hooks that come in pairs: one for `Chain.call`, its twin for `Chain.stream`."""
 
 
+class ChainView(Protocol):
+    """What an advisor may read of the chain it is bound to (`Placement.chain`).
+
+    `advisors` and `model` are set while the chain binds its links; `tool_hooks` (every
+    link's `call_tool` hook, in chain order: the path each tool execution takes) once the
+    chain is built, so read it when the chain runs, not in `bind`.
+    """
+
+    @property
+    def advisors(self) -> tuple[Advisor, ...]: ...
+
+    @property
+    def model(self) -> ChatModel: ...
+
+    @property
+    def model_name(self) -> str | None: ...
+
+    @property
+    def provider_name(self) -> str | None: ...
+
+    @property
+    def tool_hooks(self) -> tuple[ToolHook, ...]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where an advisor sits in one chain: what `Advisor.bind` receives.
@@ -45,10 +65,11 @@ class Placement:
     `inside_tool_loop` is whether an earlier link runs the tool loop (an advisor whose
     `tool_loop` is set, such as `ToolCallingAdvisor`): then its `call`/`stream` hooks,
     and `before`/`after`, see every round rather than the whole turn once. `chain` is
-    still being built: its `advisors` and `model` (and the model's names) are set.
+    still being built: its `advisors` and `model` (and the model's names) are set, its
+    `tool_hooks` once it is built.
     """
 
-    chain: Chain
+    chain: ChainView
     index: int
     inside_tool_loop: bool
 

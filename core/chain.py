@@ -18,18 +18,19 @@ from .advisor import (
     FunctionAdvisor,
     Placement,
     StreamNext,
-    ToolHook,
     one_sided,
     overrides,
 )
 from .errors import ApprovalNotFound, ChainConfigurationError, StreamInterruptedError
-from .events import ResponseCompleted, StreamEvent, ToolCallDelta
+from .events import ResponseCompleted, StreamEvent, ToolCallDelta, ToolCallFinished, ToolCallStarted
+from .invocation import ToolHook
+from .manager import ToolCallingManager, ToolPipeline
 from .messages import Message, UserMessage
 from .model import ChatModel
 from .options import ChatOptions
 from .request import ChatRequest
 from .response import ChatResponse
-from .suspension import ResumedTurn, start_resumed, take_resumed
+from .resumption import Resumption
 from .tools import Tool, merge_tools
 
 _log = logging.getLogger("advisorchain")
@@ -42,11 +43,12 @@ Prompt: TypeAlias = str | Sequence[Message] | ChatRequest
 class TurnResumer(Protocol):
     """An advisor that can continue a turn it suspended (`ApprovalAdvisor` does).
 
-    `resume_turn` receives a request carrying the resumer's tools and tool context but no
-    messages, and returns the `ResumedTurn`: the request that continues the turn through
-    the whole chain (saved transcript, completed by whatever the decisions produced) and
-    the messages and events the resume produced; or `None` when `pending_id` is not one of
-    its own.
+    `Chain.resume` asks each such link of the chain, in order. `resume_turn` receives a
+    request carrying the chain's tools and tool context but no messages, and `tools`, the
+    chain's tool pipeline (its `call_tool` hooks and its loop's manager), to run the calls
+    the decisions approved. It returns the request that continues the turn through the
+    whole chain, with `resumption` set (the saved transcript, completed by the results
+    the resume produced); or `None` when `pending_id` is not one of its own.
     """
 
     async def resume_turn(
@@ -54,9 +56,9 @@ class TurnResumer(Protocol):
         pending_id: str,
         decisions: Mapping[str, Any],
         request: ChatRequest,
-        advisors: Sequence[Advisor],
-    ) -> ResumedTurn | None:
-        """Claim the suspended turn `pending_id`; how it continues, or `None`."""
+        tools: ToolPipeline,
+    ) -> ChatRequest | None:
+        """Claim the suspended turn `pending_id`; the request that continues it, or `None`."""
         ...
 
 
@@ -76,6 +78,9 @@ class Chain:
     Default `tools` and `tool_context` given here are merged with those of each call:
     per-call tools are added (a name used twice is an error), per-call context values
     win. Tools that advisors contribute are attached to every request.
+
+    `tool_hooks` are the links' `call_tool` hooks in chain order: the path every tool
+    execution of this chain's tool loop takes (a bound `ToolCallingAdvisor` reads it).
     """
 
     def __init__(
@@ -89,19 +94,21 @@ class Chain:
     ) -> None:
         self.advisors: tuple[Advisor, ...] = tuple(advisors)
         self.model = model
+        self.tool_hooks: tuple[ToolHook, ...] = ()
         self._links: tuple[Advisor, ...] = self._bind_links()
         self._advisor_tools = merge_tools(*(a.tools for a in self._links))
         self.tools: tuple[Tool, ...] = merge_tools(tools, self._advisor_tools)
         self.tool_context: Mapping[str, Any] = dict(tool_context or {})
         self.options = options or ChatOptions()
-        self._tool_hooks: tuple[ToolHook, ...] = tuple(
-            a.call_tool for a in self._links if overrides(a, "call_tool")
-        )
+        self.tool_hooks = tuple(a.call_tool for a in self._links if overrides(a, "call_tool"))
+        loops = [a.tool_loop for a in self._links if a.tool_loop is not None]
+        self._tool_loop: ToolCallingManager | None = loops[0] if loops else None
+        self._resumers = tuple(a for a in self._links if isinstance(a, TurnResumer))
         call_next: CallNext
         stream_next: StreamNext
         if isinstance(model, Chain):  # a chain is not a provider: its tools need the context
-            call_next = model.call
-            stream_next = _tracked(model.stream)
+            call_next = partial(_call_nested, model)
+            stream_next = _tracked(partial(_stream_nested, model))
         else:
             call_next = partial(_call_without_tool_context, model)
             stream_next = _tracked(partial(_stream_without_tool_context, model))
@@ -216,7 +223,6 @@ class Chain:
         chat_options = self.options.merged(base.options if base else None).merged(
             options, **option_values
         )
-        hooks = self._tool_hooks
         if base is not None:
             return replace(
                 base,
@@ -225,7 +231,6 @@ class Chain:
                 tool_context=values,
                 options=chat_options,
                 conversation_id=conversation_id or base.conversation_id,
-                tool_hooks=base.tool_hooks + tuple(h for h in hooks if h not in base.tool_hooks),
             )
         return ChatRequest(
             messages=messages,
@@ -233,7 +238,6 @@ class Chain:
             tools=request_tools,
             tool_context=values,
             conversation_id=conversation_id,
-            tool_hooks=hooks,
         )
 
     async def call(
@@ -314,21 +318,23 @@ class Chain:
         `decisions` maps each pending call's id to its decision (`Approve()`,
         `Approve(arguments=...)`, `Reject(reason)`). Possibly in another process: pass the
         tools again (by name, as the suspended turn had them) and the tool context (never
-        persisted). The advisor that suspended the turn executes the approved calls, then
-        the turn goes on through the whole chain like a `call`, with the saved transcript
-        completed by the new results. The response's `messages` start with those results
-        (the tool loop puts them there, so every link outside the loop sees them).
+        persisted). The link that suspended the turn (a `TurnResumer`) settles the
+        pending calls (runs the approved ones through this chain's `call_tool` hooks),
+        then the turn goes on through the whole chain like a `call`, with the saved
+        transcript completed by the new results. The response's `messages` start with
+        those results (the tool loop puts them there, so every link outside the loop
+        sees them).
 
-        The continued turn's `request.context["advisorchain.resumed"]` (`core.suspension.
-        RESUMED`) holds `pending_id`: its transcript is the suspended turn's, whose user
-        message and history the links outside the loop already saw once. A memory advisor
-        reads it to neither prepend its history again nor store that user message twice.
+        The continued request's `resumption` (`core.resumption.Resumption`) is set for
+        the links before the tool loop: its id is `pending_id`, and its transcript is the
+        suspended turn's, whose user message and history those links already saw once. A
+        memory advisor reads it to neither prepend its history again nor store that user
+        message twice. Raises `ApprovalNotFound` if no link knows `pending_id`.
         """
-        resumed = await self._resume(pending_id, decisions, tools, tool_context)
-        response = await self._call_next(resumed.request)
-        unclaimed = take_resumed(resumed.request.context)  # a chain without a tool loop
-        if unclaimed is not None:
-            response = replace(response, messages=unclaimed.messages + response.messages)
+        request = await self._resume(pending_id, decisions, tools, tool_context)
+        response = await self._call_next(request)
+        if self._tool_loop is None and request.resumption is not None:
+            response = replace(response, messages=request.resumption.messages + response.messages)
         return response
 
     async def resume_stream(
@@ -340,22 +346,18 @@ class Chain:
         tool_context: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """`resume` as a stream of events, like `stream`; it first reports the calls the
-        resume ran (`ToolCallStarted`, `ToolCallFinished`)."""
-        resumed = await self._resume(pending_id, decisions, tools, tool_context)
-        context = resumed.request.context
-        unclaimed: ResumedTurn | None = None
-        first = True
-        async with closing_stream(self.stream(resumed.request)) as events:
+        resume settled (`ToolCallStarted`, `ToolCallFinished`)."""
+        request = await self._resume(pending_id, decisions, tools, tool_context)
+        resumption = request.resumption if self._tool_loop is None else None
+        if resumption is not None:  # no loop to report them: the chain does
+            for reported in resumed_events(resumption):
+                yield reported
+        async with closing_stream(self.stream(request)) as events:
             async for event in events:
-                if first:  # a tool loop took the resumed results when it started
-                    first = False
-                    unclaimed = take_resumed(context)
-                    for reported in unclaimed.events if unclaimed else ():
-                        yield reported
-                if unclaimed is not None and isinstance(event, ResponseCompleted):
+                if resumption is not None and isinstance(event, ResponseCompleted):
                     response = event.response
                     event = ResponseCompleted(
-                        replace(response, messages=unclaimed.messages + response.messages)
+                        replace(response, messages=resumption.messages + response.messages)
                     )
                 yield event
 
@@ -365,19 +367,34 @@ class Chain:
         decisions: Mapping[str, Any],
         tools: Iterable[Tool],
         tool_context: Mapping[str, Any] | None,
-    ) -> ResumedTurn:
-        resumers = [a for a in self._links if isinstance(a, TurnResumer)]
-        if not resumers:
+    ) -> ChatRequest:
+        if not self._resumers:
             raise ChainConfigurationError(
                 "no advisor of this chain can resume a suspended turn (add the ApprovalAdvisor)"
             )
         base = self.request((), tools=tools, tool_context=tool_context)
-        for resumer in resumers:
-            resumed = await resumer.resume_turn(pending_id, decisions, base, self._links)
+        pipeline = ToolPipeline(self._tool_loop or ToolCallingManager(), self.tool_hooks)
+        for resumer in self._resumers:
+            resumed = await resumer.resume_turn(pending_id, decisions, base, pipeline)
             if resumed is not None:
-                start_resumed(resumed, pending_id)
+                if not isinstance(resumed, ChatRequest) or resumed.resumption is None:
+                    raise TypeError(
+                        f"{type(resumer).__name__}.resume_turn returned {resumed!r}, not a "
+                        "ChatRequest with its resumption set"
+                    )
                 return resumed
         raise ApprovalNotFound(f"no pending approval with id {pending_id!r}")
+
+
+def resumed_events(resumption: Resumption) -> tuple[StreamEvent, ...]:
+    """The stream events that report the calls a resume settled, in call order."""
+    events: list[StreamEvent] = []
+    for settled in resumption.calls:
+        events.append(ToolCallStarted(settled.call))
+        events.append(
+            ToolCallFinished(settled.call, settled.message, settled.outcome, settled.duration)
+        )
+    return tuple(events)
 
 
 _OPEN_STREAMS = "advisorchain.open_streams"
@@ -413,9 +430,22 @@ async def _close_all(streams: list[AsyncIterator[StreamEvent]]) -> None:
 
 
 def _without_tool_context(request: ChatRequest) -> ChatRequest:
-    if not request.tool_context:
+    if not request.tool_context and request.resumption is None:
         return request
-    return replace(request, tool_context={})
+    return replace(request, tool_context={}, resumption=None)
+
+
+def _without_resumption(request: ChatRequest) -> ChatRequest:
+    """A nested chain's turn is its own: a resumption is for this chain's loop alone."""
+    return request if request.resumption is None else replace(request, resumption=None)
+
+
+async def _call_nested(chain: Chain, request: ChatRequest) -> ChatResponse:
+    return await chain.call(_without_resumption(request))
+
+
+def _stream_nested(chain: Chain, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+    return chain.stream(_without_resumption(request))
 
 
 async def _call_without_tool_context(model: ChatModel, request: ChatRequest) -> ChatResponse:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -13,6 +13,7 @@ from .parts import DocumentPart, ImagePart, TextPart, text_of
 
 if TYPE_CHECKING:
     from .request import ChatRequest
+    from .suspension import Suspension, SuspensionHandler
     from .tools import Tool
 
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
@@ -73,6 +74,13 @@ class ToolResult:
     `value` is the tool's raw return value (before conversion), `error` the exception a
     failed call raised; neither is ever sent to the model. `metadata` is what links say
     about the result (`{"cache_hit": True}`, `{"attempts": 2}`), never sent either.
+
+    `on_suspend` goes with a `pending` result: the tool loop awaits it, once per turn and
+    handler, with the turn's `Suspension` when the round ends (to save the turn), before
+    it returns the suspended response. An exception from it fails the turn. `suspension`
+    goes with a `pending` result of a call that is itself a suspended turn (a sub-chain
+    used as a tool): the loop keeps it in its own `Suspension.inner`, so the suspensions
+    nest.
     """
 
     content: str | tuple[TextPart | ImagePart | DocumentPart, ...]
@@ -81,6 +89,8 @@ class ToolResult:
     value: Any = None
     error: BaseException | None = None
     metadata: Mapping[str, Any] = field(default_factory=lambda: _NO_METADATA)
+    on_suspend: SuspensionHandler | None = field(default=None, repr=False, compare=False)
+    suspension: Suspension | None = field(default=None, repr=False, compare=False)
 
     @property
     def text(self) -> str:
@@ -97,3 +107,10 @@ class ToolResult:
         return ToolMessage(
             tool_call_id=call.id, name=call.name, content=self.content, is_error=self.is_error
         )
+
+
+ToolNext: TypeAlias = Callable[[ToolInvocation], Awaitable[ToolResult]]
+"""The rest of a tool execution after a `call_tool` hook (ends in the tool itself)."""
+
+ToolHook: TypeAlias = Callable[[ToolInvocation, ToolNext], Awaitable[ToolResult]]
+"""A `call_tool` hook, bound to its advisor."""

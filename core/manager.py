@@ -29,10 +29,9 @@ from typing import Any, Literal, TypeAlias, TypeVar
 import anyio
 
 from ._arguments import ArgumentsError, parse_arguments
-from .advisor import ToolHook, ToolNext
 from .context import ToolContext
 from .errors import ToolCallLimitExceeded, ToolExecutionError
-from .invocation import ToolInvocation, ToolResult
+from .invocation import ToolHook, ToolInvocation, ToolNext, ToolResult
 from .messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from .request import ChatRequest
 from .tools import InvalidToolArguments, Tool
@@ -151,9 +150,17 @@ class ToolCallingManager:
         self.tool_timeout = tool_timeout
         self._pipelines: dict[tuple[ToolHook, ...], ToolNext] = {}
 
-    async def execute(self, request: ChatRequest, message: AssistantMessage) -> ToolRound:
+    async def execute(
+        self,
+        request: ChatRequest,
+        message: AssistantMessage,
+        *,
+        hooks: tuple[ToolHook, ...] = (),
+    ) -> ToolRound:
         """Execute the tool calls of `message`, which answered `request`.
 
+        Each runnable call goes through `hooks` (`call_tool` hooks, outermost first: a
+        bound `ToolCallingAdvisor` passes its chain's `tool_hooks`), then the tool.
         Returns one result and one tool message per call, in call order.
         """
         calls = message.tool_calls
@@ -188,7 +195,7 @@ class ToolCallingManager:
                 (i, self._invocation(request, calls[i], tool, arguments, validated, round_calls))
                 for i, tool, arguments, validated in resolved
             ]
-            await self._run_all(request, pending, slots, durations)
+            await self._run_all(self.pipeline(hooks), pending, slots, durations)
         done = tuple([r if r is not None else _cancelled() for r in slots])
         return ToolRound(
             calls=calls,
@@ -304,12 +311,11 @@ class ToolCallingManager:
 
     async def _run_all(
         self,
-        request: ChatRequest,
+        run: ToolNext,
         pending: list[tuple[int, ToolInvocation]],
         slots: list[ToolResult | None],
         durations: list[float],
     ) -> None:
-        run = self.pipeline(request.tool_hooks)
         if len(pending) == 1:
             i, invocation = pending[0]
             start = time.perf_counter()
@@ -319,7 +325,7 @@ class ToolCallingManager:
         for _, invocation in pending:
             if invocation.tool.sequential:
                 for segment in _segments(pending):
-                    await self._run_all(request, segment, slots, durations)
+                    await self._run_all(run, segment, slots, durations)
                 return
         failures: list[tuple[int, BaseException]] = []
         limiter = anyio.CapacityLimiter(self.max_concurrency) if self.max_concurrency else None
@@ -425,6 +431,28 @@ class ToolCallingManager:
         else:
             content = f"Error: {describe_exception(exc)}"
         return ToolResult(content=content, outcome="error", error=exc)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPipeline:
+    """A chain's path for one tool execution: every link's `call_tool` hook, in chain
+    order, down to the tool, run by the manager of the chain's tool loop.
+
+    What `Chain.resume` hands a `TurnResumer`, so that a resumed call runs as the tool
+    loop would have run it (validated, through the same hooks, with the same limits on
+    time and errors).
+    """
+
+    manager: ToolCallingManager
+    hooks: tuple[ToolHook, ...] = ()
+
+    def prepare(self, request: ChatRequest, call: ToolCall) -> ToolInvocation | ToolResult:
+        """Resolve and validate one call of `request`: an invocation, or an error result."""
+        return self.manager.prepare(request, call)
+
+    async def run(self, invocation: ToolInvocation) -> ToolResult:
+        """Run `invocation` through the hooks, then the tool."""
+        return await self.manager.pipeline(self.hooks)(invocation)
 
 
 _ITERATORS = (Iterator, AsyncIterator)

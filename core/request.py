@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from .messages import Message, UserMessage
 from .options import ChatOptions
+from .resumption import Resumption
 
 if TYPE_CHECKING:
-    from .advisor import ToolHook
     from .tools import Tool
 
 _NO_VALUES: Mapping[str, Any] = MappingProxyType({})
@@ -27,8 +27,9 @@ class ChatRequest:
     - `tool_context`: values for tools only; never serialized to a provider.
     - `context`: one mutable map shared by every hook of every round of a turn, so links
       can cooperate (approval decisions, counters, the turn's span). Never sent anywhere.
-    - `tool_hooks`: the `call_tool` hooks of the chain's advisors, in chain order; the tool
-      loop runs every execution through them. Set by `Chain`.
+    - `resumption`: set by `Chain.resume` on the request that continues a suspended turn
+      (the results the resume produced, `core/resumption.py`); the tool loop starts from it
+      and sends its rounds on without it. `None` on every other request.
     """
 
     messages: tuple[Message, ...]
@@ -37,7 +38,7 @@ class ChatRequest:
     tool_context: Mapping[str, Any] = field(default_factory=lambda: _NO_VALUES)
     conversation_id: str | None = None
     context: dict[str, Any] = field(default_factory=dict, compare=False)
-    tool_hooks: tuple[ToolHook, ...] = field(default=(), compare=False, repr=False)
+    resumption: Resumption | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         return (

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias, TypeVar, cast, get_origin
 
 from .messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
+from .suspension import PendingApproval, Suspension
 from .usage import Usage
 
 T = TypeVar("T")
@@ -26,14 +27,6 @@ FinishReason: TypeAlias = (
 """Why a response ended. Providers map their own values to these names."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PendingApproval:
-    """Tool calls waiting for a human decision; `id` is what `Chain.resume` takes."""
-
-    id: str
-    calls: tuple[ToolCall, ...]
-
-
 @dataclass(frozen=True, init=False)
 class ChatResponse:
     """A model's answer, or a whole turn's.
@@ -50,6 +43,9 @@ class ChatResponse:
     Change the answer with `with_message`, which replaces it inside
     `messages`; `dataclasses.replace(response, messages=...)` keeps working.
 
+    `suspension` is set on a turn the tool loop suspended (`finish_reason=
+    "approval_pending"`): the pending calls, the transcript so far and the results already
+    finished (`core/suspension.py`); `pending_approval` is its `pending` part.
     `output` is the answer validated into a Python value, set by `StructuredOutputAdvisor`
     (`None` otherwise); `output_as(T)` returns it typed, after checking it is a `T`.
     """
@@ -59,7 +55,7 @@ class ChatResponse:
     usage: Usage
     model: str | None
     id: str | None
-    pending_approval: PendingApproval | None
+    suspension: Suspension | None
     output: object
 
     def __init__(
@@ -71,7 +67,7 @@ class ChatResponse:
         usage: Usage | None = None,
         model: str | None = None,
         id: str | None = None,
-        pending_approval: PendingApproval | None = None,
+        suspension: Suspension | None = None,
         output: object = None,
     ) -> None:
         found = _last_assistant(messages)
@@ -95,7 +91,7 @@ class ChatResponse:
             usage=usage if usage is not None else Usage(),
             model=model,
             id=id,
-            pending_approval=pending_approval,
+            suspension=suspension,
             output=output,
             _message=found,
         )
@@ -105,6 +101,13 @@ class ChatResponse:
         """The answer: the last assistant message of `messages`."""
         found: AssistantMessage = self.__dict__["_message"]
         return found
+
+    @property
+    def pending_approval(self) -> PendingApproval | None:
+        """The calls waiting for a decision and the id `Chain.resume` takes, when the turn
+        was suspended (`suspension.pending`); else `None`."""
+        suspension = self.suspension
+        return suspension.pending if suspension is not None else None
 
     @property
     def text(self) -> str:

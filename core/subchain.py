@@ -12,20 +12,28 @@ streams too, and each of its events reaches the parent's stream wrapped in a
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ._progress import ProgressSink, current_progress_sink
 from ._streams import closing_stream
 from .context import ToolContext
 from .errors import AdvisorChainError, ChainConfigurationError
-from .events import ResponseCompleted, ToolProgress
+from .events import ResponseCompleted, StreamEvent, ToolProgress
 from .response import ChatResponse
 from .tools import Tool
 
-if TYPE_CHECKING:
-    from .chain import Chain
+
+class TurnRunner(Protocol):
+    """What a sub-chain tool needs of the chain it runs (`core.chain.Chain` is one)."""
+
+    async def call(self, prompt: str, *, tool_context: Mapping[str, Any]) -> ChatResponse: ...
+
+    def stream(
+        self, prompt: str, *, tool_context: Mapping[str, Any]
+    ) -> AsyncIterator[StreamEvent]: ...
+
 
 _TASK_SCHEMA: Mapping[str, Any] = {
     "type": "object",
@@ -46,7 +54,7 @@ class SubchainSuspendedError(SubchainError):
 
 
 def chain_tool(
-    chain: Chain,
+    chain: TurnRunner,
     name: str,
     description: str,
     *,
@@ -108,7 +116,7 @@ def _prompt(arguments: Mapping[str, Any], is_task: bool) -> str:
 
 
 async def _streamed(
-    chain: Chain,
+    chain: TurnRunner,
     prompt: str,
     values: Mapping[str, Any],
     sink: ProgressSink,

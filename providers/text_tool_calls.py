@@ -490,7 +490,7 @@ def with_text_calls(response: ChatResponse, text: str, calls: tuple[ToolCall, ..
         messages=(*response.messages[:-1], message),
         model=response.model,
         id=response.id,
-        pending_approval=response.pending_approval,
+        suspension=response.suspension,
     )
 
 

@@ -18,6 +18,7 @@ from advisorchain import (
     AssistantMessage,
     Chain,
     ChainConfigurationError,
+    ChatRequest,
     ImagePart,
     LoggingAdvisor,
     ReasoningPart,
@@ -106,7 +107,7 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFact
         for store in made:
             store._pool.close_idle()
         with psycopg.connect(dsn, autocommit=True) as connection:
-            for table in ("approvals", "approval_calls", "approval_audit"):
+            for table in ("approvals", "approval_calls", "approval_audit", "approval_rules"):
                 connection.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
 
 
@@ -640,6 +641,10 @@ async def test_the_canonical_chain_defers_and_resumes(
     ]
 
 
+def _resumed_id(request: ChatRequest) -> str | None:
+    return request.resumption.id if request.resumption is not None else None
+
+
 class Memory(Advisor):
     """Stands for a memory advisor outside the loop: records what each turn shows it."""
 
@@ -648,14 +653,13 @@ class Memory(Advisor):
 
     async def call(self, request: Any, next: Any) -> Any:
         response = await next(request)
-        self.turns.append((request.context.get("advisorchain.resumed"), response.messages))
+        self.turns.append((_resumed_id(request), response.messages))
         return response
 
     async def stream(self, request: Any, next: Any) -> Any:
         async for event in next(request):
             if isinstance(event, ResponseCompleted):
-                resumed = request.context.get("advisorchain.resumed")
-                self.turns.append((resumed, event.response.messages))
+                self.turns.append((_resumed_id(request), event.response.messages))
             yield event
 
 

@@ -187,7 +187,7 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFact
         for store in made:
             store._pool.close_idle()
         with psycopg.connect(dsn, autocommit=True) as connection:
-            for table in ("approvals", "approval_calls", "approval_audit"):
+            for table in ("approvals", "approval_calls", "approval_audit", "approval_rules"):
                 connection.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
 
 
@@ -248,7 +248,7 @@ async def test_deferred_approval_never_runs_the_call_hidden_behind_a_duplicate_i
 @pytest.mark.anyio
 async def test_a_store_refuses_a_record_with_duplicate_call_ids(stores: StoreFactory) -> None:
     bob, mallory = (
-        ApprovalCall(call_id="call_1", tool_name="transfer", description="", arguments=a)
+        ApprovalCall(id="call_1", name="transfer", description="", arguments=a)
         for a in ({"to": "bob", "amount": 5}, {"to": "mallory", "amount": 1000000})
     )
     record = PendingRecord(
@@ -283,8 +283,8 @@ async def test_resume_refuses_a_call_whose_arguments_differ_from_the_approved_on
     """A record whose transcript holds other arguments than the approver was shown (one
     written before this fix, or tampered with): the approved call is not run, audited."""
     bob = ApprovalCall(
-        call_id="call_1",
-        tool_name="transfer",
+        id="call_1",
+        name="transfer",
         description="",
         arguments={"to": "bob", "amount": 5},
     )
@@ -326,10 +326,9 @@ async def test_approval_fails_closed_on_duplicate_ids_that_bypass_the_chain() ->
     request = ChatRequest(
         messages=(UserMessage(content="pay"),),
         tools=tuple(bank.tools),
-        tool_hooks=(advisor.call_tool,),
     )
     tool_round = await ToolCallingManager().execute(
-        request, AssistantMessage(tool_calls=tuple(duplicates()))
+        request, AssistantMessage(tool_calls=tuple(duplicates())), hooks=(advisor.call_tool,)
     )
     assert bank.sent == []
     assert [r.outcome for r in tool_round.results] == ["rejected", "rejected"]

@@ -416,7 +416,7 @@ async def test_console_approver_approve_edit_reject(placement: str) -> None:
     assert "Approval needed for 3 tool calls" in text
     assert "[2/3] transfer: Send money to an account." in text
     assert "amount = 20" in text
-    assert "please answer a, e or r" in text
+    assert "please answer a, aa, e or r" in text
     assert "not valid JSON" in text
     assert [a.decided_by for a in await store.audit()] == ["ops", "ops", "ops"]
     assert "eve is unknown" in tool_messages(model)[2].content
@@ -429,7 +429,7 @@ async def test_console_approver_rejects_at_end_of_input() -> None:
 
     console = ConsoleApprover(input_fn=eof, output=io.StringIO())
     request = ApprovalRequest(
-        calls=(ApprovalCall(call_id="c1", tool_name="t", description="d", arguments={}),)
+        calls=(ApprovalCall(id="c1", name="t", description="d", arguments={}),)
     )
     (decision,) = await console.decide(request)
     assert isinstance(decision, Reject)
@@ -448,7 +448,7 @@ async def test_console_input_does_not_block_the_event_loop() -> None:
 
     console = ConsoleApprover(input_fn=blocking_input, output=io.StringIO())
     request = ApprovalRequest(
-        calls=(ApprovalCall(call_id="c1", tool_name="t", description="d", arguments={}),)
+        calls=(ApprovalCall(id="c1", name="t", description="d", arguments={}),)
     )
     decisions: list[Any] = []
 

@@ -1,9 +1,12 @@
-"""The generic core behind deferral: `pending` results, `round_calls`, suspension handlers,
-`Chain.resume`."""
+"""The generic core behind deferral: `pending` results, `round_calls`, the `Suspension` on
+the response and its handlers, `Chain.resume` through the typed `ChatRequest.resumption`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import ast
+import pathlib
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,6 +15,7 @@ from advisorchain import (
     Advisor,
     AssistantMessage,
     Chain,
+    ChatModel,
     ChatOptions,
     ChatRequest,
     Message,
@@ -19,7 +23,6 @@ from advisorchain import (
     ToolCall,
     ToolCallFinished,
     ToolCallingAdvisor,
-    ToolCallStarted,
     ToolInvocation,
     ToolMessage,
     ToolNext,
@@ -28,8 +31,14 @@ from advisorchain import (
     advisor,
     tool,
 )
-from advisorchain.advisors import ApprovalNotFound
-from advisorchain.core.suspension import RESUMED, ResumedTurn, SuspendedTurn, on_suspend
+from advisorchain.advisors import (
+    ApprovalNotFound,
+    PendingApproval,
+    ResumedCall,
+    Resumption,
+    Suspension,
+)
+from advisorchain.core.manager import ToolPipeline
 from advisorchain.providers import ScriptedChatModel
 
 
@@ -96,17 +105,20 @@ class Resumer(Advisor):
 
     def __init__(self, known: str) -> None:
         self.known = known
+        self.pipelines: list[ToolPipeline] = []
 
     async def resume_turn(
         self,
         pending_id: str,
         decisions: Mapping[str, Any],
         request: ChatRequest,
-        advisors: Sequence[Advisor],
-    ) -> ResumedTurn | None:
+        tools: ToolPipeline,
+    ) -> ChatRequest | None:
+        self.pipelines.append(tools)
         if pending_id != self.known:
             return None
-        return ResumedTurn(request=request.appended(*decisions["messages"]))
+        resumed = request.appended(*decisions["messages"])
+        return replace(resumed, resumption=Resumption(id=pending_id))
 
 
 @pytest.mark.anyio
@@ -120,21 +132,46 @@ async def test_resume_asks_each_resumer_and_runs_the_whole_chain() -> None:
         await chain.resume("c", {})
 
 
+@pytest.mark.anyio
+async def test_a_resumer_gets_the_chain_tool_pipeline_not_its_advisors() -> None:
+    resumer = Resumer("a")
+    hook = HoldEverySecondCall()
+    loop = ToolCallingAdvisor()
+    chain = Chain([resumer, loop, hook], model=ScriptedChatModel(["ok"]))
+    await chain.resume("a", {"messages": [UserMessage(content="hi")]})
+    (pipeline,) = resumer.pipelines
+    assert pipeline.manager is loop.manager
+    assert pipeline.hooks == chain.tool_hooks
+    assert [h.__self__ for h in pipeline.hooks] == [hook]  # type: ignore[attr-defined]
+
+
+class NotARequest(Advisor):
+    async def resume_turn(self, *args: Any) -> object:
+        return "resumed"
+
+
+@pytest.mark.anyio
+async def test_a_resumer_must_return_a_request_with_its_resumption() -> None:
+    chain = Chain([NotARequest(), ToolCallingAdvisor()], model=ScriptedChatModel(["ok"]))
+    with pytest.raises(TypeError, match="resumption"):
+        await chain.resume("a", {})
+
+
 class SavesWhenHeld(HoldEverySecondCall):
-    """Registers a suspension handler for each call it holds; records what it is handed."""
+    """Gives each call it holds a suspension handler; records what it is handed."""
 
     def __init__(self, fail: bool = False) -> None:
         super().__init__()
         self.fail = fail
-        self.suspended: list[SuspendedTurn] = []
+        self.suspended: list[Suspension] = []
 
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
         result = await super().call_tool(invocation, next)
         if result.outcome == "pending":
-            on_suspend(invocation.request.context, self.save)
+            return replace(result, on_suspend=self.save)
         return result
 
-    async def save(self, turn: SuspendedTurn) -> None:
+    async def save(self, turn: Suspension) -> None:
         if self.fail:
             raise OSError("disk full")
         self.suspended.append(turn)
@@ -164,7 +201,10 @@ async def test_the_loop_hands_a_suspended_turn_to_the_handlers_before_it_returns
         assert isinstance(completed, ResponseCompleted)
         response = completed.response
     (turn,) = hook.suspended
+    assert turn is response.suspension  # the value the handlers saved is the response's
     assert turn.pending == response.pending_approval
+    assert turn.id == turn.pending.id and turn.calls == turn.pending.calls
+    assert [m.tool_call_id for m in turn.finished] == ["c1", "c3"]
     assert turn.request.messages == tuple(prompt)
     assert turn.request.conversation_id == "conv" and turn.request.options.temperature == 0.5
     assert [t.name for t in turn.request.tools] == ["echo"]
@@ -184,22 +224,22 @@ async def test_a_failing_suspension_handler_fails_the_turn() -> None:
 
 
 class Reporter(Advisor):
-    """A `TurnResumer` whose resume produced one tool result (and its stream events)."""
+    """A `TurnResumer` whose resume produced one tool result."""
 
     async def resume_turn(
         self,
         pending_id: str,
         decisions: Mapping[str, Any],
         request: ChatRequest,
-        advisors: Sequence[Advisor],
-    ) -> ResumedTurn:
+        tools: ToolPipeline,
+    ) -> ChatRequest:
         call = ToolCall.from_arguments("echo", {"text": "hold"}, id="c2")
         result = ToolMessage(tool_call_id="c2", name="echo", content="held")
         transcript = (UserMessage(content="go"), AssistantMessage(tool_calls=(call,)), result)
-        return ResumedTurn(
-            request=request.with_messages(transcript),
-            messages=(result,),
-            events=(ToolCallStarted(call), ToolCallFinished(call, result, "ok", 0.0)),
+        settled = ResumedCall(call=call, message=result, outcome="ok", duration=0.25)
+        return replace(
+            request.with_messages(transcript),
+            resumption=Resumption(id=pending_id, calls=(settled,)),
         )
 
 
@@ -212,6 +252,8 @@ async def test_a_resumed_turn_starts_with_the_resumed_results_once(loop: bool) -
     assert [m.content for m in response.messages] == ["held", "done"]
     events = [e async for e in chain.resume_stream("a", {})]
     assert [type(e).__name__ for e in events[:2]] == ["ToolCallStarted", "ToolCallFinished"]
+    finished = events[1]
+    assert isinstance(finished, ToolCallFinished) and finished.duration == 0.25
     assert sum(isinstance(e, ToolCallFinished) for e in events) == 1
     completed = events[-1]
     assert isinstance(completed, ResponseCompleted)
@@ -219,18 +261,117 @@ async def test_a_resumed_turn_starts_with_the_resumed_results_once(loop: bool) -
 
 
 @pytest.mark.anyio
-async def test_a_resumed_turn_is_marked_for_every_link() -> None:
-    seen: list[object] = []
+@pytest.mark.parametrize("mode", ["call", "stream"])
+async def test_a_resumed_turn_is_marked_before_the_loop_and_not_inside_it(mode: str) -> None:
+    outside: list[object] = []
+    inside: list[object] = []
 
-    async def outer(request: ChatRequest) -> ChatRequest:
-        seen.append(request.context.get(RESUMED))
+    async def before_loop(request: ChatRequest) -> ChatRequest:
+        outside.append(request.resumption.id if request.resumption else None)
+        return request
+
+    async def in_loop(request: ChatRequest) -> ChatRequest:
+        inside.append(request.resumption)
         return request
 
     chain = Chain(
-        [advisor(before=outer), Reporter(), ToolCallingAdvisor()],
+        [advisor(before=before_loop), Reporter(), ToolCallingAdvisor(), advisor(before=in_loop)],
         model=ScriptedChatModel(["a", "b"]),
     )
-    await chain.call("new turn")
-    await chain.resume("approval_1", {})
-    assert seen == [None, "approval_1"]
-    assert RESUMED == "advisorchain.resumed"
+    if mode == "call":
+        await chain.call("new turn")
+        await chain.resume("approval_1", {})
+    else:
+        [e async for e in chain.stream("new turn")]
+        [e async for e in chain.resume_stream("approval_1", {})]
+    assert outside == [None, "approval_1"]
+    assert inside == [None, None]  # the loop takes it: nothing inside it sees it again
+
+
+@pytest.mark.anyio
+async def test_a_nested_chain_never_takes_the_outer_resumption() -> None:
+    inner = Chain([ToolCallingAdvisor()], model=ScriptedChatModel(["inner answer"]))
+    assert isinstance(inner, ChatModel)
+    outer = Chain([Reporter()], model=inner)  # no loop of its own
+    response = await outer.resume("a", {})
+    assert [m.text for m in response.messages] == ["held", "inner answer"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["call", "stream"])
+async def test_a_pending_result_can_carry_a_nested_suspension(mode: str) -> None:
+    inner = Suspension(
+        pending=PendingApproval(id="approval_inner", calls=()),
+        request=ChatRequest(messages=(UserMessage(content="sub-task"),)),
+        messages=(),
+    )
+
+    class SubAgent(Advisor):
+        async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+            if invocation.arguments["text"] == "hold":
+                return ToolResult(content="waiting", outcome="pending", suspension=inner)
+            return await next(invocation)
+
+    chain = Chain(
+        [ToolCallingAdvisor(), SubAgent()], model=ScriptedChatModel([calls()]), tools=[echo]
+    )
+    if mode == "call":
+        response = await chain.call("go")
+    else:
+        events = [e async for e in chain.stream("go")]
+        completed = events[-1]
+        assert isinstance(completed, ResponseCompleted)
+        response = completed.response
+    assert response.suspension is not None
+    assert response.suspension.inner == (("c2", inner),)
+
+
+@pytest.mark.anyio
+async def test_one_handler_is_awaited_once_per_turn() -> None:
+    saved: list[Suspension] = []
+
+    async def save(turn: Suspension) -> None:
+        saved.append(turn)
+
+    class HoldAll(Advisor):
+        async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+            return ToolResult(content="waiting", outcome="pending", on_suspend=save)
+
+    two = [
+        ToolCall.from_arguments("echo", {"text": "a"}, id="c1"),
+        ToolCall.from_arguments("echo", {"text": "b"}, id="c2"),
+    ]
+    chain = Chain([ToolCallingAdvisor(), HoldAll()], model=ScriptedChatModel([two]), tools=[echo])
+    response = await chain.call("go")
+    assert saved == [response.suspension]
+    assert response.pending_approval is not None
+    assert [c.id for c in response.pending_approval.calls] == ["c1", "c2"]
+
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _imports(module: pathlib.Path) -> set[str]:
+    """The sibling modules `module` imports, TYPE_CHECKING imports included."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(module.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            if node.module:
+                names.add(node.module.split(".")[0])
+            else:
+                names.update(a.name for a in node.names)
+    return names
+
+
+@pytest.mark.parametrize("folder", ["core", "advisors/approval"])
+def test_no_import_cycles(folder: str) -> None:
+    modules = {p.stem: p for p in (PACKAGE / folder).glob("*.py") if p.stem != "__init__"}
+    graph = {name: _imports(path) & set(modules) for name, path in modules.items()}
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in graph[start]:
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    assert [name for name in graph if reaches(name, name, {name})] == []

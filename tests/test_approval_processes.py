@@ -70,7 +70,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as connection:
-        for table in ("approvals", "approval_calls", "approval_audit"):
+        for table in ("approvals", "approval_calls", "approval_audit", "approval_rules"):
             connection.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
 
 

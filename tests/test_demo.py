@@ -99,7 +99,7 @@ async def test_terminal_approval_asks_and_honours_the_answer(
     shown = out.getvalue()
     assert "Approval needed for 1 tool call" in shown
     assert "cancel_order: " in shown and 'order_id = "A-1002"' in shown
-    assert "approve (a), edit (e) or reject (r)?" in shown
+    assert "approve (a), always allow (aa), edit (e) or reject (r)?" in shown
     assert next(given, None) is None  # every answer was read
     assert service.order(TENANT, USER, "A-1002").status == status
 

@@ -29,6 +29,7 @@ from advisorchain.advisors import (
     InMemoryChatMemoryStore,
     MemoryAdvisor,
     PendingApproval,
+    Suspension,
     trim_history,
 )
 from advisorchain.core.advisor import CallNext, StreamNext
@@ -464,7 +465,11 @@ def _pending() -> ChatResponse:
         message=PENDING_MESSAGE,
         finish_reason="approval_pending",
         messages=(PENDING_MESSAGE,),
-        pending_approval=PendingApproval(id="approval-1", calls=(PENDING_CALL,)),
+        suspension=Suspension(
+            pending=PendingApproval(id="approval-1", calls=(PENDING_CALL,)),
+            request=ChatRequest(messages=()),
+            messages=(PENDING_MESSAGE,),
+        ),
     )
 
 

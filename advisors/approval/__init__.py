@@ -1,7 +1,8 @@
 """Human approval of tool calls: inline (terminal, callback) or deferred and durable."""
 
 from ...core.errors import ApprovalNotFound
-from ...core.response import PendingApproval
+from ...core.resumption import ResumedCall, Resumption
+from ...core.suspension import PendingApproval, Suspension
 from .advisor import ApprovalAdvisor, Policy
 from .approvers import Approver, CallbackApprover, ConsoleApprover, DeferredApprover
 from .postgres_store import PostgresApprovalStore
@@ -21,6 +22,7 @@ from .types import (
     PendingCall,
     PendingRecord,
     Reject,
+    StandingRule,
     StoredResult,
     arguments_fingerprint,
 )
@@ -50,7 +52,11 @@ __all__ = [
     "Policy",
     "PostgresApprovalStore",
     "Reject",
+    "ResumedCall",
+    "Resumption",
     "SQLiteApprovalStore",
+    "StandingRule",
     "StoredResult",
+    "Suspension",
     "arguments_fingerprint",
 ]

@@ -17,12 +17,13 @@ from ...core._arguments import parse_argument_object
 from ...core.advisor import Advisor, ToolNext
 from ...core.context import ToolContext
 from ...core.invocation import ToolInvocation, ToolResult
+from ...core.manager import ToolPipeline
 from ...core.messages import ToolCall
 from ...core.request import ChatRequest
-from ...core.suspension import ResumedTurn, SuspendedTurn, on_suspend
+from ...core.suspension import Suspension, SuspensionHandler
 from ...core.tools import Tool
 from .approvers import Approver, DeferredApprover
-from .resume import options_to_dict, rejected, resume_turn
+from .resume import allow, options_to_dict, rejected, remember, resume_turn
 from .sqlite_store import SQLiteApprovalStore
 from .store import ApprovalStore, InMemoryApprovalStore
 from .types import (
@@ -34,6 +35,7 @@ from .types import (
     PendingCall,
     PendingRecord,
     Reject,
+    StandingRule,
     arguments_fingerprint,
     audit_record,
 )
@@ -60,10 +62,25 @@ class _Round:
     """The decisions for one round's calls, shared by the round's concurrent executions."""
 
     request: ChatRequest
-    done: anyio.Event = field(default_factory=anyio.Event)
+    ready: bool = False
+    done: anyio.Event | None = None
+    """Made by the first call that has to wait for the decisions (most rounds have none)."""
     decisions: dict[str, Decision] = field(default_factory=dict)
-    fingerprints: dict[str, str] = field(default_factory=dict)
-    """The fingerprint of the arguments each decided call had when the approver saw it."""
+    shown: dict[str, _Shown] = field(default_factory=dict)
+    """What the approver saw of each call, by id."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    """A call as the approver saw it, and the arguments object it was made from."""
+
+    source: Mapping[str, Any]
+    call: ApprovalCall
+
+    def matches(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether `arguments` are those the approver saw (the same object, or the same
+        fingerprint)."""
+        return arguments is self.source or arguments_fingerprint(arguments) == self.call.fingerprint
 
 
 @dataclass
@@ -74,7 +91,8 @@ class TurnApprovals:
     deferred: dict[str, ApprovalCall] = field(default_factory=dict)
     resumed: dict[str, str] = field(default_factory=dict)
     """Calls a resume approved: id -> fingerprint of the arguments that may run."""
-    saving: bool = False
+    on_suspend: SuspensionHandler | None = None
+    """Saves the turn if it is suspended; one per turn, so the loop awaits it once."""
 
 
 class ApprovalAdvisor(Advisor):
@@ -82,6 +100,16 @@ class ApprovalAdvisor(Advisor):
 
     Which calls: those of tools declared `requires_approval=True`, or those for which
     `policy(tool, arguments, tool_context)` is true. Other calls run without waiting.
+    With `auto_approve_read_only=True`, calls of tools declared `read_only=True` never
+    wait either (whatever the policy says).
+
+    Standing rules: `allow(conversation_id, name, arguments=..., by=...)` (or an
+    approver's `Approve(remember="tool" | "arguments")`) keeps "always allow this tool
+    (with exactly these arguments, if given) in this conversation" in `store`, audited as
+    `allowed`; `revoke(rule_id, by=...)` ends it, audited as `revoked`. A call of a turn
+    with that conversation id that a rule allows is approved without asking the approver
+    (audited as `approved`, `decided_by` naming the rule): the store is read once per
+    round that has calls needing approval, and only when the turn has a conversation id.
 
     Control flow, in `call_tool` (which the tool loop runs for every execution): a call
     that needs approval waits for its round's decisions. The first such call of a round to
@@ -98,9 +126,9 @@ class ApprovalAdvisor(Advisor):
     thread, so `timeout` bounds it too: an answer after the timeout is ignored.
 
     `Defer()` (what `DeferredApprover` always answers) answers with a `pending` result
-    and registers a suspension handler in the turn's `request.context`: the loop finishes
-    the round's other calls, ends the turn with `finish_reason="approval_pending"`, and
-    awaits the handler before returning, which saves the turn (transcript up to the
+    whose `on_suspend` handler saves the turn: the loop finishes the round's other calls,
+    ends the turn with `finish_reason="approval_pending"` and its `Suspension`, and awaits
+    the handler with it before returning, which saves the turn (transcript up to the
     tool-call message, finished results, pending calls, options, tool names,
     conversation id; never the tool context) in `store`, under the `PendingApproval`'s id.
     `Chain.resume(id, decisions, tools=..., tool_context=...)` continues it, in any
@@ -130,6 +158,7 @@ class ApprovalAdvisor(Advisor):
         policy: Policy | None = None,
         store: ApprovalStore | None = None,
         timeout: float | None = None,
+        auto_approve_read_only: bool = False,
     ) -> None:
         if not isinstance(approver, Approver):
             raise TypeError(f"{approver!r} is not an Approver (it needs `async decide(request)`)")
@@ -138,6 +167,7 @@ class ApprovalAdvisor(Advisor):
         self.approver = approver
         self.policy = policy
         self.timeout = timeout
+        self.auto_approve_read_only = auto_approve_read_only
         self._store = store
         self._key = f"advisorchain.approval.{uuid.uuid4().hex}"
 
@@ -161,7 +191,7 @@ class ApprovalAdvisor(Advisor):
             state = request.context[self._key] = TurnApprovals()
         return state
 
-    async def _save(self, turn: TurnApprovals, suspended: SuspendedTurn) -> None:
+    async def _save(self, turn: TurnApprovals, suspended: Suspension) -> None:
         """Save a suspended turn that waits for calls this advisor deferred."""
         pending = suspended.pending
         if not any(c.id in turn.deferred for c in pending.calls):
@@ -188,10 +218,12 @@ class ApprovalAdvisor(Advisor):
         pending_id: str,
         decisions: Mapping[str, Any],
         request: ChatRequest,
-        advisors: Sequence[Advisor],
-    ) -> ResumedTurn | None:
-        """Claim and execute a deferred approval; how its turn continues."""
-        return await resume_turn(self, pending_id, decisions, request, advisors)
+        tools: ToolPipeline,
+    ) -> ChatRequest | None:
+        """Claim and settle a deferred approval; the request that continues its turn
+        (`resumption` set), or `None` if `pending_id` is not in this advisor's store."""
+        state = self.turn(request)
+        return await resume_turn(self.store, state.resumed, pending_id, decisions, request, tools)
 
     # -- each tool execution ----------------------------------------------------------------
 
@@ -206,14 +238,17 @@ class ApprovalAdvisor(Advisor):
             return await next(invocation)
         if self._details(invocation.tool, invocation.arguments, invocation.context) is None:
             return await next(invocation)
-        decision, seen = await self._decision(turn, invocation)
-        if isinstance(decision, Approve) and seen != arguments_fingerprint(invocation.arguments):
+        decision, shown = await self._decision(turn, invocation)
+        if isinstance(decision, Approve) and (
+            shown is None or not shown.matches(invocation.arguments)
+        ):
             return await self._refuse(invocation)
         if isinstance(decision, Defer):
-            if not turn.saving:
-                turn.saving = True
-                on_suspend(invocation.request.context, partial(self._save, turn))
-            return ToolResult(content="Waiting for approval.", outcome="pending")
+            if turn.on_suspend is None:
+                turn.on_suspend = partial(self._save, turn)
+            return ToolResult(
+                content="Waiting for approval.", outcome="pending", on_suspend=turn.on_suspend
+            )
         if isinstance(decision, Reject):
             return rejected(decision.reason)
         if decision.arguments is not None:
@@ -224,6 +259,8 @@ class ApprovalAdvisor(Advisor):
         self, tool: Tool, arguments: Mapping[str, Any], context: ToolContext
     ) -> Mapping[str, Any] | None:
         """`None` if the call needs no approval, else the values to show the approver."""
+        if self.auto_approve_read_only and tool.read_only:
+            return None
         if self.policy is None:
             return {} if tool.requires_approval else None
         try:
@@ -243,9 +280,8 @@ class ApprovalAdvisor(Advisor):
 
     async def _decision(
         self, turn: TurnApprovals, invocation: ToolInvocation
-    ) -> tuple[Decision, str | None]:
-        """The round's decision on this call, and the fingerprint of the arguments the
-        approver saw."""
+    ) -> tuple[Decision, _Shown | None]:
+        """The round's decision on this call, and the call as the approver saw it."""
         # A round is its request object (the loop makes a new one per round): call ids alone
         # may repeat across rounds with some models, and must never reuse a decision.
         round_request = invocation.request
@@ -254,20 +290,24 @@ class ApprovalAdvisor(Advisor):
         if shared is None or shared.request is not round_request:
             shared = turn.rounds[key] = _Round(round_request)
             try:
-                shared.decisions, shared.fingerprints = await self._ask(turn, invocation)
+                shared.decisions, shared.shown = await self._ask(turn, invocation)
             finally:
-                shared.done.set()
-        else:
+                shared.ready = True
+                if shared.done is not None:
+                    shared.done.set()
+        elif not shared.ready:
+            if shared.done is None:
+                shared.done = anyio.Event()
             await shared.done.wait()
         call_id = invocation.call.id
         decision = shared.decisions.get(call_id, Reject("the approval failed"))
-        return decision, shared.fingerprints.get(call_id)
+        return decision, shared.shown.get(call_id)
 
     async def _ask(
         self, turn: TurnApprovals, invocation: ToolInvocation
-    ) -> tuple[dict[str, Decision], dict[str, str]]:
+    ) -> tuple[dict[str, Decision], dict[str, _Shown]]:
         """Ask the approver about the round's calls that need it: the decisions, and the
-        fingerprints of the arguments it saw, by call id.
+        calls as it saw them, by call id.
 
         Calls that share an id (which the chain's innermost step never lets through, but
         a tool loop driven by hand might) are not shown: a decision names a call by its
@@ -278,29 +318,41 @@ class ApprovalAdvisor(Advisor):
         counts = Counter(c.id for c in round_calls)
         items: list[ApprovalCall] = []
         ambiguous: list[ApprovalCall] = []
+        shown: dict[str, _Shown] = {}
         for call in round_calls:
-            item = self._approval_call(invocation, call)
-            if item is not None:
-                (items if counts[call.id] == 1 else ambiguous).append(item)
-        approval = ApprovalRequest(calls=tuple(items), conversation_id=request.conversation_id)
-        decisions = await self._consult(approval) if items else {}
-        fingerprints = {item.call_id: item.fingerprint for item in items}
+            found = self._approval_call(invocation, call)
+            if found is None:
+                continue
+            source, item = found
+            if counts[call.id] == 1:
+                items.append(item)
+                shown[item.id] = _Shown(source, item)
+            else:
+                ambiguous.append(item)
+        conversation_id = request.conversation_id
+        decisions: dict[str, Decision] = {}
+        asked = items
+        if items and conversation_id is not None:
+            asked = await self._apply_rules(items, conversation_id, decisions)
+        if asked:
+            approval = ApprovalRequest(calls=tuple(asked), conversation_id=conversation_id)
+            decisions.update(await self._consult(approval))
         for item in ambiguous:
-            decisions[item.call_id] = Reject(
-                f"two calls of this round have the id {item.call_id!r}; neither is run",
+            decisions[item.id] = Reject(
+                f"two calls of this round have the id {item.id!r}; neither is run",
                 by=_FAIL_CLOSED,
             )
             _log.warning(
                 "approval: rejected tool calls %r: several calls share the id %r",
-                item.tool_name,
-                item.call_id,
+                item.name,
+                item.id,
             )
         round_id = f"inline_{uuid.uuid4().hex}"
         audit = []
         for item in (*items, *ambiguous):
-            decision = decisions[item.call_id]
+            decision = decisions[item.id]
             if isinstance(decision, Defer):
-                turn.deferred[item.call_id] = item
+                turn.deferred[item.id] = item
                 continue
             default_by = _FAIL_CLOSED if decision.by == _FAIL_CLOSED else _name(self.approver)
             audit.append(
@@ -314,9 +366,61 @@ class ApprovalAdvisor(Advisor):
             )
         if audit:
             await self.store.record(audit)
-        return decisions, fingerprints
+        for item in asked:
+            decision = decisions[item.id]
+            if isinstance(decision, Approve) and decision.remember is not None:
+                await remember(self.store, item, decision, conversation_id, _name(self.approver))
+        return decisions, shown
 
-    def _approval_call(self, invocation: ToolInvocation, call: ToolCall) -> ApprovalCall | None:
+    async def _apply_rules(
+        self, items: list[ApprovalCall], conversation_id: str, decisions: dict[str, Decision]
+    ) -> list[ApprovalCall]:
+        """Approve the calls a standing rule of the conversation allows (into `decisions`);
+        the calls left for the approver."""
+        rules = await self.store.rules(conversation_id)
+        if not rules:
+            return items
+        left = []
+        for item in items:
+            rule = next((r for r in rules if r.allows(item.name, item.arguments)), None)
+            if rule is None:
+                left.append(item)
+            else:
+                decisions[item.id] = Approve(by=f"rule {rule.id} ({rule.created_by})")
+        return left
+
+    # -- standing rules ---------------------------------------------------------------------
+
+    async def allow(
+        self,
+        conversation_id: str,
+        name: str,
+        *,
+        arguments: Mapping[str, Any] | None = None,
+        by: str,
+    ) -> StandingRule:
+        """Always allow tool `name` in this conversation (only with exactly `arguments`,
+        when given): a `StandingRule` kept in `store`, audited as `allowed` by `by`.
+
+        Later calls it matches run without asking the approver; each is still audited as
+        `approved`, `decided_by` naming the rule. `revoke(rule.id, by=...)` ends it.
+        """
+        return await allow(self.store, conversation_id, name, arguments=arguments, by=by)
+
+    async def revoke(self, rule_id: str, *, by: str) -> StandingRule | None:
+        """Revoke a standing rule (audited as `revoked`): the revoked rule, or `None` if
+        there is no such rule or it was revoked before."""
+        return await self.store.revoke_rule(rule_id, by, time.time())
+
+    async def rules(self, conversation_id: str) -> list[StandingRule]:
+        """The conversation's standing rules in force, oldest first."""
+        return await self.store.rules(conversation_id)
+
+    def _approval_call(
+        self, invocation: ToolInvocation, call: ToolCall
+    ) -> tuple[Mapping[str, Any], ApprovalCall] | None:
+        """`call` as the approver sees it, with the arguments object it is made from;
+        `None` if it needs no approval (or cannot run)."""
         if call == invocation.call:
             tool, arguments, context = invocation.tool, invocation.arguments, invocation.context
         else:
@@ -335,9 +439,9 @@ class ApprovalAdvisor(Advisor):
         details = self._details(tool, arguments, context)
         if details is None:
             return None
-        return ApprovalCall(
-            call_id=call.id,
-            tool_name=tool.name,
+        return arguments, ApprovalCall(
+            id=call.id,
+            name=tool.name,
             description=tool.description,
             arguments=dict(arguments),
             details=dict(details),
@@ -351,8 +455,8 @@ class ApprovalAdvisor(Advisor):
             invocation.call.id,
         )
         shown = ApprovalCall(
-            call_id=invocation.call.id,
-            tool_name=invocation.name,
+            id=invocation.call.id,
+            name=invocation.name,
             description=invocation.tool.description,
             arguments=dict(invocation.arguments),
         )
@@ -384,7 +488,7 @@ class ApprovalAdvisor(Advisor):
             return self._fail_closed(
                 request, f"the approver failed ({type(exc).__name__})", f"{exc!s:.500}"
             )
-        ids = [c.call_id for c in request.calls]
+        ids = [c.id for c in request.calls]
         if isinstance(answer, Mapping):
             given = [answer.get(i) for i in ids]
         elif (
@@ -417,9 +521,9 @@ def _log_failure(approver: Approver, calls: Sequence[ApprovalCall], why: str) ->
     _log.warning(
         "approver %s gave no decision, rejecting %s: %s",
         _name(approver),
-        ", ".join(f"{c.tool_name} (call {c.call_id})" for c in calls),
+        ", ".join(f"{c.name} (call {c.id})" for c in calls),
         why,
-        extra={"tool_names": [c.tool_name for c in calls], "call_ids": [c.call_id for c in calls]},
+        extra={"tool_names": [c.name for c in calls], "call_ids": [c.id for c in calls]},
     )
 
 
@@ -430,7 +534,7 @@ def _valid(decision: object) -> TypeGuard[Decision]:
 
 
 def _reject_all(request: ApprovalRequest, reason: str) -> dict[str, Decision]:
-    return {c.call_id: Reject(reason, by=_FAIL_CLOSED) for c in request.calls}
+    return {c.id: Reject(reason, by=_FAIL_CLOSED) for c in request.calls}
 
 
 def _name(approver: Approver) -> str:
@@ -445,8 +549,8 @@ def _describe(request: ChatRequest, call: ToolCall) -> ApprovalCall:
     """An `ApprovalCall` for a pending call this advisor did not defer itself."""
     tool = request.find_tool(call.name)
     return ApprovalCall(
-        call_id=call.id,
-        tool_name=call.name,
+        id=call.id,
+        name=call.name,
         description=tool.description if tool is not None else "",
         arguments=_arguments(call) or {},
     )

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Protocol, TextIO, runtime_checkable
 
+import anyio
 import anyio.to_thread
 
 from ...core._arguments import ArgumentsError, parse_arguments
@@ -89,9 +90,15 @@ class ConsoleApprover:
     """Asks a person at a terminal: approve, edit the arguments, or reject with a reason.
 
     Shows each call's tool, description and arguments, then reads one answer per call:
-    `a` (approve), `e` (edit: type new arguments as a JSON object), `r` (reject: type a
-    reason). Input is read in a worker thread, so the event loop keeps running; end of
-    input rejects what is left. `input_fn` and `output` can be replaced (tests, other UIs).
+    `a` (approve), `aa` (approve, and always allow this tool for the rest of the
+    conversation: `Approve(remember="tool")`), `e` (edit: type new arguments as a JSON
+    object), `r` (reject: type a reason). Input is read in a worker thread, so the event
+    loop keeps running; end of input rejects what is left. `input_fn` and `output` can be
+    replaced (tests, other UIs).
+
+    One prompt at a time: concurrent `decide` calls (two turns sharing the approver, or
+    an advisor that asks per call) wait for each other, so a person answers the calls in
+    the order they are shown and an answer can never go to another call's prompt.
     """
 
     def __init__(
@@ -104,12 +111,19 @@ class ConsoleApprover:
         self.input_fn = input_fn
         self.output = output
         self.user = user
+        self._prompting: anyio.Lock | None = None
 
     def __repr__(self) -> str:
         return f"ConsoleApprover(user={self.user!r})"
 
     async def decide(self, request: ApprovalRequest) -> Decisions:
-        """Prompt for each call in turn."""
+        """Prompt for each call in turn, after any other `decide` of this approver ended."""
+        if self._prompting is None:
+            self._prompting = anyio.Lock()
+        async with self._prompting:
+            return await self._prompt(request)
+
+    async def _prompt(self, request: ApprovalRequest) -> Decisions:
         n = len(request.calls)
         self._say(f"\nApproval needed for {n} tool call{'s' if n != 1 else ''}:")
         decisions: list[Decision] = []
@@ -125,7 +139,7 @@ class ConsoleApprover:
         return decisions
 
     def _describe(self, i: int, n: int, call: ApprovalCall) -> None:
-        self._say(f"\n[{i}/{n}] {call.tool_name}: {call.description}")
+        self._say(f"\n[{i}/{n}] {call.name}: {call.description}")
         for key, value in call.arguments.items():
             self._say(f"    {key} = {json.dumps(value, ensure_ascii=False, default=str)}")
         for key, value in call.details.items():
@@ -133,9 +147,15 @@ class ConsoleApprover:
 
     async def _ask(self, call: ApprovalCall) -> Decision:
         while True:
-            answer = (await self._read("  approve (a), edit (e) or reject (r)? ")).strip().lower()
+            answer = (
+                (await self._read("  approve (a), always allow (aa), edit (e) or reject (r)? "))
+                .strip()
+                .lower()
+            )
             if answer in ("a", "approve", "y", "yes"):
                 return Approve(by=self.user)
+            if answer in ("aa", "always"):
+                return Approve(by=self.user, remember="tool")
             if answer in ("r", "reject", "n", "no"):
                 reason = (await self._read("  reason: ")).strip()
                 return Reject(reason or "rejected at the console", by=self.user)
@@ -144,7 +164,7 @@ class ConsoleApprover:
                 if edited is not None:
                     return Approve(edited, by=self.user)
                 continue
-            self._say("  please answer a, e or r")
+            self._say("  please answer a, aa, e or r")
 
     async def _edit(self, call: ApprovalCall) -> dict[str, Any] | None:
         current = json.dumps(dict(call.arguments), ensure_ascii=False, default=str)

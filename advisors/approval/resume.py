@@ -5,34 +5,33 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import fields, replace
-from typing import TYPE_CHECKING, Any, cast, get_args
+from typing import Any, cast, get_args
 
 from ...core._arguments import parse_argument_object
-from ...core.advisor import Advisor
 from ...core.errors import ChainConfigurationError
-from ...core.events import StreamEvent, ToolCallFinished, ToolCallStarted
 from ...core.invocation import ToolOutcome, ToolResult
-from ...core.manager import ToolCallingManager
+from ...core.manager import ToolPipeline
 from ...core.messages import AssistantMessage, Message, ToolCall
 from ...core.options import ChatOptions, OutputSchema
 from ...core.request import ChatRequest
-from ...core.suspension import ResumedTurn
+from ...core.resumption import ResumedCall, Resumption
+from .store import ApprovalStore
 from .types import (
     ApprovalAlreadyResolved,
+    ApprovalCall,
     Approve,
     InvalidApprovalDecisions,
     PendingCall,
     PendingRecord,
     Reject,
+    StandingRule,
     StoredResult,
     arguments_fingerprint,
     audit_record,
+    rule_audit,
 )
-
-if TYPE_CHECKING:
-    from .advisor import ApprovalAdvisor
 
 _log = logging.getLogger("advisorchain.approval")
 
@@ -77,13 +76,54 @@ def options_from_dict(values: Mapping[str, Any]) -> ChatOptions:
     return ChatOptions(**known)
 
 
+async def allow(
+    store: ApprovalStore,
+    conversation_id: str,
+    name: str,
+    *,
+    arguments: Mapping[str, Any] | None,
+    by: str,
+    call_id: str = "",
+) -> StandingRule:
+    """Make and store a standing rule, audited as `allowed`."""
+    rule = StandingRule(
+        id=f"rule_{uuid.uuid4().hex}",
+        conversation_id=conversation_id,
+        name=name,
+        arguments=None if arguments is None else dict(arguments),
+        created_by=by,
+        created_at=time.time(),
+    )
+    await store.add_rule(rule, rule_audit(rule, "allowed", by, call_id))
+    return rule
+
+
+async def remember(
+    store: ApprovalStore,
+    call: ApprovalCall,
+    decision: Approve,
+    conversation_id: str | None,
+    default_by: str,
+) -> StandingRule | None:
+    """The standing rule an `Approve(remember=...)` asks for, stored; else `None`."""
+    if decision.remember is None or conversation_id is None:
+        return None
+    arguments = None
+    if decision.remember == "arguments":
+        arguments = decision.arguments if decision.arguments is not None else call.arguments
+    by = decision.by or default_by
+    return await allow(
+        store, conversation_id, call.name, arguments=arguments, by=by, call_id=call.id
+    )
+
+
 def check_decisions(
     record: PendingRecord, decisions: Mapping[str, Any]
 ) -> dict[str, Approve | Reject]:
     """The decisions, if they answer exactly the pending calls; else a clear error."""
     if not isinstance(decisions, Mapping):
         raise InvalidApprovalDecisions("decisions must map each pending call's id to a decision")
-    pending = [c.call.call_id for c in record.calls]
+    pending = [c.call.id for c in record.calls]
     unknown = sorted(str(k) for k in decisions if k not in pending)
     if unknown:
         raise InvalidApprovalDecisions(
@@ -108,13 +148,6 @@ def check_decisions(
     return checked
 
 
-def _manager(advisors: Sequence[Advisor]) -> ToolCallingManager:
-    for link in advisors:
-        if link.tool_loop is not None:
-            return link.tool_loop
-    return ToolCallingManager()
-
-
 def _tool_calls(messages: Sequence[Message]) -> dict[str, list[ToolCall]]:
     """The calls of the last assistant message that has some, by id."""
     for message in reversed(messages):
@@ -136,18 +169,20 @@ def _matches(found: list[ToolCall], pending: PendingCall) -> bool:
 
 
 async def resume_turn(
-    advisor: ApprovalAdvisor,
+    store: ApprovalStore,
+    resumed: MutableMapping[str, str],
     pending_id: str,
     decisions: Mapping[str, Any],
     request: ChatRequest,
-    advisors: Sequence[Advisor],
-) -> ResumedTurn | None:
-    """The body of `ApprovalAdvisor.resume_turn`.
+    tools: ToolPipeline,
+) -> ChatRequest | None:
+    """The body of `ApprovalAdvisor.resume_turn`: the request that continues the turn.
 
     Nothing is written before the decisions and tools are checked; then the claim makes
     this resume the only one, and each approved call is marked started before it runs.
+    `resumed` is the advisor's map, in the turn's context, of the calls this resume lets
+    through its own `call_tool` hook (id -> fingerprint of the arguments that may run).
     """
-    store = advisor.store
     record = await store.get(pending_id)
     if record is None:
         return None
@@ -163,7 +198,7 @@ async def resume_turn(
         audit_record(
             pending_id,
             c.call,
-            checked[c.call.call_id],
+            checked[c.call.id],
             default_by="resume",
             conversation_id=record.conversation_id,
         )
@@ -171,6 +206,11 @@ async def resume_turn(
     ]
     token = uuid.uuid4().hex
     claimed = await store.claim(pending_id, token, checked, audit)
+    if record.status == "pending":  # the first claim: a taken-over one made them already
+        for c in record.calls:
+            decision = checked[c.id]
+            if isinstance(decision, Approve):
+                await remember(store, c.call, decision, record.conversation_id, "resume")
 
     base = replace(
         request,
@@ -178,34 +218,33 @@ async def resume_turn(
         conversation_id=claimed.conversation_id or request.conversation_id,
         options=request.options.merged(options_from_dict(claimed.options)),
     )
-    turn = advisor.turn(base)
-    manager = _manager(advisors)
     calls = _tool_calls(claimed.messages)
-    messages: list[Message] = []
-    events: list[StreamEvent] = []
+    settled: list[ResumedCall] = []
     for pending in claimed.calls:
-        found = calls.get(pending.call.call_id, [])
-        call = found[0] if found else ToolCall(id=pending.call.call_id, name=pending.call.tool_name)
+        found = calls.get(pending.call.id, [])
+        call = found[0] if found else ToolCall(id=pending.call.id, name=pending.call.name)
         start = time.perf_counter()
         result = await _settle(
-            advisor, manager, base, call, pending, token, pending_id, _matches(found, pending)
+            store, resumed, tools, base, call, pending, token, pending_id, _matches(found, pending)
         )
-        message = result.to_message(call)
-        messages.append(message)
-        events += [
-            ToolCallStarted(call),
-            ToolCallFinished(call, message, result.outcome, time.perf_counter() - start),
-        ]
-    turn.resumed.clear()  # the continuation's own calls are asked about again
+        settled.append(
+            ResumedCall(
+                call=call,
+                message=result.to_message(call),
+                outcome=result.outcome,
+                duration=time.perf_counter() - start,
+            )
+        )
+    resumed.clear()  # the continuation's own calls are asked about again
     await store.complete(pending_id, token)
-    return ResumedTurn(
-        request=base.appended(*messages), messages=tuple(messages), events=tuple(events)
-    )
+    resumption = Resumption(id=pending_id, calls=tuple(settled))
+    return replace(base.appended(*resumption.messages), resumption=resumption)
 
 
 async def _settle(
-    advisor: ApprovalAdvisor,
-    manager: ToolCallingManager,
+    store: ApprovalStore,
+    resumed: MutableMapping[str, str],
+    tools: ToolPipeline,
     request: ChatRequest,
     call: ToolCall,
     pending: PendingCall,
@@ -218,7 +257,6 @@ async def _settle(
     An approved call runs only if `matches`: the transcript's call is the one the
     approver was shown, id and arguments; else it is refused, and the refusal audited.
     """
-    store = advisor.store
     if pending.state == "done" and pending.result is not None:
         return ToolResult(content=pending.result.content, outcome=_outcome(pending.result.outcome))
     if pending.state == "rejected" and isinstance(pending.decision, Reject):
@@ -229,12 +267,12 @@ async def _settle(
         if not await store.start_call(pending_id, call.id, token):
             raise ApprovalAlreadyResolved(f"approval {pending_id!r} is no longer claimed here")
         if not matches:
-            return await _refuse(advisor, request, pending_id, call, pending, token)
+            return await _refuse(store, request, pending_id, call, pending, token)
         edited = pending.decision.arguments
-        advisor.turn(request).resumed[call.id] = (
+        resumed[call.id] = (
             arguments_fingerprint(edited) if edited is not None else pending.call.fingerprint
         )
-        result = await _run(manager, request, call, pending.decision)
+        result = await _run(tools, request, call, pending.decision)
         await store.finish_call(
             pending_id, call.id, token, StoredResult(content=result.content, outcome=result.outcome)
         )
@@ -248,7 +286,7 @@ async def _settle(
 
 
 async def _refuse(
-    advisor: ApprovalAdvisor,
+    store: ApprovalStore,
     request: ChatRequest,
     pending_id: str,
     call: ToolCall,
@@ -256,7 +294,6 @@ async def _refuse(
     token: str,
 ) -> ToolResult:
     """Answer an approved call whose arguments are not those approved, without running it."""
-    store = advisor.store
     _log.warning(
         "approval %s: refused tool call %r (%s): its arguments are not those approved",
         pending_id,
@@ -289,11 +326,11 @@ def _outcome(stored: str) -> ToolOutcome:
 
 
 async def _run(
-    manager: ToolCallingManager, request: ChatRequest, call: ToolCall, decision: Approve
+    tools: ToolPipeline, request: ChatRequest, call: ToolCall, decision: Approve
 ) -> ToolResult:
-    prepared = manager.prepare(request, call)
+    prepared = tools.prepare(request, call)
     if isinstance(prepared, ToolResult):
         return prepared
     if decision.arguments is not None:
         prepared = prepared.with_arguments(decision.arguments)
-    return await manager.pipeline(request.tool_hooks)(prepared)
+    return await tools.run(prepared)

@@ -38,7 +38,9 @@ from .types import (
     InvalidApprovalRecord,
     PendingRecord,
     Reject,
+    StandingRule,
     StoredResult,
+    rule_audit,
 )
 
 T = TypeVar("T")
@@ -63,7 +65,7 @@ class SQLApprovalStore:
     """An `ApprovalStore` over SQL; subclasses supply connections and dialect details.
 
     Tables are created on first use: `{prefix}approvals`, `{prefix}approval_calls`,
-    `{prefix}approval_audit`.
+    `{prefix}approval_audit`, `{prefix}approval_rules`.
     """
 
     placeholder = "?"
@@ -110,7 +112,7 @@ class SQLApprovalStore:
     async def save(self, record: PendingRecord) -> None:
         """Store a new pending approval (`InvalidApprovalRecord` if it cannot be held)."""
         check_record(record)
-        ids = [record.id, record.conversation_id, *(c.call.call_id for c in record.calls)]
+        ids = [record.id, record.conversation_id, *(c.call.id for c in record.calls)]
         if not all(storable(i) for i in ids):
             raise InvalidApprovalRecord(
                 f"approval {record.id!r}: an id holds NUL or a lone surrogate, which the "
@@ -175,6 +177,26 @@ class SQLApprovalStore:
             return []
         return await self._run(partial(self._audit, approval_id))
 
+    async def add_rule(self, rule: StandingRule, audit: AuditRecord) -> None:
+        """Store a standing rule and its audit record, in one transaction."""
+        if not (storable(rule.id) and storable(rule.conversation_id)):
+            raise InvalidApprovalRecord(
+                "a standing rule's conversation id holds NUL or a lone surrogate"
+            )
+        await self._run(partial(self._add_rule, rule, audit))
+
+    async def rules(self, conversation_id: str) -> list[StandingRule]:
+        """The conversation's rules that are not revoked, oldest first."""
+        if not storable(conversation_id):
+            return []
+        return await self._run(partial(self._rules, conversation_id))
+
+    async def revoke_rule(self, rule_id: str, by: str, at: float) -> StandingRule | None:
+        """Revoke a rule and audit it; `None` if unknown or already revoked."""
+        if not storable(rule_id):
+            return None
+        return await self._run(partial(self._revoke_rule, rule_id, by, at))
+
     # -- the SQL -------------------------------------------------------------------------
 
     def _sql(self, text: str) -> str:
@@ -199,6 +221,11 @@ class SQLApprovalStore:
                     tool_name TEXT NOT NULL, decision TEXT NOT NULL, decided_by TEXT NOT NULL,
                     decided_at DOUBLE PRECISION NOT NULL, arguments TEXT NOT NULL,
                     edited_arguments TEXT, reason TEXT, conversation_id TEXT)""",
+                """CREATE TABLE IF NOT EXISTS {p}approval_rules (
+                    id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, tool_name TEXT NOT NULL,
+                    arguments TEXT, created_by TEXT NOT NULL,
+                    created_at DOUBLE PRECISION NOT NULL, revoked_at DOUBLE PRECISION,
+                    revoked_by TEXT)""",
             ):
                 cur.execute(self._sql(statement))
 
@@ -229,9 +256,9 @@ class SQLApprovalStore:
                     ),
                     (
                         record.id,
-                        c.call.call_id,
+                        c.call.id,
                         position,
-                        c.call.tool_name,
+                        c.call.name,
                         c.call.description,
                         json.dumps(dict(c.call.arguments), default=str),
                         json.dumps(dict(c.call.details), default=str),
@@ -404,6 +431,60 @@ class SQLApprovalStore:
                 ),
             )
 
+    _RULE_COLUMNS = (
+        "id, conversation_id, tool_name, arguments, created_by, created_at, revoked_at, revoked_by"
+    )
+
+    def _add_rule(self, rule: StandingRule, audit: AuditRecord) -> None:
+        with self.transaction(write=True) as cur:
+            cur.execute(
+                self._sql(
+                    f"INSERT INTO {{p}}approval_rules ({self._RULE_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                ),
+                (
+                    rule.id,
+                    rule.conversation_id,
+                    rule.name,
+                    None if rule.arguments is None else json.dumps(dict(rule.arguments)),
+                    rule.created_by,
+                    rule.created_at,
+                    rule.revoked_at,
+                    rule.revoked_by,
+                ),
+            )
+            self._record(cur, [audit])
+
+    def _rules(self, conversation_id: str) -> list[StandingRule]:
+        with self.transaction(write=False) as cur:
+            cur.execute(
+                self._sql(
+                    f"SELECT {self._RULE_COLUMNS} FROM {{p}}approval_rules "
+                    "WHERE conversation_id = ? AND revoked_at IS NULL ORDER BY created_at, id"
+                ),
+                (conversation_id,),
+            )
+            return [_rule(row) for row in cur.fetchall()]
+
+    def _revoke_rule(self, rule_id: str, by: str, at: float) -> StandingRule | None:
+        with self.transaction(write=True) as cur:
+            cur.execute(
+                self._sql(
+                    "UPDATE {p}approval_rules SET revoked_at = ?, revoked_by = ? "
+                    "WHERE id = ? AND revoked_at IS NULL"
+                ),
+                (at, by, rule_id),
+            )
+            if cur.rowcount != 1:
+                return None
+            cur.execute(
+                self._sql(f"SELECT {self._RULE_COLUMNS} FROM {{p}}approval_rules WHERE id = ?"),
+                (rule_id,),
+            )
+            revoked = _rule(cur.fetchone())
+            self._record(cur, [rule_audit(revoked, "revoked", by)])
+            return revoked
+
     def _audit(self, approval_id: str | None) -> list[AuditRecord]:
         query = (
             "SELECT approval_id, call_id, tool_name, decision, decided_by, decided_at, "
@@ -431,3 +512,17 @@ class SQLApprovalStore:
             )
             for r in rows
         ]
+
+
+def _rule(row: Sequence[Any]) -> StandingRule:
+    rule_id, conversation_id, name, arguments, created_by, created_at, revoked_at, revoked_by = row
+    return StandingRule(
+        id=rule_id,
+        conversation_id=conversation_id,
+        name=name,
+        arguments=None if arguments is None else json.loads(arguments),
+        created_by=created_by,
+        created_at=created_at,
+        revoked_at=revoked_at,
+        revoked_by=revoked_by,
+    )

@@ -36,7 +36,9 @@ from .types import (
     PendingCall,
     PendingRecord,
     Reject,
+    StandingRule,
     StoredResult,
+    rule_audit,
 )
 
 _RESULT_PARTS: TypeAdapter[tuple[ToolPart, ...]] = TypeAdapter(tuple[ToolPart, ...])
@@ -101,6 +103,19 @@ class ApprovalStore(Protocol):
         """Audit records, oldest first, of one approval or of all."""
         ...
 
+    async def add_rule(self, rule: StandingRule, audit: AuditRecord) -> None:
+        """Store a standing rule and its `allowed` audit record, in one transaction."""
+        ...
+
+    async def rules(self, conversation_id: str) -> list[StandingRule]:
+        """The conversation's standing rules that are not revoked, oldest first."""
+        ...
+
+    async def revoke_rule(self, rule_id: str, by: str, at: float) -> StandingRule | None:
+        """Revoke a rule and audit it (`revoked`); the revoked rule, or `None` if there is
+        no such rule or it was revoked before."""
+        ...
+
 
 class InMemoryApprovalStore:
     """An `ApprovalStore` in this process's memory: for tests and single-process apps.
@@ -119,6 +134,7 @@ class InMemoryApprovalStore:
         self._records: dict[str, PendingRecord] = {}
         self._tokens: dict[str, str] = {}
         self._audit: list[AuditRecord] = []
+        self._rules: dict[str, StandingRule] = {}
 
     def __repr__(self) -> str:
         return f"InMemoryApprovalStore(approvals={len(self._records)})"
@@ -159,7 +175,7 @@ class InMemoryApprovalStore:
         check_claimable(record, now)
         calls = record.calls
         if record.status == "pending":
-            calls = tuple(decide(c, decisions.get(c.call.call_id)) for c in calls)
+            calls = tuple(decide(c, decisions.get(c.call.id)) for c in calls)
             self._audit.extend(audit)
         claimed = replace(
             record, status="running", calls=calls, claimed_until=now + self.claim_timeout
@@ -200,6 +216,28 @@ class InMemoryApprovalStore:
         """Audit records, oldest first."""
         return [a for a in self._audit if approval_id is None or a.approval_id == approval_id]
 
+    async def add_rule(self, rule: StandingRule, audit: AuditRecord) -> None:
+        """Store a standing rule and its audit record."""
+        self._rules[rule.id] = rule
+        self._audit.append(audit)
+
+    async def rules(self, conversation_id: str) -> list[StandingRule]:
+        """The conversation's rules that are not revoked, oldest first."""
+        return [
+            r
+            for r in self._rules.values()
+            if r.conversation_id == conversation_id and r.revoked_at is None
+        ]
+
+    async def revoke_rule(self, rule_id: str, by: str, at: float) -> StandingRule | None:
+        """Revoke a rule and audit it; `None` if unknown or already revoked."""
+        rule = self._rules.get(rule_id)
+        if rule is None or rule.revoked_at is not None:
+            return None
+        revoked = self._rules[rule_id] = replace(rule, revoked_at=at, revoked_by=by)
+        self._audit.append(rule_audit(revoked, "revoked", by))
+        return revoked
+
     def _owned(self, approval_id: str, token: str) -> PendingRecord:
         record = self._records.get(approval_id)
         if record is None:
@@ -209,7 +247,7 @@ class InMemoryApprovalStore:
         return record
 
     def _put_call(self, record: PendingRecord, call: PendingCall) -> None:
-        calls = tuple(call if c.call.call_id == call.call.call_id else c for c in record.calls)
+        calls = tuple(call if c.call.id == call.call.id else c for c in record.calls)
         self._records[record.id] = replace(record, calls=calls)
 
 
@@ -217,12 +255,12 @@ def check_record(record: PendingRecord) -> None:
     """Raise `InvalidApprovalRecord` if two calls of `record` share an id."""
     seen: set[str] = set()
     for c in record.calls:
-        if c.call.call_id in seen:
+        if c.call.id in seen:
             raise InvalidApprovalRecord(
-                f"approval {record.id!r} has two calls with the id {c.call.call_id!r}: "
+                f"approval {record.id!r} has two calls with the id {c.call.id!r}: "
                 "a decision could not tell them apart"
             )
-        seen.add(c.call.call_id)
+        seen.add(c.call.id)
 
 
 def check_claimable(record: PendingRecord, now: float) -> None:
@@ -270,7 +308,10 @@ def dump_decision(decision: Approve | Reject | None) -> str | None:
     if isinstance(decision, Reject):
         return json.dumps({"kind": "reject", "reason": decision.reason, "by": decision.by})
     arguments = dict(decision.arguments) if decision.arguments is not None else None
-    return json.dumps({"kind": "approve", "arguments": arguments, "by": decision.by})
+    values: dict[str, Any] = {"kind": "approve", "arguments": arguments, "by": decision.by}
+    if decision.remember is not None:
+        values["remember"] = decision.remember
+    return json.dumps(values)
 
 
 def load_decision(text: str | None) -> Approve | Reject | None:
@@ -280,7 +321,7 @@ def load_decision(text: str | None) -> Approve | Reject | None:
     data = json.loads(text)
     if data["kind"] == "reject":
         return Reject(data["reason"], by=data["by"])
-    return Approve(data["arguments"], by=data["by"])
+    return Approve(data["arguments"], by=data["by"], remember=data.get("remember"))
 
 
 def dump_result(result: StoredResult | None) -> str | None:
@@ -317,8 +358,8 @@ def pending_call(
     """A `PendingCall` from a row of stored columns."""
     return PendingCall(
         call=ApprovalCall(
-            call_id=call_id,
-            tool_name=tool_name,
+            id=call_id,
+            name=tool_name,
             description=description,
             arguments=json.loads(arguments),
             details=json.loads(details),

@@ -50,15 +50,25 @@ def arguments_fingerprint(arguments: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+Remember: TypeAlias = Literal["tool", "arguments"]
+"""What an `Approve(remember=...)` keeps allowing for the rest of the conversation: every
+call of the tool, or calls of the tool with exactly these arguments."""
+
+
 @dataclass(frozen=True, slots=True)
 class Approve:
     """Run the call; with `arguments`, run it with these instead (validated again).
 
-    `by` names who decided, for the audit record.
+    `by` names who decided, for the audit record. `remember="tool"` also allows every
+    later call of this tool in this conversation without asking (a `StandingRule` in the
+    store, audited, revocable); `remember="arguments"` only later calls with exactly the
+    arguments that run now. Ignored (nothing remembered) for a turn without a
+    conversation id.
     """
 
     arguments: Mapping[str, Any] | None = None
     by: str | None = None
+    remember: Remember | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,18 +91,31 @@ Decisions: TypeAlias = Mapping[str, Decision] | Sequence[Decision]
 """An approver's answer: decisions by call id, or one per call in the request's order."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalCall:
     """One tool call waiting for a decision, as an approver sees it.
 
-    `details` are values the policy chose to show (never the tool context otherwise).
+    `id` is the call's id (`ToolCall.id`, what a decision is keyed by), `name` the tool's
+    name (`ToolCall.name`, `ToolInvocation.name`), `arguments` the validated arguments the
+    decision applies to. `details` are values the policy chose to show (never the tool
+    context otherwise).
     """
 
-    call_id: str
-    tool_name: str
-    description: str
+    id: str
+    name: str
     arguments: Mapping[str, Any]
+    description: str = ""
     details: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def call_id(self) -> str:
+        """Deprecated alias of `id` (0.1's name)."""
+        return self.id
+
+    @property
+    def tool_name(self) -> str:
+        """Deprecated alias of `name` (0.1's name)."""
+        return self.name
 
     @property
     def fingerprint(self) -> str:
@@ -109,7 +132,10 @@ class ApprovalRequest:
     conversation_id: str | None = None
 
 
-AuditDecision: TypeAlias = Literal["approved", "edited", "rejected"]
+AuditDecision: TypeAlias = Literal["approved", "edited", "rejected", "allowed", "revoked"]
+"""`approved`, `edited`, `rejected`: a decision on one call. `allowed` and `revoked`: a
+standing rule was made or revoked (`approval_id` is the rule's id, `call_id` the call whose
+decision made it, or empty)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,8 +177,8 @@ def audit_record(
         reason = None
     return AuditRecord(
         approval_id=approval_id,
-        call_id=call.call_id,
-        tool_name=call.tool_name,
+        call_id=call.id,
+        tool_name=call.name,
         decision=kind,
         decided_by=decision.by or default_by,
         decided_at=time.time(),
@@ -160,6 +186,56 @@ def audit_record(
         edited_arguments=edited,
         reason=reason,
         conversation_id=conversation_id,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StandingRule:
+    """ "Always allow this tool (optionally with these exact arguments) in this conversation".
+
+    Kept in the approval store; a call it matches runs without asking the approver (the
+    decision is still audited, `decided_by` naming the rule). `arguments` is `None` for
+    every call of `name`; else only calls whose validated arguments have `fingerprint`.
+    `revoked_at` is set once it is revoked (it then matches nothing).
+    """
+
+    id: str
+    conversation_id: str
+    name: str
+    created_by: str
+    created_at: float
+    arguments: Mapping[str, Any] | None = None
+    revoked_at: float | None = None
+    revoked_by: str | None = None
+
+    @property
+    def fingerprint(self) -> str | None:
+        """The fingerprint of `arguments`, or `None` when the rule allows any arguments."""
+        return None if self.arguments is None else arguments_fingerprint(self.arguments)
+
+    def allows(self, name: str, arguments: Mapping[str, Any]) -> bool:
+        """Whether a call of `name` with `arguments` runs under this rule."""
+        if self.revoked_at is not None or name != self.name:
+            return False
+        expected = self.fingerprint
+        return expected is None or expected == arguments_fingerprint(arguments)
+
+
+def rule_audit(
+    rule: StandingRule, decision: Literal["allowed", "revoked"], by: str, call_id: str = ""
+) -> AuditRecord:
+    """The audit record of making (`allowed`) or revoking a standing rule."""
+    what = "every call" if rule.arguments is None else "calls with these exact arguments"
+    return AuditRecord(
+        approval_id=rule.id,
+        call_id=call_id,
+        tool_name=rule.name,
+        decision=decision,
+        decided_by=by,
+        decided_at=time.time(),
+        arguments=dict(rule.arguments or {}),
+        reason=f"standing rule for {what} of {rule.name!r} in this conversation",
+        conversation_id=rule.conversation_id,
     )
 
 
@@ -180,17 +256,40 @@ class StoredResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PendingCall:
-    """A call of a pending approval and its progress."""
+    """A call of a pending approval and its progress.
+
+    Flat to read: `id`, `name` and `arguments` are those of the call (`call` holds them,
+    with the description and details the approver was shown); a decision for it is keyed
+    by `id`. `state` is where it is (`pending` until a resume decides it).
+    """
 
     call: ApprovalCall
     state: CallState = "pending"
     decision: Approve | Reject | None = None
     result: StoredResult | None = None
 
+    @property
+    def id(self) -> str:
+        """The call's id: the key of its decision in `Chain.resume(id, decisions)`."""
+        return self.call.id
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.call.name
+
+    @property
+    def arguments(self) -> Mapping[str, Any]:
+        """The arguments a decision on this call applies to."""
+        return self.call.arguments
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PendingRecord:
     """Everything needed to continue a suspended turn, in another process if need be.
+
+    What `store.get(id)` returns. `calls` are the waiting calls, each with `id`, `name`
+    and `arguments` (decide on them: `{c.id: Approve() for c in record.calls}`).
 
     `messages` is the transcript up to the round's assistant message followed by the
     results of its calls that did not wait; `options` are the turn's `ChatOptions` as
@@ -209,4 +308,4 @@ class PendingRecord:
 
     def call(self, call_id: str) -> PendingCall | None:
         """The pending call with this id, or `None`."""
-        return next((c for c in self.calls if c.call.call_id == call_id), None)
+        return next((c for c in self.calls if c.id == call_id), None)

@@ -15,7 +15,6 @@ from ...core.events import ResponseCompleted, StreamEvent
 from ...core.messages import Message, SystemMessage, ToolMessage, UserMessage
 from ...core.request import ChatRequest
 from ...core.response import ChatResponse
-from ...core.suspension import RESUMED
 from .store import ChatMemoryStore
 
 
@@ -40,8 +39,8 @@ class MemoryAdvisor(Advisor):
     messages, tool results, final answer). Nothing is saved when the call raises, when a
     stream fails or is abandoned before its `ResponseCompleted`, or when the response is
     waiting for approval (`finish_reason="approval_pending"`): a pending turn is saved
-    once, by the `Chain.resume` that completes it. A resumed turn (marked by
-    `request.context["advisorchain.resumed"]`) already carries its history, so none is
+    once, by the `Chain.resume` that completes it. A resumed turn (its
+    request's `resumption` is set) already carries its history, so none is
     prepended, and it is saved from its user message on. A request that already starts
     with the history it would get gets no second copy, and a response message that
     repeats the end of the request is saved once.
@@ -158,7 +157,7 @@ class MemoryAdvisor(Advisor):
         return await self.store.load(conversation_id)
 
     async def _prepare(self, request: ChatRequest, conversation_id: str) -> _Turn:
-        if request.context.get(RESUMED) is not None:
+        if request.resumption is not None:
             # `Chain.resume` re-sends the suspended turn's whole transcript, which already
             # holds the history it was given; the turn itself starts at its user message.
             start = max(request.last_user_index, 0)

@@ -1,0 +1,63 @@
+"""docs/approvals.md: its examples print what the page shows; the second-process resume runs
+as two real processes sharing a SQLite file."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import advisorchain
+
+PAGE = Path(advisorchain.__file__).resolve().parent / "docs" / "approvals.md"
+MARK = "<!-- tested -->\n```python\n"
+
+
+def examples() -> list[tuple[str, str]]:
+    """Each tested block's code and the output the page shows after it."""
+    found = []
+    for chunk in PAGE.read_text().split(MARK)[1:]:
+        code, rest = chunk.split("```\n", 1)
+        assert rest.startswith("\nprints\n\n```\n"), "every example shows what it prints"
+        output = rest.removeprefix("\nprints\n\n```\n").split("```\n", 1)[0]
+        found.append((code, output))
+    return found
+
+
+def test_the_page_has_its_examples() -> None:
+    assert len(examples()) == 4
+
+
+@pytest.mark.parametrize("index", [0, 3])
+def test_an_example_prints_what_the_page_shows(
+    index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # an example's default store is a file in the working folder
+    code, expected = examples()[index]
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        exec(compile(code, f"docs/approvals.md#{index}", "exec"), {"__name__": "docs"})
+    assert output.getvalue() == expected
+
+
+def test_a_second_process_resumes_what_the_first_suspended(tmp_path: Path) -> None:
+    """Process A suspends and hands on the id; process B loads, decides, resumes."""
+    (suspend, suspended), (resume, resumed) = examples()[1:3]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    for code, expected in ((suspend, suspended), (resume, resumed)):
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == expected
+    assert (tmp_path / "approvals.db").exists()
