@@ -14,8 +14,8 @@ from ...core.messages import AssistantMessage, Message, SystemMessage, ToolMessa
 from ...core.request import ChatRequest
 from ...core.tools import Tool
 from .catalog import CatalogIndexes
+from .defaults import default_index
 from .index import QueryRejected, ToolIndex, one_line
-from .keyword import KeywordIndex
 
 _RESULT_LINE = re.compile(r"^([A-Za-z0-9_.\-]+): ", re.MULTILINE)
 _NO_MATCH = "No tool matches. Try other or fewer words."
@@ -60,7 +60,7 @@ class ToolSearchAdvisor(Advisor):
     `Results for "...":` line per query when there are several (a tool is listed once). A
     query the index refuses (`QueryRejected`) is answered with an error result that tells
     the model why.
-    The index over a catalog is built once (by `index`, default `KeywordIndex`) and
+    The index over a catalog is built once (by `index`, default `default_index()`) and
     cached by the catalog's fingerprint; a changed catalog is indexed again.
     """
 
@@ -93,7 +93,7 @@ class ToolSearchAdvisor(Advisor):
         self.min_tools = min_tools
         self.pinned: tuple[str, ...] = tuple(p.name if isinstance(p, Tool) else p for p in pinned)
         self.indexes = CatalogIndexes(
-            index if index is not None else KeywordIndex(), size=cache_size
+            index if index is not None else default_index(), size=cache_size
         )
         self.max_queries = max_queries
         self.search_tool = Tool(
