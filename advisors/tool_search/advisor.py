@@ -16,6 +16,7 @@ from ...core.tools import Tool
 from .catalog import CatalogIndexes
 from .defaults import default_index
 from .index import QueryRejected, ToolIndex, one_line
+from .native import NativeSearch, native_mark
 
 _RESULT_LINE = re.compile(r"^([A-Za-z0-9_.\-]+): ", re.MULTILINE)
 _NO_MATCH = "No tool matches. Try other or fewer words."
@@ -44,6 +45,12 @@ class ToolSearchAdvisor(Advisor):
     without the search tool or the note). It never short-circuits, loops or stops the
     turn. The caller's request is not changed, and the loop keeps executing with its own
     request, so every attached tool stays callable.
+
+    With `native="bm25"` or `"regex"` the provider searches instead (Anthropic's tool
+    search tool; see `native.py`): from `min_tools` tools on, each request carries the
+    whole catalog, without this advisor's search tool or note, marked so that the
+    provider defers every tool but the pinned ones (and one named by `tool_choice`). The
+    local index is then never used.
 
     The tools found are read from the transcript, never kept in the advisor: they survive
     rounds, stored conversations, deferred approvals and resumes, and conversations never
@@ -76,11 +83,15 @@ class ToolSearchAdvisor(Advisor):
         keep: Keep = "conversation",
         max_found: int | None = 32,
         max_queries: int = 5,
+        native: NativeSearch | None = None,
     ) -> None:
         if max_results < 1:
             raise ValueError("max_results must be at least 1")
         if min_tools < 0:
             raise ValueError("min_tools must not be negative")
+        if native is not None and native not in ("bm25", "regex"):
+            raise ValueError('native must be "bm25", "regex" or None')
+        self.native: NativeSearch | None = native
         if max_queries < 1:
             raise ValueError("max_queries must be at least 1")
         if keep not in ("turn", "conversation"):
@@ -203,6 +214,12 @@ class ToolSearchAdvisor(Advisor):
         choice = request.options.tool_choice
         if choice not in (None, "auto", "none", "required"):
             fixed.add(str(choice))
+        if self.native is not None:
+            # The provider searches: every tool goes, the unpinned ones deferred.
+            deferred = [t.name for t in catalog if t.name not in fixed]
+            return request.with_tools(tuple(catalog)).with_options(
+                extra=native_mark(self.native, deferred)
+            )
         # Pinned tools in catalog order, then found tools in the order they were found:
         # each model call's tool list extends the previous one's (a local model's KV-cache
         # prefix stays valid).
