@@ -454,3 +454,17 @@ async def test_split_query_index_fuses_the_whole_query_and_each_task() -> None:
     assert inner.asked == [("weather in Oslo", 1)]  # one task: passed through
     with pytest.raises(ValueError):
         SplitQueryIndex(KeywordIndex(), depth=0)
+
+
+@pytest.mark.anyio
+async def test_embedding_top_k_is_the_same_with_and_without_numpy() -> None:
+    pytest.importorskip("numpy")
+    catalog = [
+        ToolDefinition(f"tool_{i}", f"does {'x ' * (i % 7)}thing {i % 3}", {}) for i in range(60)
+    ]
+    built = await EmbeddingIndex(hashed_embed).build(catalog)
+    assert isinstance(built, EmbeddingIndex)
+    fast = [await built.search(q, k) for q in ("thing 1", "x x", "does") for k in (1, 5, 60, 99)]
+    built._matrix = None
+    slow = [await built.search(q, k) for q in ("thing 1", "x x", "does") for k in (1, 5, 60, 99)]
+    assert fast == slow

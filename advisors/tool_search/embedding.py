@@ -97,8 +97,24 @@ class EmbeddingIndex:
         if not text or not self._names or k < 1:
             return []
         (vector,) = await self.embed([text])
+        if self._matrix is not None:
+            return self._top_numpy(_normalized(vector), k)
         scores = self.similarities(_normalized(vector))
         order = sorted(range(len(scores)), key=lambda i: -scores[i])
+        return [self._names[i] for i in order[:k]]
+
+    def _top_numpy(self, vector: list[float], k: int) -> list[str]:
+        import numpy as np
+
+        scores = self._matrix @ np.asarray(vector, dtype=np.float32)
+        k = min(k, len(self._names))
+        if k < len(self._names):
+            kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+            top = np.nonzero(scores >= kth)[0]  # every tie at the boundary too
+        else:
+            top = np.arange(k)
+        # Ties keep catalog order, as the pure-Python path does.
+        order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), i))
         return [self._names[i] for i in order[:k]]
 
     def similarities(self, vector: list[float]) -> list[float]:
