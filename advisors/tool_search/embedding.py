@@ -272,6 +272,9 @@ def minilm_embedder(
                 options = onnxruntime.SessionOptions()
                 if threads is not None:
                     options.intra_op_num_threads = threads
+                # Idle worker threads sleep instead of spinning: on a machine whose cores
+                # are busy, spinning threads steal the time the working ones need.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 session = onnxruntime.InferenceSession(
                     str(model_file), options, providers=["CPUExecutionProvider"]
                 )

@@ -144,7 +144,7 @@ async def evaluate(
     r5 = r10 = all10 = 0.0
     for req in requests:
         names = tuple(req.catalog) if own_catalog else ()
-        key = (template, names)
+        key = (template, names or (f"pool {id(pool)}",))
         built = built_cache.get(key)
         if built is None:
             catalog = [by_name[n] for n in names] if own_catalog else pool
@@ -171,7 +171,7 @@ async def evaluate_queries(
     recall = listed = every = 0.0
     for req in requests:
         names = tuple(req.catalog) if own_catalog else ()
-        key = (template, names)
+        key = (template, names or (f"pool {id(pool)}",))
         built = built_cache.get(key)
         if built is None:
             catalog = [by_name[n] for n in names] if own_catalog else pool
