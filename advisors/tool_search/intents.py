@@ -50,12 +50,13 @@ class SplitQueryIndex:
     tools. This wrapper asks `index` for the whole query and for every part of
     `split_intents(query)`, each `depth` deep, and fuses them by reciprocal rank (the
     whole query weighted `whole_weight`, each part 1, `rrf_k` as in `HybridIndex`), so
-    the first places hold each task's best tools. A query of one part is passed through.
+    the first places hold each task's best tools. `whole_weight=2` was chosen on half of
+    BFCL's parallel-multiple requests (see `benchmarks/tool_search/quality.py`). A query of one part is passed through.
     Refusals (`QueryRejected`) of the inner index propagate unchanged.
     """
 
     def __init__(
-        self, index: ToolIndex, *, depth: int = 30, rrf_k: int = 5, whole_weight: float = 1.0
+        self, index: ToolIndex, *, depth: int = 30, rrf_k: int = 5, whole_weight: float = 2.0
     ) -> None:
         if depth < 1:
             raise ValueError("depth must be at least 1")
