@@ -51,8 +51,9 @@ class SplitQueryIndex:
     `split_intents(query)`, each `depth` deep, and fuses them by reciprocal rank (the
     whole query weighted `whole_weight`, each part 1, `rrf_k` as in `HybridIndex`), so
     the first places hold each task's best tools. `whole_weight=2` was chosen on half of
-    BFCL's parallel-multiple requests (see `benchmarks/tool_search/quality.py`). A query of one part is passed through.
-    Refusals (`QueryRejected`) of the inner index propagate unchanged.
+    BFCL's parallel-multiple requests (`benchmarks/tool_search/quality.py`), where the
+    wrapper still ranked below the whole query alone. A query of one part is passed
+    through. Refusals (`QueryRejected`) of the inner index propagate unchanged.
     """
 
     def __init__(
