@@ -191,6 +191,10 @@ class AnthropicChatModel(HTTPChatModel):
         if options.output_schema is not None:
             output = anthropic_output_config(options.output_schema, body.get("output_config"))
             body["output_config"] = output
+        if "advisorchain_tool_search" in body:  # ToolSearchAdvisor(native=...): defer tools
+            from ..advisors.tool_search.native import anthropic_tool_search
+
+            anthropic_tool_search(body)
         return body
 
 
@@ -510,11 +514,15 @@ class _StreamState:
                 return [ToolCallDelta(index, block["id"], block["name"], arguments)]
             if block.get("type") in ("thinking", "redacted_thinking"):
                 return self._thinking_start(event["index"], block)
+            if block.get("type") == "server_tool_use":  # run by the API, not a call of ours
+                self.blocks[event["index"]] = -1
         elif kind == "content_block_delta":
             delta = event["delta"]
             if delta.get("type") == "text_delta" and delta["text"]:
                 return [TextDelta(delta["text"])]
             if delta.get("type") == "input_json_delta" and delta["partial_json"]:
+                if self.blocks[event["index"]] < 0:  # a server tool's input (tool search)
+                    return []
                 return [ToolCallDelta(self.blocks[event["index"]], arguments=delta["partial_json"])]
             if delta.get("type") == "thinking_delta" and delta["thinking"]:
                 return [ReasoningDelta(delta["thinking"], self.reasoning[event["index"]])]

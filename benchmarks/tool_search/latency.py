@@ -1,0 +1,143 @@
+"""Tool search latency and build time: keyword and hybrid, 1,287 and 10,000 tools.
+
+Run: `nice -n 10 .venv/bin/python benchmarks/tool_search/latency.py [--queries N]`.
+Writes `benchmarks/results/tool_search_latency.json`.
+
+- Query latency: `await index.search(query, 5)` for N BFCL queries (p50/p99), on the
+  pooled BFCL catalog (1,287 tools) and on 10,000 tools (the pool renamed `name__2`, ...).
+  Hybrid is warm: the catalog is embedded and the model loaded; each query is embedded
+  (MiniLM, 2 threads) as it would be. The 10,000-tool embedding matrix reuses each
+  original tool's vector for its renamed copies (embedding 8,713 more texts only to time a
+  matrix product would take minutes here); the query path is the real one.
+- Wall-clock and CPU time (`time.process_time`, all threads) are both given: on a
+  shared machine the wall clock mostly measures the other processes.
+- Build: keyword over 10,000 tools (median of 3); embedding of the pooled catalog's
+  first 1,300 definitions cold (no cache, a fresh model session) and warm (a new
+  `EmbeddingCache` object over the file the cold build wrote, as after a restart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import bfcl
+from run import percentile, renamed
+
+from advisorchain import ToolDefinition
+from advisorchain.advisors.tool_search import (
+    EmbeddingCache,
+    EmbeddingIndex,
+    HybridIndex,
+    KeywordIndex,
+    ToolIndex,
+    minilm_embedder,
+)
+from advisorchain.advisors.tool_search.embedding import MINILM
+from advisorchain.advisors.tool_search.index import document_text
+
+RESULTS = Path(__file__).resolve().parent.parent / "results" / "tool_search_latency.json"
+
+
+async def timed(index: ToolIndex, queries: Sequence[str]) -> dict[str, float]:
+    latencies, cpu = [], []
+    for q in queries:
+        start, start_cpu = time.perf_counter(), time.process_time()
+        await index.search(q, 5)
+        latencies.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return {
+        "p50_ms": round(percentile(latencies, 50) * 1000, 2),
+        "p99_ms": round(percentile(latencies, 99) * 1000, 2),
+        "cpu_p50_ms": round(percentile(cpu, 50) * 1000, 2),
+        "cpu_p99_ms": round(percentile(cpu, 99) * 1000, 2),
+    }
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    pool, all_queries = bfcl.load()
+    queries = [q.text for q in random.Random(3).sample(all_queries, args.queries)]
+    big = renamed(pool, 10_000)
+    out: dict[str, Any] = {"queries": len(queries), "load_average_at_start": os.getloadavg()[0]}
+
+    builds = []
+    for _ in range(3):
+        start = time.perf_counter()
+        await KeywordIndex().build(big)
+        builds.append(time.perf_counter() - start)
+    out["keyword_build_10000_s"] = round(statistics.median(builds), 3)
+    kw_pool = await KeywordIndex().build(pool)
+    kw_big = await KeywordIndex().build(big)
+    out["keyword_1287"] = await timed(kw_pool, queries)
+    out["keyword_10000"] = await timed(kw_big, queries)
+    print("keyword", out["keyword_build_10000_s"], out["keyword_1287"], out["keyword_10000"])
+
+    embed = minilm_embedder(threads=2)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "e.sqlite3"
+        sample = pool[:1300]
+        if args.warm_only:  # the benchmarks' own cache stands in for the cold build
+            path = bfcl.DATA / "embeddings.sqlite3"
+        start, cpu = time.perf_counter(), time.process_time()
+        cold = await EmbeddingIndex(embed, cache=EmbeddingCache(path, model=MINILM)).build(sample)
+        out["embedding_build_1287_cold_s"] = round(time.perf_counter() - start, 2)
+        out["embedding_build_1287_cold_cpu_s"] = round(time.process_time() - cpu, 2)
+        if args.warm_only:
+            out["embedding_build_1287_cold_s"] = "skipped (--warm-only)"
+            out["embedding_build_1287_cold_cpu_s"] = "skipped"
+        start = time.perf_counter()
+        await EmbeddingIndex(embed, cache=EmbeddingCache(path, model=MINILM)).build(sample)
+        out["embedding_build_1287_warm_s"] = round(time.perf_counter() - start, 3)
+        print(
+            "embedding build cold",
+            out["embedding_build_1287_cold_s"],
+            "warm",
+            out["embedding_build_1287_warm_s"],
+        )
+        vectors = dict(zip((document_text(d) for d in sample), cold._vectors, strict=True))
+
+    base = {d.name: d for d in pool}
+
+    async def copies(texts: Sequence[str]) -> list[list[float]]:
+        return [vectors[t] for t in texts]
+
+    def original(d: ToolDefinition) -> ToolDefinition:
+        return base[d.name.split("__")[0]]
+
+    text_of_copy = {document_text(d): document_text(original(d)) for d in big}
+
+    async def reuse(texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        if all(t in text_of_copy for t in texts) and len(texts) > 1:
+            return await copies([text_of_copy[t] for t in texts])
+        return await embed(texts)
+
+    for size, catalog in (("1287", pool), ("10000", big)):
+        hybrid = await HybridIndex(KeywordIndex(), EmbeddingIndex(reuse, batch_size=512)).build(
+            catalog
+        )
+        await hybrid.search("warm up", 5)
+        out[f"hybrid_{size}"] = await timed(hybrid, queries)
+        print("hybrid", size, out[f"hybrid_{size}"])
+    out["load_average_at_end"] = os.getloadavg()[0]
+    return out
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument(
+        "--warm-only", action="store_true", help="read embeddings from benchmarks/data's cache"
+    )
+    outcome = anyio.run(main, parser.parse_args())
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(outcome, indent=2) + "\n")
+    print(json.dumps(outcome, indent=2))
