@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from ..advisors import (
     ApprovalAdvisor,
     Approver,
+    KeywordIndex,
     LoggingAdvisor,
     SmallModelAdvisor,
     ToolCallingAdvisor,
@@ -61,7 +62,9 @@ def build_chain(
         LoggingAdvisor(logging.getLogger("advisorchain.demo")),
         ToolCallingAdvisor(max_calls_per_tool=3, max_calls=12),
         ApprovalAdvisor(approver),
-        ToolSearchAdvisor(pinned=pinned, max_results=3 if small_model else 5),
+        # Keyword, whatever extras are installed: the demo's answers were measured with it,
+        # and it needs no embedding model in memory next to the chat model.
+        ToolSearchAdvisor(KeywordIndex(), pinned=pinned, max_results=3 if small_model else 5),
         SmallModelAdvisor(
             max_rounds=max_rounds,
             results_as_text=small_model,
