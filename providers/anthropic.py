@@ -12,7 +12,8 @@ Wire notes:
 - Empty text is never sent (the API rejects empty text blocks); an assistant message with
   neither text nor tool calls is left out.
 - Usage: `input_tokens` counts all input, cache reads and writes included; cache reads are
-  also reported as `cached_tokens`.
+  also reported as `cached_tokens` (`cached_input_tokens`), cache writes as
+  `cache_write_tokens`.
 - Tool-call arguments in the final response are compact JSON on both paths, so a call and
   a stream of the same answer give equal responses.
 - Content parts: images are `image` blocks (base64 or URL source), documents `document`
@@ -397,14 +398,16 @@ def wire_usage(payload: Any, base: Usage | None = None) -> Usage:
     written, read = field("cache_creation_input_tokens"), field("cache_read_input_tokens")
     if fresh is None and written is None and read is None:
         input_tokens, cached = base.input_tokens, base.cached_tokens
+        cache_write = base.cache_write_tokens
     else:
         input_tokens = (fresh or 0) + (written or 0) + (read or 0)
-        cached = read or 0
+        cached, cache_write = read or 0, written or 0
     return Usage(
         input_tokens=input_tokens,
         output_tokens=output if output is not None else base.output_tokens,
         cached_tokens=cached,
         requests=1,
+        cache_write_tokens=cache_write,
     )
 
 

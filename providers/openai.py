@@ -367,18 +367,22 @@ def build_response(
 
 
 def wire_usage(payload: Any) -> Usage:
-    """Chat Completions `usage` as core `Usage` (cached tokens are part of the input).
+    """Chat Completions `usage` as core `Usage` (cached tokens are part of the input,
+    reasoning tokens part of the output).
 
     A count that is not a non-negative number (a string, a huge float) counts as 0."""
     if not isinstance(payload, Mapping):
         return Usage(requests=1)
     details = payload.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    output = payload.get("completion_tokens_details")
+    reasoning = output.get("reasoning_tokens") if isinstance(output, Mapping) else None
     return Usage(
         input_tokens=token_count(payload.get("prompt_tokens")),
         output_tokens=token_count(payload.get("completion_tokens")),
         cached_tokens=token_count(cached),
         requests=1,
+        reasoning_tokens=token_count(reasoning),
     )
 
 

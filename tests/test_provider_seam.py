@@ -175,3 +175,35 @@ def test_the_shipped_providers_are_http_chat_models_with_a_wire_format() -> None
     assert isinstance(openai, HTTPChatModel) and isinstance(openai.wire, WireFormat)
     assert (openai.tool_media, openai.wire.stream_usage) == ("omit", False)
     assert "omit" in repr(openai.wire)
+
+
+def test_usage_reports_cache_and_reasoning_tokens_the_same_way_everywhere() -> None:
+    from advisorchain import Usage
+    from advisorchain.providers import anthropic, openai
+
+    chat = openai.wire_usage(
+        {
+            "prompt_tokens": 100,
+            "completion_tokens": 30,
+            "prompt_tokens_details": {"cached_tokens": 60},
+            "completion_tokens_details": {"reasoning_tokens": 12},
+        }
+    )
+    assert chat == Usage(100, 30, 60, 1, reasoning_tokens=12)
+    assert chat.cached_input_tokens == 60
+    messages = anthropic.wire_usage(
+        {
+            "input_tokens": 10,
+            "cache_creation_input_tokens": 30,
+            "cache_read_input_tokens": 60,
+            "output_tokens": 5,
+        }
+    )
+    assert messages == Usage(100, 5, 60, 1, cache_write_tokens=30)
+    assert messages.cached_input_tokens == 60
+    total = chat + messages
+    assert (total.cached_input_tokens, total.cache_write_tokens, total.reasoning_tokens) == (
+        120,
+        30,
+        12,
+    )
