@@ -176,7 +176,8 @@ async def test_request_body_messages_and_tools_field_by_field() -> None:
     assert body["max_completion_tokens"] == 50  # the official API's field
     assert "max_tokens" not in body
     assert body["stop"] == ["END"]
-    for absent in ("tool_choice", "parallel_tool_calls", "stream", "stream_options"):
+    assert body["tool_choice"] == "auto"  # spelled out with tools: some servers need it
+    for absent in ("parallel_tool_calls", "stream", "stream_options"):
         assert absent not in body
 
 
@@ -206,6 +207,22 @@ async def test_tool_choice(choice: str, wire: Any) -> None:
     await model_for(recorder).call(req)
     assert recorder.bodies[0]["tool_choice"] == wire
     assert recorder.bodies[0]["parallel_tool_calls"] is False
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_tools_without_a_choice_send_auto_on_both_paths(stream: bool) -> None:
+    reply = sse_response(fixture("openai_stream_tool_calls.sse")) if stream else completion()
+    recorder = Recorder(reply)
+    model = model_for(recorder)
+    req = request().with_tools((get_weather,))
+    if stream:
+        async for _ in model.stream(req):
+            pass
+    else:
+        await model.call(req)
+    assert recorder.bodies[0]["tool_choice"] == "auto"
+    assert "parallel_tool_calls" not in recorder.bodies[0]
 
 
 @pytest.mark.anyio
