@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -199,3 +200,22 @@ async def test_options_extra_overriding_tools_is_still_marked() -> None:
     assert body["tools"] == [{**extra["tools"][0], "cache_control": MARK}]
     assert ChatOptions(extra=extra).extra["tools"][0] == extra["tools"][0]  # not changed
     assert "cache_control" not in extra["tools"][0]
+
+
+def test_the_marks_make_most_of_a_scripted_conversation_a_cache_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under Anthropic's documented rules (simulated in benchmarks/prompt_cache.py), the
+    default marks let every request after the first read its predecessor's prefix."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent))
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import prompt_cache
+    else:
+        from benchmarks import prompt_cache
+
+    on, off, openai = prompt_cache.run()
+    assert on["requests"] == off["requests"] == 12
+    assert on["cached_fraction"] > 0.7 and on["billed_input_fraction"] < 0.5
+    assert off["cached_input_tokens"] == off["cache_write_tokens"] == 0
+    assert openai["cached_fraction"] > 0.7  # OpenAI caches by itself: the same usage field
+    assert "| anthropic, prompt_cache on (default) | 6 | 12 |" in prompt_cache.render([on])
