@@ -31,6 +31,7 @@ from .sse import ServerSentEvent, SSEDecoder
 from .wire import StreamReader, WireCall, WireFormat
 
 _T = TypeVar("_T")
+_STREAM_FAILURES: tuple[type[Exception], ...] = (*PARSE_ERRORS, StreamInterruptedError)
 
 END_OF_STREAM_GRACE = 0.25
 """Seconds a stream's body may take to end after its end marker (`data: [DONE]`,
@@ -224,7 +225,7 @@ class HTTPChatModel:
         except ProviderError as exc:
             redact_error(exc, key)
             raise
-        except (*PARSE_ERRORS, StreamInterruptedError) as exc:
+        except _STREAM_FAILURES as exc:
             cause: BaseException = exc
         raise self._failure(cause, key) from safe_cause(cause, key)
 
@@ -236,7 +237,7 @@ class HTTPChatModel:
         except ProviderError as exc:
             redact_error(exc, key)
             raise
-        except (*PARSE_ERRORS, StreamInterruptedError) as exc:
+        except _STREAM_FAILURES as exc:
             cause: BaseException = exc
         raise self._failure(cause, key) from safe_cause(cause, key)
 
