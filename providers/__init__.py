@@ -5,7 +5,7 @@ from ..core._exports import publish
 from ..core.errors import ScriptExhaustedError
 from ..core.options import OutputSchema
 from ..providers.text_tool_calls import TextToolCallModel
-from .anthropic import AnthropicChatModel
+from .anthropic import AnthropicChatModel, AnthropicWire
 from .errors import (
     AuthenticationError,
     BadRequestError,
@@ -18,22 +18,27 @@ from .errors import (
     ProviderUnavailableError,
     RateLimitError,
 )
-from .factory import model_from_name
+from .factory import model_from_name, register_provider
 from .fallback import FallbackModel
 from .http import RetryPolicy
+from .http_model import HTTPChatModel
 from .llamacpp import LlamaCppChatModel
-from .openai import OpenAIChatModel
+from .openai import OpenAIChatModel, OpenAIChatWire
 from .scripted import Reply, ScriptedChatModel
+from .wire import StreamReader, WireCall, WireFormat
 
 __all__ = [
     "AnthropicChatModel",
+    "AnthropicWire",
     "AuthenticationError",
     "BadRequestError",
     "FallbackModel",
+    "HTTPChatModel",
     "InvalidAPIKeyError",
     "InvalidResponseError",
     "LlamaCppChatModel",
     "OpenAIChatModel",
+    "OpenAIChatWire",
     "OutputSchema",
     "ProviderError",
     "ProviderRequestError",
@@ -46,8 +51,12 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedChatModel",
     "StreamAssembler",
+    "StreamReader",
     "TextToolCallModel",
+    "WireCall",
+    "WireFormat",
     "model_from_name",
+    "register_provider",
 ]
 
 publish(globals())

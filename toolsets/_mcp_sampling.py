@@ -144,8 +144,8 @@ async def _approved(policy: SamplingPolicy, request: SamplingRequest, number: in
     from ..advisors.approval import ApprovalCall, ApprovalRequest, Approve
 
     call = ApprovalCall(
-        call_id=f"mcp-sampling-{number}",
-        tool_name="mcp_sampling",
+        id=f"mcp-sampling-{number}",
+        name="mcp_sampling",
         description=f"The MCP server {request.server!r} asks your model for a completion.",
         arguments={
             "system_prompt": request.system_prompt,
