@@ -7,12 +7,18 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens consumed by one or more model calls; `+` sums them."""
+    """Tokens consumed by one or more model calls; `+` sums them.
+
+    `cached_tokens` are the input tokens the provider read from its prompt cache (part of
+    `input_tokens`); `reasoning_tokens` the output tokens spent on reasoning (part of
+    `output_tokens`), where the provider reports them.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
     requests: int = 0
+    reasoning_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -25,4 +31,5 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cached_tokens + other.cached_tokens,
             self.requests + other.requests,
+            self.reasoning_tokens + other.reasoning_tokens,
         )
