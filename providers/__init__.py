@@ -4,7 +4,7 @@ from ..core._assembly import StreamAssembler
 from ..core._exports import publish
 from ..core.errors import ScriptExhaustedError
 from ..providers.text_tool_calls import TextToolCallModel
-from .anthropic import AnthropicChatModel
+from .anthropic import AnthropicChatModel, AnthropicWire
 from .errors import (
     AuthenticationError,
     BadRequestError,
@@ -17,22 +17,27 @@ from .errors import (
     ProviderUnavailableError,
     RateLimitError,
 )
-from .factory import model_from_name
+from .factory import model_from_name, register_provider
 from .fallback import FallbackModel
 from .http import RetryPolicy
+from .http_model import HTTPChatModel
 from .llamacpp import LlamaCppChatModel
-from .openai import OpenAIChatModel
+from .openai import OpenAIChatModel, OpenAIChatWire
 from .scripted import Reply, ScriptedChatModel
+from .wire import StreamReader, WireCall, WireFormat
 
 __all__ = [
     "AnthropicChatModel",
+    "AnthropicWire",
     "AuthenticationError",
     "BadRequestError",
     "FallbackModel",
+    "HTTPChatModel",
     "InvalidAPIKeyError",
     "InvalidResponseError",
     "LlamaCppChatModel",
     "OpenAIChatModel",
+    "OpenAIChatWire",
     "ProviderError",
     "ProviderRequestError",
     "ProviderStreamError",
@@ -44,8 +49,12 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedChatModel",
     "StreamAssembler",
+    "StreamReader",
     "TextToolCallModel",
+    "WireCall",
+    "WireFormat",
     "model_from_name",
+    "register_provider",
 ]
 
 publish(globals())

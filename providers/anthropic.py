@@ -12,7 +12,8 @@ Wire notes:
 - Empty text is never sent (the API rejects empty text blocks); an assistant message with
   neither text nor tool calls is left out.
 - Usage: `input_tokens` counts all input, cache reads and writes included; cache reads are
-  also reported as `cached_tokens`.
+  also reported as `cached_tokens` (`cached_input_tokens`), cache writes as
+  `cache_write_tokens`.
 - Tool-call arguments in the final response are compact JSON on both paths, so a call and
   a stream of the same answer give equal responses.
 - Content parts: images are `image` blocks (base64 or URL source), documents `document`
@@ -56,7 +57,6 @@ from ..core.parts import (
     TextPart,
     assistant_content,
 )
-from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
 from .errors import ProviderError
@@ -70,6 +70,7 @@ from .http import (
     token_count,
 )
 from .http_model import HTTPChatModel
+from .wire import WireCall, WireFormat, merge_extra
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 """The official API's base URL."""
@@ -101,62 +102,35 @@ _ERROR_STATUSES = {
 }
 
 
-class AnthropicChatModel(HTTPChatModel):
-    """A chat model behind `POST {base_url}/v1/messages`.
+class AnthropicWire(WireFormat):
+    """The Messages API wire format: `POST {base_url}/v1/messages`.
 
-    The API key is `api_key`, else `ANTHROPIC_API_KEY`, read at the first call; the base
-    URL is `base_url`, else `ANTHROPIC_BASE_URL`, else the official API. The API requires
-    `max_tokens`: `ChatOptions.max_tokens` when set, else the `max_tokens` given here.
-    `headers` are added to every request (for `anthropic-beta`, say).
-
-    Use it as an async context manager, or call `aclose()`, to close the HTTP client it
-    creates; an injected `http_client` is left open.
+    The API requires `max_tokens`: `ChatOptions.max_tokens` when set, else `max_tokens`.
     """
 
-    provider_name = "anthropic"
+    provider = "anthropic"
     endpoint = "/v1/messages"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        max_tokens: int = 4096,
-        timeout: float | httpx.Timeout | None = None,
-        max_retries: int = 2,
-        retry_policy: RetryPolicy | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(
-            model,
-            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL,
-            api_key=api_key,
-            api_key_env="ANTHROPIC_API_KEY",
-            key_required=True,
-            http_client=http_client,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_policy=retry_policy,
-            headers=headers,
-        )
+    def __init__(self, *, max_tokens: int = 4096) -> None:
         self.max_tokens = max_tokens
 
-    def _auth_headers(self, key: str | None) -> dict[str, str]:
-        return {"x-api-key": key or "", "anthropic-version": ANTHROPIC_VERSION}
+    def __repr__(self) -> str:
+        return f"AnthropicWire(max_tokens={self.max_tokens!r})"
 
-    def _parse(self, payload: Any) -> ChatResponse:
+    def headers(self, call: WireCall, api_key: str | None) -> dict[str, str]:
+        return {"x-api-key": api_key or "", "anthropic-version": ANTHROPIC_VERSION}
+
+    def parse(self, payload: Any) -> ChatResponse:
         return message_response(payload)
 
-    def _stream_state(self) -> _StreamState:
+    def stream_reader(self) -> _StreamState:
         return _StreamState()
 
-    def _body(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
-        options = request.options
+    def body(self, call: WireCall) -> dict[str, Any]:
+        request, options = call.request, call.request.options
         system, messages = wire_messages(request.messages)
         body: dict[str, Any] = {
-            "model": options.model or self.model_name,
+            "model": call.model,
             "max_tokens": options.max_tokens or self.max_tokens,
             "messages": messages,
         }
@@ -180,10 +154,56 @@ class AnthropicChatModel(HTTPChatModel):
             body["top_p"] = options.top_p
         if options.stop:
             body["stop_sequences"] = list(options.stop)
-        if stream:
+        if call.stream:
             body["stream"] = True
-        body.update(plain(options.extra))
-        return body
+        return merge_extra(body, options.extra)
+
+
+class AnthropicChatModel(HTTPChatModel):
+    """A chat model behind `POST {base_url}/v1/messages` (`AnthropicWire`).
+
+    The API key is `api_key`, else `ANTHROPIC_API_KEY`, read at the first call; the base
+    URL is `base_url`, else `ANTHROPIC_BASE_URL`, else the official API. The API requires
+    `max_tokens`: `ChatOptions.max_tokens` when set, else the `max_tokens` given here.
+    `headers` are added to every request (for `anthropic-beta`, say).
+
+    Use it as an async context manager, or call `aclose()`, to close the HTTP client it
+    creates; an injected `http_client` is left open.
+    """
+
+    wire: AnthropicWire
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        max_tokens: int = 4096,
+        timeout: float | httpx.Timeout | None = None,
+        max_retries: int = 2,
+        retry_policy: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            model,
+            wire=AnthropicWire(max_tokens=max_tokens),
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL,
+            api_key=api_key,
+            api_key_env="ANTHROPIC_API_KEY",
+            key_required=True,
+            http_client=http_client,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_policy=retry_policy,
+            headers=headers,
+        )
+
+    @property
+    def max_tokens(self) -> int:
+        """`max_tokens` sent when `ChatOptions.max_tokens` is not set."""
+        return self.wire.max_tokens
 
 
 def wire_tool_choice(options: ChatOptions) -> dict[str, Any] | None:
@@ -378,14 +398,16 @@ def wire_usage(payload: Any, base: Usage | None = None) -> Usage:
     written, read = field("cache_creation_input_tokens"), field("cache_read_input_tokens")
     if fresh is None and written is None and read is None:
         input_tokens, cached = base.input_tokens, base.cached_tokens
+        cache_write = base.cache_write_tokens
     else:
         input_tokens = (fresh or 0) + (written or 0) + (read or 0)
-        cached = read or 0
+        cached, cache_write = read or 0, written or 0
     return Usage(
         input_tokens=input_tokens,
         output_tokens=output if output is not None else base.output_tokens,
         cached_tokens=cached,
         requests=1,
+        cache_write_tokens=cache_write,
     )
 
 

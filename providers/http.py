@@ -16,7 +16,7 @@ import logging
 import os
 import random
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -322,13 +322,20 @@ def error_for_status(
 
 
 def error_from_response(
-    response: httpx.Response, *, provider: str, secret: str | None
+    response: httpx.Response,
+    *,
+    provider: str,
+    secret: str | None,
+    error_detail: Callable[[Any], str | None] = error_message,
 ) -> ProviderError:
-    """The error for a failed, fully read response, with the provider's own message."""
+    """The error for a failed, fully read response, with the provider's own message
+    (read from the JSON body by `error_detail`)."""
     body = redact(response.text, secret)
     try:
-        detail = error_message(json.loads(body))
-    except (ValueError, RecursionError):
+        detail = error_detail(json.loads(body))
+    except PARSE_ERRORS:
+        detail = None
+    if detail is not None and not isinstance(detail, str):
         detail = None
     detail = detail or response.reason_phrase or "request failed"
     return error_for_status(
@@ -370,9 +377,11 @@ class HTTPClient:
         http_client: httpx.AsyncClient | None,
         timeout: float | httpx.Timeout | None,
         retry: RetryPolicy,
+        error_detail: Callable[[Any], str | None] = error_message,
     ) -> None:
         self.provider = provider
         self.retry = retry
+        self._error_detail = error_detail
         self._client = http_client
         self._owned = http_client is None
         self._timeout = timeout
@@ -498,7 +507,12 @@ class HTTPClient:
             else:
                 if response.is_success:
                     return response
-                error = error_from_response(response, provider=self.provider, secret=secret)
+                error = error_from_response(
+                    response,
+                    provider=self.provider,
+                    secret=secret,
+                    error_detail=self._error_detail,
+                )
                 retryable = _should_retry(response)
                 wait = retry_after(response.headers)
             delay = self.retry.delay(attempt, wait) if retryable else None

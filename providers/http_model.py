@@ -1,18 +1,18 @@
-"""`HTTPChatModel`: what every provider over HTTP shares, around its own wire format."""
+"""`HTTPChatModel`: a `WireFormat` plus what every provider over HTTP shares."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from functools import partial
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Self, TypeVar
 
 import anyio
 import httpx
 
 from ..core._streams import closing_stream
 from ..core.errors import AdvisorChainError, StreamInterruptedError
-from ..core.events import ModelDelta, ResponseCompleted, StreamEvent
+from ..core.events import ResponseCompleted, StreamEvent
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from .errors import InvalidResponseError, ProviderError, ProviderStreamError
@@ -30,6 +30,7 @@ from .http import (
     safe_cause,
     sse_events,
 )
+from .wire import StreamReader, WireCall, WireFormat
 
 _T = TypeVar("_T")
 
@@ -48,53 +49,48 @@ async def _drain(events: AsyncIterator[object]) -> None:
             pass  # the answer is complete: what follows its end marker does not matter
 
 
-class StreamState(Protocol):
-    """A provider's reading of one SSE stream: events in, deltas out, a response at the end."""
-
-    @property
-    def done(self) -> bool:
-        """Whether the stream's end marker arrived: nothing after it is read."""
-        ...
-
-    def receive(self, data: str, event: str = "message") -> list[ModelDelta]:
-        """The deltas in one event's data (`event`: the SSE event type)."""
-        ...
-
-    def response(self) -> ChatResponse:
-        """The complete response (raises `StreamInterruptedError` if the stream was cut)."""
-        ...
+StreamState = StreamReader
+"""The former name of `StreamReader` (kept for code written against 0.1)."""
 
 
 class HTTPChatModel:
-    """The shared part of a provider: HTTP client, API key, `call` and `stream`.
+    """A chat model over HTTP: one `WireFormat` (`wire`) plus what every provider shares.
 
-    A subclass states its wire format: `endpoint`, `_body`, `_auth_headers`, `_parse`
-    (a JSON response into a `ChatResponse`) and `_stream_state` (a reader of its SSE
-    events). Retries, typed errors, key handling and closing responses are here.
+    `HTTPChatModel(model, wire=MyWire(), base_url=...)` is a complete provider: the wire
+    format builds each request and reads each answer (see `providers/wire.py` for the
+    control flow); the client, retries that honour `Retry-After` (never once a stream's
+    output started), typed errors, key handling and closing responses on cancellation
+    are here. `OpenAIChatModel` and `AnthropicChatModel` are this class with their wire
+    format and defaults filled in.
 
-    The API key is stripped of surrounding whitespace at construction (one read from the
-    environment, at the first call); a key with a control or non-ASCII character inside
-    raises `InvalidAPIKeyError`. Every failure raises a `ProviderError` (a broken stream
-    a `ProviderStreamError`), and none shows the key.
+    The API key is `api_key`, else the variable named by `api_key_env`, read at the first
+    call (a missing one raises `AuthenticationError` naming the variable when
+    `key_required`). It is stripped of surrounding whitespace; a key with a control or
+    non-ASCII character inside raises `InvalidAPIKeyError`. `headers` are added to every
+    request (the wire format's own headers, authentication included, win over them). An
+    injected `http_client` is the caller's to close; one created here (with `timeout`)
+    is closed by `aclose()` or `async with`.
+    Every failure raises a `ProviderError` (a broken stream a `ProviderStreamError`), and
+    none shows the key.
     """
-
-    provider_name = "http"
-    endpoint = ""
 
     def __init__(
         self,
         model: str,
         *,
+        wire: WireFormat,
         base_url: str,
-        api_key: str | None,
-        api_key_env: str | None,
-        key_required: bool,
-        http_client: httpx.AsyncClient | None,
-        timeout: float | httpx.Timeout | None,
-        max_retries: int,
-        retry_policy: RetryPolicy | None,
-        headers: Mapping[str, str] | None,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        key_required: bool = False,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        max_retries: int = 2,
+        retry_policy: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
+        self.wire = wire
+        self.provider_name: str = wire.provider
         self.model_name = model
         self.base_url = base_url.rstrip("/")
         self._api_key: Secret | None = clean_api_key(api_key, provider=self.provider_name)
@@ -106,12 +102,13 @@ class HTTPChatModel:
             http_client=http_client,
             timeout=timeout,
             retry=retry_policy or RetryPolicy(max_retries=max_retries),
+            error_detail=wire.error_detail,
         )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={self.base_url!r})"
 
-    async def __aenter__(self) -> HTTPChatModel:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(
@@ -133,37 +130,30 @@ class HTTPChatModel:
             )
         return self._api_key.reveal() if self._api_key else None
 
-    def _request_headers(self, key: str | None) -> dict[str, str]:
-        return {**self._headers, **self._auth_headers(key)}
-
-    def _auth_headers(self, key: str | None) -> dict[str, str]:
-        raise NotImplementedError
-
-    def _body(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _parse(self, payload: Any) -> ChatResponse:
-        raise NotImplementedError
-
-    def _stream_state(self) -> StreamState:
-        raise NotImplementedError
+    def _prepare(
+        self, request: ChatRequest, *, stream: bool
+    ) -> tuple[str, dict[str, str], dict[str, Any], str | None]:
+        """The URL, headers, body and key of one request, built by the wire format."""
+        key = self._key()
+        call = WireCall(
+            request=request,
+            model=request.options.model or self.model_name,
+            base_url=self.base_url,
+            stream=stream,
+        )
+        headers = {**self._headers, **self.wire.headers(call, key)}
+        return self.wire.url(call), headers, self.wire.body(call), key
 
     async def call(self, request: ChatRequest) -> ChatResponse:
         """Answer `request` with one HTTP request."""
-        key = self._key()
-        body = self._body(request, stream=False)
+        url, headers, body, key = self._prepare(request, stream=False)
         try:
-            payload = await self._http.post_json(
-                f"{self.base_url}{self.endpoint}",
-                body,
-                headers=self._request_headers(key),
-                secret=key,
-            )
+            payload = await self._http.post_json(url, body, headers=headers, secret=key)
         except ProviderError as exc:
             redact_error(exc, key)
             raise
         try:
-            return self._parse(payload)
+            return self.wire.parse(payload)
         except ProviderError as exc:
             redact_error(exc, key)  # an in-band error may quote the request
             raise
@@ -180,20 +170,13 @@ class HTTPChatModel:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Answer `request` as a stream: text and tool-call deltas, then the response."""
-        key = self._key()
-        body = self._body(request, stream=True)
+        url, headers, body, key = self._prepare(request, stream=True)
         try:
-            response = await self._http.send(
-                f"{self.base_url}{self.endpoint}",
-                body,
-                headers=self._request_headers(key),
-                secret=key,
-                stream=True,
-            )
+            response = await self._http.send(url, body, headers=headers, secret=key, stream=True)
         except ProviderError as exc:
             redact_error(exc, key)
             raise
-        state = self._stream_state()
+        state = self.wire.stream_reader()
         try:
             source = sse_events(response, provider=self.provider_name, secret=key)
             async with closing_stream(source) as events:

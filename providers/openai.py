@@ -56,7 +56,6 @@ from ..core.parts import (
     TextPart,
     assistant_content,
 )
-from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
 from .errors import ProviderError
@@ -71,6 +70,7 @@ from .http import (
     token_count,
 )
 from .http_model import HTTPChatModel
+from .wire import WireCall, WireFormat, merge_extra
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 """The official API's base URL."""
@@ -94,8 +94,81 @@ _FINISH_REASONS = {
 }
 
 
+class OpenAIChatWire(WireFormat):
+    """The Chat Completions wire format: `POST {base_url}/chat/completions`.
+
+    `max_tokens_param` is the body field for `ChatOptions.max_tokens`;
+    `stream_usage=False` leaves out `stream_options`, for servers that reject it;
+    `tool_media` says what happens to images and documents in tool results (module notes).
+    """
+
+    provider = PROVIDER
+    endpoint = "/chat/completions"
+
+    def __init__(
+        self,
+        *,
+        max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
+        stream_usage: bool = True,
+        tool_media: ToolMedia = "user_message",
+    ) -> None:
+        if tool_media not in ("user_message", "omit"):
+            raise ValueError("tool_media must be 'user_message' or 'omit'")
+        self.max_tokens_param = max_tokens_param
+        self.stream_usage = stream_usage
+        self.tool_media: ToolMedia = tool_media
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIChatWire(max_tokens_param={self.max_tokens_param!r}, "
+            f"stream_usage={self.stream_usage!r}, tool_media={self.tool_media!r})"
+        )
+
+    def parse(self, payload: Any) -> ChatResponse:
+        return completion_response(payload)
+
+    def stream_reader(self) -> _StreamState:
+        return _StreamState()
+
+    def body(self, call: WireCall) -> dict[str, Any]:
+        request, options = call.request, call.request.options
+        body: dict[str, Any] = {
+            "model": call.model,
+            "messages": wire_messages(request.messages, tool_media=self.tool_media),
+        }
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.definition.name,
+                        "description": t.definition.description,
+                        "parameters": plain(t.definition.parameters),
+                    },
+                }
+                for t in request.tools
+            ]
+            if options.tool_choice is not None:
+                body["tool_choice"] = wire_tool_choice(options.tool_choice)
+            if options.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = options.parallel_tool_calls
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.top_p is not None:
+            body["top_p"] = options.top_p
+        if options.max_tokens is not None:
+            body[self.max_tokens_param] = options.max_tokens
+        if options.stop:
+            body["stop"] = list(options.stop)
+        if call.stream:
+            body["stream"] = True
+            if self.stream_usage:
+                body["stream_options"] = {"include_usage": True}
+        return merge_extra(body, options.extra)
+
+
 class OpenAIChatModel(HTTPChatModel):
-    """A chat model behind `POST {base_url}/chat/completions`.
+    """A chat model behind `POST {base_url}/chat/completions` (`OpenAIChatWire`).
 
     `base_url` defaults to `OPENAI_BASE_URL` from the environment, else the official
     API. The API key is `api_key`, else the variable named by `api_key_env`, read at the
@@ -115,8 +188,7 @@ class OpenAIChatModel(HTTPChatModel):
     creates; an injected `http_client` is left open.
     """
 
-    provider_name = "openai"
-    endpoint = "/chat/completions"
+    wire: OpenAIChatWire
 
     def __init__(
         self,
@@ -142,8 +214,15 @@ class OpenAIChatModel(HTTPChatModel):
         if official:
             api_key_env = api_key_env or "OPENAI_API_KEY"
             key_required = True
+        wire = OpenAIChatWire(
+            max_tokens_param=max_tokens_param
+            or ("max_completion_tokens" if official else "max_tokens"),
+            stream_usage=stream_usage,
+            tool_media=tool_media,
+        )
         super().__init__(
             model,
+            wire=wire,
             base_url=base_url,
             api_key=api_key,
             api_key_env=api_key_env,
@@ -154,59 +233,11 @@ class OpenAIChatModel(HTTPChatModel):
             retry_policy=retry_policy,
             headers=headers,
         )
-        self._max_tokens_param = max_tokens_param or (
-            "max_completion_tokens" if official else "max_tokens"
-        )
-        self._stream_usage = stream_usage
-        if tool_media not in ("user_message", "omit"):
-            raise ValueError("tool_media must be 'user_message' or 'omit'")
-        self.tool_media: ToolMedia = tool_media
 
-    def _auth_headers(self, key: str | None) -> dict[str, str]:
-        return {"Authorization": f"Bearer {key}"} if key else {}
-
-    def _parse(self, payload: Any) -> ChatResponse:
-        return completion_response(payload)
-
-    def _stream_state(self) -> _StreamState:
-        return _StreamState()
-
-    def _body(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
-        options = request.options
-        body: dict[str, Any] = {
-            "model": options.model or self.model_name,
-            "messages": wire_messages(request.messages, tool_media=self.tool_media),
-        }
-        if request.tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.definition.name,
-                        "description": t.definition.description,
-                        "parameters": plain(t.definition.parameters),
-                    },
-                }
-                for t in request.tools
-            ]
-            if options.tool_choice is not None:
-                body["tool_choice"] = wire_tool_choice(options.tool_choice)
-            if options.parallel_tool_calls is not None:
-                body["parallel_tool_calls"] = options.parallel_tool_calls
-        if options.temperature is not None:
-            body["temperature"] = options.temperature
-        if options.top_p is not None:
-            body["top_p"] = options.top_p
-        if options.max_tokens is not None:
-            body[self._max_tokens_param] = options.max_tokens
-        if options.stop:
-            body["stop"] = list(options.stop)
-        if stream:
-            body["stream"] = True
-            if self._stream_usage:
-                body["stream_options"] = {"include_usage": True}
-        body.update(plain(options.extra))
-        return body
+    @property
+    def tool_media(self) -> ToolMedia:
+        """What happens to images and documents in tool results (module notes)."""
+        return self.wire.tool_media
 
 
 def wire_tool_choice(choice: str) -> str | dict[str, Any]:
@@ -336,18 +367,22 @@ def build_response(
 
 
 def wire_usage(payload: Any) -> Usage:
-    """Chat Completions `usage` as core `Usage` (cached tokens are part of the input).
+    """Chat Completions `usage` as core `Usage` (cached tokens are part of the input,
+    reasoning tokens part of the output).
 
     A count that is not a non-negative number (a string, a huge float) counts as 0."""
     if not isinstance(payload, Mapping):
         return Usage(requests=1)
     details = payload.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    output = payload.get("completion_tokens_details")
+    reasoning = output.get("reasoning_tokens") if isinstance(output, Mapping) else None
     return Usage(
         input_tokens=token_count(payload.get("prompt_tokens")),
         output_tokens=token_count(payload.get("completion_tokens")),
         cached_tokens=token_count(cached),
         requests=1,
+        reasoning_tokens=token_count(reasoning),
     )
 
 

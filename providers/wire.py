@@ -1,0 +1,148 @@
+"""The provider seam: one `WireFormat` per HTTP API, everything else shared.
+
+A wire format only translates. For one request it builds the URL, the headers and the
+JSON body (`url`, `headers`, `body`, each given a `WireCall`), it reads a complete JSON
+response into a `ChatResponse` (`parse`), and it reads a stream's server-sent events into
+core deltas (`stream_reader`, a fresh `StreamReader` per stream). `HTTPChatModel`
+(`providers/http_model.py`) runs it: the HTTP client, retries honouring `Retry-After`,
+typed errors, API keys (read once, never in reprs, errors or logs) and closing responses
+on cancellation are written once, there.
+
+Control flow of one `call`: `url`, `headers`, `body` -> POST (retried on 408/409/429/5xx
+and connection errors) -> a failed status becomes a typed `ProviderError` (the message
+from `error_detail`) -> `parse(payload)`. A `ProviderError` raised by `parse` (an in-band
+error) passes through; any of `PARSE_ERRORS` (a missing key, a wrong type) becomes an
+`InvalidResponseError`. One `stream`: the same request with `call.stream` true -> each SSE
+event goes to `reader.receive(data, event)`, whose deltas are yielded; once `reader.done`
+the rest of the body is drained briefly and ignored; then `reader.response()` is the
+`ResponseCompleted`. What `receive` or `response` raise (but a `ProviderError`) becomes a
+`ProviderStreamError`. Every error has the API key masked.
+
+See docs/providers.md for a complete small provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..core.events import ModelDelta
+from ..core.request import ChatRequest
+from ..core.response import ChatResponse
+from .http import (
+    PARSE_ERRORS,
+    error_for_status,
+    error_message,
+    json_dumps,
+    json_excerpt,
+    plain,
+    token_count,
+)
+
+__all__ = [
+    "PARSE_ERRORS",
+    "StreamReader",
+    "WireCall",
+    "WireFormat",
+    "error_for_status",
+    "error_message",
+    "json_dumps",
+    "json_excerpt",
+    "merge_extra",
+    "plain",
+    "token_count",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WireCall:
+    """What a wire format builds one HTTP request from.
+
+    `model` is the model to ask (`request.options.model`, else the chat model's
+    `model_name`), `base_url` the chat model's base URL without a trailing slash,
+    `stream` whether the answer is to be streamed. The API key is not here: only
+    `WireFormat.headers` receives it, so it cannot end up in a URL or a body by accident.
+    """
+
+    request: ChatRequest
+    model: str
+    base_url: str
+    stream: bool
+
+
+class StreamReader(Protocol):
+    """A wire format's reading of one SSE stream: events in, deltas out, a response at
+    the end. One reader per stream; `HTTPChatModel` creates it with
+    `WireFormat.stream_reader()`."""
+
+    @property
+    def done(self) -> bool:
+        """Whether the stream's end marker arrived: nothing after it is read. A format
+        without an end marker keeps this false; the stream then ends with the body."""
+        ...
+
+    def receive(self, data: str, event: str = "message") -> list[ModelDelta]:
+        """The deltas in one event's data (`event`: the SSE event type). Raise a
+        `ProviderError` for an in-band error, `StreamInterruptedError` (or any of
+        `PARSE_ERRORS`) for data that cannot be read."""
+        ...
+
+    def response(self) -> ChatResponse:
+        """The complete response, after the last event (raise `StreamInterruptedError`
+        if the stream ended before it was complete)."""
+        ...
+
+
+class WireFormat:
+    """One HTTP API's wire format. Subclass it and implement `body`, `parse` and
+    `stream_reader`; override `url` and `headers` when the defaults do not fit.
+
+    `provider` names the provider in error messages, logs and `provider_data`. The
+    defaults: `url` is `{base_url}{endpoint}` for both paths; `headers` sends the key as
+    `Authorization: Bearer <key>` (nothing without a key); `error_detail` reads the
+    human message of an error body in the common shapes (`{"error": {"message": ...}}`,
+    `{"message": ...}`, `{"detail": ...}`).
+
+    A wire format holds only its own settings (say, which body field carries
+    `max_tokens`); it is shared by every request of its model and must not keep
+    per-request state outside its `StreamReader`.
+    """
+
+    provider: str = "http"
+    endpoint: str = ""
+
+    def url(self, call: WireCall) -> str:
+        """The URL to POST `call` to (the model may be part of the path)."""
+        return f"{call.base_url}{self.endpoint}"
+
+    def headers(self, call: WireCall, api_key: str | None) -> dict[str, str]:
+        """The request's own headers (authentication, API version); `content-type:
+        application/json` is added when missing; these win over the chat model's `headers`."""
+        return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+    def body(self, call: WireCall) -> dict[str, Any]:
+        """The JSON body for `call.request` (and `call.stream`)."""
+        raise NotImplementedError
+
+    def parse(self, payload: Any) -> ChatResponse:
+        """A complete JSON response as a `ChatResponse`."""
+        raise NotImplementedError
+
+    def stream_reader(self) -> StreamReader:
+        """A fresh reader for one stream's events."""
+        raise NotImplementedError
+
+    def error_detail(self, payload: Any) -> str | None:
+        """The human message of a failed response's JSON body, if it has one."""
+        return error_message(payload)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def merge_extra(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """`body` with `ChatOptions.extra` merged in last (it wins), ready for JSON."""
+    if extra:
+        body.update(plain(extra))
+    return body
