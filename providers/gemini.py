@@ -1,4 +1,7 @@
-"""The Gemini API (`generateContent`, `streamGenerateContent?alt=sse`) as a wire format.
+"""`GeminiChatModel`: the Gemini API (`generateContent`, `streamGenerateContent?alt=sse`).
+
+`GeminiWire` is the wire format (`providers/wire.py`); `GeminiChatModel` is
+`HTTPChatModel` with it and Google's defaults.
 
 Wire notes:
 - URL: `{base_url}/models/{model}:generateContent`, streamed
@@ -54,6 +57,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 from urllib.parse import quote
 
+import httpx
+
 from ..core.errors import StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import (
@@ -78,6 +83,7 @@ from ..core.usage import Usage
 from .errors import ProviderError
 from .http import (
     PARSE_ERRORS,
+    RetryPolicy,
     error_for_status,
     error_message,
     json_dumps,
@@ -85,6 +91,8 @@ from .http import (
     plain,
     token_count,
 )
+from .http_model import HTTPChatModel
+from .wire import WireCall, WireFormat
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 """The Gemini API's base URL."""
@@ -111,6 +119,98 @@ _FINISH_REASONS = {
 }
 
 _TOOL_CHOICE = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
+
+
+class GeminiWire(WireFormat):
+    """The Gemini API's wire format (module notes).
+
+    `schema_mode` says how tool schemas are sent (`"openapi"`: translated by
+    `gemini_schema` into `parameters`; `"json_schema"`: as is, in `parametersJsonSchema`);
+    `thinking` is `generationConfig.thinkingConfig` (`{"includeThoughts": True,
+    "thinkingBudget": 1024}`, say).
+    """
+
+    provider = PROVIDER
+
+    def __init__(
+        self, *, schema_mode: SchemaMode = "openapi", thinking: Mapping[str, Any] | None = None
+    ) -> None:
+        if schema_mode not in ("openapi", "json_schema"):
+            raise ValueError("schema_mode must be 'openapi' or 'json_schema'")
+        self.schema_mode: SchemaMode = schema_mode
+        self.thinking = dict(thinking) if thinking else None
+
+    def __repr__(self) -> str:
+        return f"GeminiWire(schema_mode={self.schema_mode!r}, thinking={self.thinking!r})"
+
+    def url(self, call: WireCall) -> str:
+        return request_url(call.base_url, call.model, stream=call.stream)
+
+    def headers(self, call: WireCall, api_key: str | None) -> dict[str, str]:
+        return request_headers(api_key)
+
+    def body(self, call: WireCall) -> dict[str, Any]:
+        return request_body(call.request, schema_mode=self.schema_mode, thinking=self.thinking)
+
+    def parse(self, payload: Any) -> ChatResponse:
+        if not isinstance(payload, Mapping):
+            raise TypeError("the response is not an object")
+        return response_from_payload(payload)
+
+    def stream_reader(self) -> GeminiStreamReader:
+        return GeminiStreamReader()
+
+
+class GeminiChatModel(HTTPChatModel):
+    """A Gemini model behind the Gemini API (`GeminiWire`).
+
+    `base_url` defaults to `GEMINI_BASE_URL` (the official API, `v1beta`). The key is
+    `api_key`, else the variable `api_key_env` names (by default `GEMINI_API_KEY`, but
+    not when `base_url` is passed explicitly), read at the first call and required by
+    the official API; it is sent in the `x-goog-api-key` header only. `schema_mode` and
+    `thinking` go to the wire format. Thought signatures come back with the calls,
+    thoughts and text they belong to and are sent back unchanged on the next round.
+
+    Use it as an async context manager, or call `aclose()`, to close the HTTP client it
+    creates; an injected `http_client` is left open.
+    """
+
+    wire: GeminiWire
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        max_retries: int = 2,
+        retry_policy: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+        schema_mode: SchemaMode = "openapi",
+        thinking: Mapping[str, Any] | None = None,
+    ) -> None:
+        key_required = api_key_env is not None
+        if base_url is None or base_url.rstrip("/") == GEMINI_BASE_URL:
+            base_url = base_url or GEMINI_BASE_URL
+            api_key_env = api_key_env or "GEMINI_API_KEY"
+            key_required = True
+        super().__init__(
+            model,
+            wire=GeminiWire(schema_mode=schema_mode, thinking=thinking),
+            base_url=base_url,
+            api_key=api_key,
+            api_key_env=api_key_env,
+            key_required=key_required,
+            http_client=http_client,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_policy=retry_policy,
+            headers=headers,
+        )
+
 
 # --- tool schemas ----------------------------------------------------------------------
 

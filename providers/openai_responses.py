@@ -1,4 +1,7 @@
-"""The OpenAI Responses API (`POST {base_url}/responses`) as a wire format.
+"""`OpenAIResponsesChatModel`: the OpenAI Responses API (`POST {base_url}/responses`).
+
+`OpenAIResponsesWire` is the wire format (`providers/wire.py`); `OpenAIResponsesChatModel`
+is `HTTPChatModel` with it and OpenAI's defaults.
 
 Wire notes:
 - Input: system messages are `system` messages; user text, images and documents are
@@ -49,8 +52,11 @@ Wire notes:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+import httpx
 
 from ..core.errors import ChainConfigurationError, StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
@@ -79,7 +85,9 @@ from .errors import (
     ProviderUnavailableError,
     RateLimitError,
 )
-from .http import PARSE_ERRORS, error_message, json_excerpt, plain, token_count
+from .http import PARSE_ERRORS, RetryPolicy, error_message, json_excerpt, plain, token_count
+from .http_model import HTTPChatModel
+from .wire import WireCall, WireFormat
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 """The official API's base URL."""
@@ -99,6 +107,110 @@ _ERROR_TYPES: dict[str, type[ProviderError]] = {
 }
 
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+class OpenAIResponsesWire(WireFormat):
+    """The Responses wire format: `POST {base_url}/responses` (module notes).
+
+    `store` is sent as is (false by default: nothing is kept at OpenAI, reasoning travels
+    in the requests); `include` lists what the answers must include (by default
+    `reasoning.encrypted_content`; `()` sends none, for servers that reject it);
+    `reasoning` is the body's `reasoning` object (`{"effort": "high", "summary": "auto"}`).
+    """
+
+    provider = PROVIDER
+    endpoint = "/responses"
+
+    def __init__(
+        self,
+        *,
+        store: bool = False,
+        include: Sequence[str] = INCLUDE,
+        reasoning: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.store = store
+        self.include = tuple(include)
+        self.reasoning = dict(reasoning) if reasoning else None
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIResponsesWire(store={self.store!r}, include={self.include!r}, "
+            f"reasoning={self.reasoning!r})"
+        )
+
+    def body(self, call: WireCall) -> dict[str, Any]:
+        return request_body(
+            call.request,
+            model=call.model,
+            stream=call.stream,
+            store=self.store,
+            include=self.include,
+            reasoning=self.reasoning,
+        )
+
+    def parse(self, payload: Any) -> ChatResponse:
+        if not isinstance(payload, Mapping):
+            raise TypeError("the response is not an object")
+        return response_from_payload(payload)
+
+    def stream_reader(self) -> ResponsesStreamReader:
+        return ResponsesStreamReader()
+
+
+class OpenAIResponsesChatModel(HTTPChatModel):
+    """A chat model behind `POST {base_url}/responses` (`OpenAIResponsesWire`).
+
+    Keys and base URL as `OpenAIChatModel`: `base_url` defaults to `OPENAI_BASE_URL` from
+    the environment, else the official API; the key is `api_key`, else the variable
+    `api_key_env` names (by default `OPENAI_API_KEY`, but not when `base_url` is passed
+    explicitly, so an OpenAI key never goes to another server by accident), read at the
+    first call and required by the official API. `store`, `include` and `reasoning` go
+    to the wire format. Reasoning items come back as `ReasoningPart`s and are sent back
+    unchanged on the next round, so a reasoning model keeps its reasoning across tool
+    calls without OpenAI storing anything.
+
+    Use it as an async context manager, or call `aclose()`, to close the HTTP client it
+    creates; an injected `http_client` is left open.
+    """
+
+    wire: OpenAIResponsesWire
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        max_retries: int = 2,
+        retry_policy: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+        store: bool = False,
+        include: Sequence[str] = INCLUDE,
+        reasoning: Mapping[str, Any] | None = None,
+    ) -> None:
+        key_required = api_key_env is not None
+        if base_url is None:
+            base_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+            api_key_env = api_key_env or "OPENAI_API_KEY"
+        if base_url.rstrip("/") == OPENAI_BASE_URL:
+            api_key_env = api_key_env or "OPENAI_API_KEY"
+            key_required = True
+        super().__init__(
+            model,
+            wire=OpenAIResponsesWire(store=store, include=include, reasoning=reasoning),
+            base_url=base_url,
+            api_key=api_key,
+            api_key_env=api_key_env,
+            key_required=key_required,
+            http_client=http_client,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_policy=retry_policy,
+            headers=headers,
+        )
 
 
 # --- request -------------------------------------------------------------------------
