@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
+import logging
 import typing
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import pytest
 
 from advisorchain import (
     AssistantMessage,
+    Chain,
     ChatOptions,
     ChatRequest,
     ReasoningDelta,
+    ResponseCompleted,
     SystemMessage,
     TextDelta,
     ToolCall,
     ToolCallDelta,
+    ToolCallingAdvisor,
     ToolMessage,
     Usage,
     UserMessage,
@@ -25,10 +30,13 @@ from advisorchain import (
 from advisorchain.core.errors import ChainConfigurationError, StreamInterruptedError
 from advisorchain.core.parts import DocumentPart, ImagePart, ReasoningPart, TextPart
 from advisorchain.providers import (
+    AuthenticationError,
     BadRequestError,
+    OpenAIResponsesChatModel,
     ProviderError,
     ProviderUnavailableError,
     RateLimitError,
+    model_from_name,
 )
 from advisorchain.providers.openai_responses import (
     PROVIDER,
@@ -41,9 +49,29 @@ from advisorchain.providers.openai_responses import (
 from advisorchain.providers.sse import SSEDecoder
 
 if TYPE_CHECKING:
-    from advisorchain.tests.provider_support import cuts, fixture, fixture_json
+    from advisorchain.tests.provider_support import (
+        FAST_RETRY,
+        HTTPX_ABANDONED_GENERATORS,
+        Recorder,
+        cuts,
+        fixture,
+        fixture_json,
+        sse_response,
+    )
 else:
-    from provider_support import cuts, fixture, fixture_json
+    from provider_support import (
+        FAST_RETRY,
+        HTTPX_ABANDONED_GENERATORS,
+        Recorder,
+        cuts,
+        fixture,
+        fixture_json,
+        sse_response,
+    )
+
+pytestmark = HTTPX_ABANDONED_GENERATORS
+
+KEY = "sk-test-SECRET-0123456789abcdef"
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
 
@@ -57,6 +85,19 @@ TEXT_ROUND_STREAM = "openai_responses_stream_text.sse"
 def get_weather(city: str) -> str:
     """The weather in a city."""
     return f"sunny in {city}"
+
+
+@tool
+def get_time(tz: str) -> str:
+    """The time in a time zone."""
+    return f"12:00 in {tz}"
+
+
+def model_for(recorder: Recorder, **kwargs: Any) -> OpenAIResponsesChatModel:
+    kwargs.setdefault("api_key", KEY)
+    return OpenAIResponsesChatModel(
+        "gpt-5", http_client=recorder.client(), retry_policy=FAST_RETRY, **kwargs
+    )
 
 
 def request(*messages: Any, tools: Any = (), **options: Any) -> ChatRequest:
@@ -443,6 +484,101 @@ def test_nothing_is_read_after_completed() -> None:
     _, reader = replay([fixture(TEXT_ROUND_STREAM)])
     late = {"type": "response.output_text.delta", "output_index": 0, "delta": "late"}
     assert reader.receive(json.dumps(late)) == []
+
+
+# --- the model over HTTP ---------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["call", "stream"])
+async def test_chain_sends_the_reasoning_back_on_the_next_round(mode: str) -> None:
+    stream = mode == "stream"
+    if stream:
+        replies = [
+            sse_response(fixture(TOOL_ROUND_STREAM)),
+            sse_response(fixture(TEXT_ROUND_STREAM)),
+        ]
+    else:
+        replies = [
+            httpx.Response(200, json=fixture_json(TOOL_ROUND)),
+            httpx.Response(200, json=fixture_json(TEXT_ROUND)),
+        ]
+    recorder = Recorder(*replies)
+    chain = Chain(
+        model=model_for(recorder, reasoning={"effort": "medium", "summary": "auto"}),
+        advisors=[ToolCallingAdvisor()],
+        tools=[get_weather, get_time],
+    )
+    if stream:
+        events = [e async for e in chain.stream("Weather in Zürich?")]
+        done = events[-1]
+        assert isinstance(done, ResponseCompleted)
+        response = done.response
+        assert any(isinstance(e, ReasoningDelta) for e in events)
+    else:
+        response = await chain.call("Weather in Zürich?")
+    assert response.text == "In Zürich it is sunny… and the time is 12:00 🌦."
+    assert response.usage.reasoning_tokens == 320
+    assert response.usage.cached_input_tokens == 1536 + 2048
+    assert all(str(r.url) == "https://api.openai.com/v1/responses" for r in recorder.requests)
+    assert recorder.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    first, second = recorder.bodies
+    assert (first["store"], first["include"]) == (False, ["reasoning.encrypted_content"])
+    assert first["reasoning"] == {"effort": "medium", "summary": "auto"}
+    assert first.get("stream", False) is stream
+    output = fixture_json(TOOL_ROUND)["output"]
+    assert second["input"][1] == output[0]  # the reasoning item, unchanged
+    assert [i.get("id") for i in second["input"][2:4]] == [output[1]["id"], output[2]["id"]]
+    assert second["input"][4:] == [
+        {
+            "type": "function_call_output",
+            "call_id": output[1]["call_id"],
+            "output": "sunny in Zürich",
+        },
+        {
+            "type": "function_call_output",
+            "call_id": output[2]["call_id"],
+            "output": "12:00 in Europe/Zurich",
+        },
+    ]
+
+
+@pytest.mark.anyio
+async def test_key_never_in_repr_errors_or_logs(caplog: pytest.LogCaptureFixture) -> None:
+    recorder = Recorder(
+        httpx.Response(401, json={"error": {"message": f"Incorrect API key {KEY}"}})
+    )
+    model = model_for(recorder)
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(AuthenticationError) as caught:
+        await model.call(request())
+    for text in (
+        str(caught.value),
+        repr(caught.value),
+        caught.value.body,
+        repr(model),
+        caplog.text,
+    ):
+        assert KEY not in text
+
+
+@pytest.mark.anyio
+async def test_explicit_base_url_never_gets_the_openai_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    recorder = Recorder(httpx.Response(200, json=fixture_json(TEXT_ROUND)))
+    model = OpenAIResponsesChatModel(
+        "local", base_url="http://127.0.0.1:9/v1", http_client=recorder.client(), include=()
+    )
+    await model.call(request())
+    assert "authorization" not in recorder.requests[0].headers
+    assert str(recorder.requests[0].url) == "http://127.0.0.1:9/v1/responses"
+    assert "include" not in recorder.bodies[0]
+
+
+def test_model_from_name() -> None:
+    model = model_from_name("openai-responses:gpt-5", api_key=KEY)
+    assert isinstance(model, OpenAIResponsesChatModel) and model.model_name == "gpt-5"
+    assert "store=False" in repr(model.wire)
 
 
 # --- the official SDK's types ----------------------------------------------------------
