@@ -6,7 +6,9 @@ Wire notes:
 - Tool results are `role: tool` messages with `tool_call_id`. Chat Completions has no
   error flag, so a failed tool's message is sent as is: its text says it failed.
 - `tool_choice` and `parallel_tool_calls` are only sent with tools (the API rejects them
-  otherwise); `ChatOptions.extra` is merged into the body last, so it can override.
+  otherwise); with tools and no `tool_choice`, `"auto"` is sent (the API's default, but
+  `llama_cpp.server --chat_format chatml-function-calling` calls no tool without it).
+  `ChatOptions.extra` is merged into the body last, so it can override.
 - Some servers (Ollama) report `finish_reason: "stop"` for an answer with tool calls;
   that is normalized to `"tool_calls"`.
 - A stream is complete once `data: [DONE]` or a `finish_reason` arrived (some servers omit
@@ -148,8 +150,9 @@ class OpenAIChatWire(WireFormat):
                 }
                 for t in request.tools
             ]
-            if options.tool_choice is not None:
-                body["tool_choice"] = wire_tool_choice(options.tool_choice)
+            # "auto" is spelled out: some servers (llama.cpp's chatml-function-calling)
+            # call no tool unless told
+            body["tool_choice"] = wire_tool_choice(options.tool_choice or "auto")
             if options.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = options.parallel_tool_calls
         if options.temperature is not None:

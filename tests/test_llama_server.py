@@ -28,11 +28,13 @@ from advisorchain import (
     ResponseCompleted,
     StreamEvent,
     StreamNext,
+    SystemMessage,
     TextDelta,
     ToolCallFinished,
     ToolCallingAdvisor,
     ToolCallStarted,
     ToolMessage,
+    UserMessage,
     tool,
 )
 from advisorchain.providers import OpenAIChatModel
@@ -50,6 +52,16 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server_url(local_model_path: Path) -> Iterator[str]:
     """`python -m llama_cpp.server` with the demo model; yields its `/v1` base URL."""
+    yield from _serve(local_model_path)
+
+
+@pytest.fixture(scope="module")
+def function_calling_url(local_model_path: Path) -> Iterator[str]:
+    """The same server with `--chat_format chatml-function-calling`."""
+    yield from _serve(local_model_path, "--chat_format", "chatml-function-calling")
+
+
+def _serve(model_path: Path, *extra: str) -> Iterator[str]:
     port = _free_port()
     with tempfile.TemporaryFile(mode="w+") as log:
         process = subprocess.Popen(
@@ -58,7 +70,7 @@ def server_url(local_model_path: Path) -> Iterator[str]:
                 "-m",
                 "llama_cpp.server",
                 "--model",
-                str(local_model_path),
+                str(model_path),
                 "--model_alias",
                 "qwen",
                 "--n_ctx",
@@ -67,6 +79,7 @@ def server_url(local_model_path: Path) -> Iterator[str]:
                 "127.0.0.1",
                 "--port",
                 str(port),
+                *extra,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -204,3 +217,30 @@ async def test_named_tool_choice_round_trip_streamed(model: OpenAIChatModel) -> 
     assert isinstance(final, ResponseCompleted)
     _assert_tool_round(final.response)
     assert len(_executed) == 1
+
+
+@pytest.mark.anyio
+async def test_tools_reach_a_chatml_function_calling_server_without_a_tool_choice(
+    function_calling_url: str,
+) -> None:
+    """That chat format renders the tools into the prompt only when a `tool_choice` is
+    sent; `OpenAIChatModel` sends `"auto"` whenever tools are attached. The model then
+    picks the function: llama-cpp-python 0.3 returns that pick as the text
+    `functions.<name>:` instead of a call (its stop sequence is not cut), so either
+    counts here; what fails without `"auto"` is the tools being offered at all."""
+    messages = (SystemMessage(content="You are a shop assistant."),)
+    async with OpenAIChatModel("qwen", base_url=function_calling_url) as client:
+        bare = ChatRequest(messages=(*messages, UserMessage(content="Where is order A-1001?")))
+        without_tools = await client.call(bare.with_options(temperature=0, max_tokens=16))
+        with_tools = bare.with_tools((get_order_status,)).with_options(temperature=0, max_tokens=48)
+        answers = [await client.call(with_tools)]
+        answers += [
+            e.response async for e in client.stream(with_tools) if isinstance(e, ResponseCompleted)
+        ]
+    # the tool definitions are in the prompt (a stream reports no usage here)
+    assert answers[0].usage.input_tokens > without_tools.usage.input_tokens + 50
+    for answer in answers:
+        called = [c.name for c in answer.message.tool_calls]
+        assert called == ["get_order_status"] or answer.text.startswith(
+            "functions.get_order_status"
+        )

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -24,15 +23,12 @@ from advisorchain import (
     UserMessage,
     tool,
 )
-from advisorchain.core._streams import closing_stream
 from advisorchain.providers import (
     AnthropicChatModel,
-    AuthenticationError,
     BadRequestError,
     InvalidResponseError,
     ProviderError,
     ProviderUnavailableError,
-    RateLimitError,
 )
 
 if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
@@ -40,10 +36,8 @@ if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it t
         FAST_RETRY,
         HTTPX_ABANDONED_GENERATORS,
         Recorder,
-        cuts,
         fixture,
         fixture_json,
-        split,
         sse_response,
     )
 else:
@@ -51,10 +45,8 @@ else:
         FAST_RETRY,
         HTTPX_ABANDONED_GENERATORS,
         Recorder,
-        cuts,
         fixture,
         fixture_json,
-        split,
         sse_response,
     )
 
@@ -320,19 +312,6 @@ async def test_stream_yields_deltas_then_the_same_response_as_call() -> None:
 
 
 @pytest.mark.anyio
-async def test_stream_cut_at_every_byte_boundary_gives_the_same_response() -> None:
-    replays = cuts(fixture("anthropic_stream_tool_use.sse"))
-    recorder = Recorder(*(sse_response(chunks) for chunks in replays))
-    model = model_for(recorder)
-    for index in range(len(replays)):
-        events = await collect(model, request())
-        text = "".join(e.text for e in events if isinstance(e, TextDelta))
-        assert text == "Okay, checking Zürich 🌦 and the time…", index
-        assert events[-1].response.message == EXPECTED_MESSAGE, index
-        assert events[-1].response.usage == Usage(572, 89, 100, 1)
-
-
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("wire", "core"),
     [
@@ -415,34 +394,6 @@ async def test_unknown_blocks_and_events_are_ignored() -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
-    ("status", "kind", "error_type", "attempts"),
-    [
-        (400, "invalid_request_error", BadRequestError, 1),
-        (401, "authentication_error", AuthenticationError, 1),
-        (403, "permission_error", AuthenticationError, 1),
-        (429, "rate_limit_error", RateLimitError, 3),
-        (500, "api_error", ProviderUnavailableError, 3),
-        (529, "overloaded_error", ProviderUnavailableError, 3),
-    ],
-)
-async def test_status_codes_map_to_typed_errors(
-    status: int, kind: str, error_type: type[ProviderError], attempts: int
-) -> None:
-    def reply(_: httpx.Request) -> httpx.Response:
-        body = {"type": "error", "error": {"type": kind, "message": f"says {status}"}}
-        return httpx.Response(status, json=body, headers={"request-id": "req_abc"})
-
-    recorder = Recorder(*[reply] * 3)
-    with pytest.raises(error_type) as caught:
-        await model_for(recorder).call(request())
-    assert len(recorder.requests) == attempts
-    assert caught.value.status_code == status
-    assert caught.value.request_id == "req_abc"
-    assert f"says {status}" in str(caught.value)
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize(
     "payload", [b"<html>", b'{"content": 3}', b'{"content": [{"type": "tool_use"}]}']
 )
 async def test_unexpected_response_is_a_typed_error(payload: bytes) -> None:
@@ -501,31 +452,7 @@ async def test_broken_stream_raises_after_the_text_already_yielded(
     assert len(recorder.requests) == 1
 
 
-@pytest.mark.anyio
-async def test_closing_the_stream_early_closes_the_response() -> None:
-    response = sse_response(split(fixture("anthropic_stream_tool_use.sse"), 700, 1400))
-    stream = response.stream
-    recorder = Recorder(response)
-    async with closing_stream(model_for(recorder).stream(request())) as events:
-        async for item in events:
-            assert isinstance(item, TextDelta)
-            break
-    assert getattr(stream, "closed", False)
-
-
 # --- API keys --------------------------------------------------------------------------
-
-
-@pytest.mark.anyio
-async def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    recorder = Recorder()
-    model = AnthropicChatModel("c", http_client=recorder.client())
-    with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY"):
-        await model.call(request())
-    with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY"):
-        await collect(model, request())
-    assert recorder.requests == []
 
 
 @pytest.mark.anyio
@@ -537,20 +464,6 @@ async def test_key_and_base_url_from_the_environment(monkeypatch: pytest.MonkeyP
     await model.call(request())
     assert str(recorder.requests[0].url) == "http://localhost:4000/v1/messages"
     assert recorder.requests[0].headers["x-api-key"] == KEY
-
-
-@pytest.mark.anyio
-async def test_key_never_in_repr_errors_or_logs(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG)
-    body = {"type": "error", "error": {"type": "authentication_error", "message": f"bad key {KEY}"}}
-    recorder = Recorder(httpx.Response(529, text=KEY), httpx.Response(401, json=body))
-    model = model_for(recorder)
-    with pytest.raises(AuthenticationError) as caught:
-        await model.call(request())
-    for text in (repr(model), str(vars(model)), str(caught.value), caught.value.body, caplog.text):
-        assert KEY not in text
-    assert "retry 1 of 2" in caplog.text
-    assert model.provider_name == "anthropic" and model.model_name == "claude-test"
 
 
 # --- end to end ------------------------------------------------------------------------
