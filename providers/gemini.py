@@ -16,8 +16,8 @@ Wire notes:
   tool), with images and documents in the response's `parts` (Gemini 3's multimodal
   function responses).
 - Ids: a `functionCall.id` the API gave is the call's id and is sent back in the call and
-  its `functionResponse`; where the API gives none, the call gets a local id that is
-  never sent.
+  its `functionResponse`, as are the ids of calls from other providers' rounds; where the
+  API gives none, the call gets a local id (`gemini_local_...`) that is never sent.
 - Thought signatures are sent back unchanged, where they came: on a function call (kept
   in the call's `provider_data["gemini"]`), on a thought part (the `ReasoningPart`'s
   `signature`), or on the answer's text (the message's `provider_data["gemini"]`, sent on
@@ -99,6 +99,9 @@ GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 
 PROVIDER = "gemini"
 """The key of this provider's `provider_data`, and the `provider` of its reasoning parts."""
+
+LOCAL_ID_PREFIX = "gemini_local_"
+"""How the ids given to calls the API sent without one begin: those are never sent."""
 
 SchemaMode: TypeAlias = Literal["openapi", "json_schema"]
 """How tool schemas are sent: translated into `parameters`, or as is in
@@ -470,7 +473,6 @@ def _ours(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
 def contents(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Core messages (but system messages) as Gemini `contents` (module notes)."""
     wire: list[dict[str, Any]] = []
-    sent_ids: dict[str, bool] = {}  # call id -> whether it is the API's own id
     responses: list[dict[str, Any]] = []
     for message in messages:
         if not isinstance(message, ToolMessage) and responses:
@@ -479,11 +481,9 @@ def contents(messages: Iterable[Message]) -> list[dict[str, Any]]:
         if isinstance(message, SystemMessage):
             continue
         if isinstance(message, AssistantMessage):
-            for call in message.tool_calls:
-                sent_ids[call.id] = "id" in _ours(call.provider_data)
             wire.append({"role": "model", "parts": _model_parts(message)})
         elif isinstance(message, ToolMessage):
-            responses.append(_function_response(message, sent_ids.get(message.tool_call_id)))
+            responses.append(_function_response(message))
         else:
             content = message.content
             parts = [{"text": content}] if isinstance(content, str) else content_parts(content)
@@ -539,8 +539,8 @@ def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
     for call in message.tool_calls:
         call_data = _ours(call.provider_data)
         function: dict[str, Any] = {"name": call.name, "args": _arguments(call.arguments)}
-        if isinstance(call_data.get("id"), str):
-            function["id"] = call_data["id"]
+        if not call.id.startswith(LOCAL_ID_PREFIX):
+            function["id"] = call.id
         wire: dict[str, Any] = {"functionCall": function}
         if isinstance(call_data.get("thoughtSignature"), str):
             wire["thoughtSignature"] = call_data["thoughtSignature"]
@@ -558,10 +558,10 @@ def _arguments(text: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"arguments": value}
 
 
-def _function_response(message: ToolMessage, api_id: bool | None) -> dict[str, Any]:
+def _function_response(message: ToolMessage) -> dict[str, Any]:
     key = "error" if message.is_error else "output"
     response: dict[str, Any] = {"name": message.name, "response": {key: message.text}}
-    if api_id:
+    if not message.tool_call_id.startswith(LOCAL_ID_PREFIX):
         response["id"] = message.tool_call_id
     media = [p for p in message.parts if isinstance(p, (ImagePart, DocumentPart))]
     if media:
@@ -695,9 +695,14 @@ def _text(payload: Mapping[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def local_call_id() -> str:
+    """A fresh id for a call the API sent without one (`LOCAL_ID_PREFIX`, never sent)."""
+    return LOCAL_ID_PREFIX + new_call_id().removeprefix("call_")
+
+
 def function_call(part: Mapping[str, Any]) -> ToolCall:
-    """A `functionCall` part as a `ToolCall`: the API's id (kept in `provider_data`, to
-    be sent back) or a local one, and the part's thought signature."""
+    """A `functionCall` part as a `ToolCall`: the API's id, else a local one; the part's
+    thought signature is kept in `provider_data` and sent back with the call."""
     call = part["functionCall"]
     name = call["name"]
     if not isinstance(name, str) or not name:
@@ -707,12 +712,12 @@ def function_call(part: Mapping[str, Any]) -> ToolCall:
         raise TypeError(f"args is a {type(args).__name__}, not an object")
     data: dict[str, Any] = {}
     wire_id = call.get("id")
-    if isinstance(wire_id, str) and wire_id:
-        data["id"] = wire_id
+    if wire_id is not None and not isinstance(wire_id, str):
+        raise TypeError(f"id is a {type(wire_id).__name__}, not a string")
     if isinstance(part.get("thoughtSignature"), str):
         data["thoughtSignature"] = part["thoughtSignature"]
     return ToolCall(
-        id=data.get("id") or new_call_id(),
+        id=wire_id or local_call_id(),
         name=name,
         arguments=json_dumps(args or {}),
         provider_data={PROVIDER: data} if data else None,

@@ -340,7 +340,7 @@ def test_calls_without_api_ids_get_local_ids_that_are_never_sent() -> None:
         del part["functionCall"]["id"]
     first = response_from_payload(payload)
     ids = [c.id for c in first.tool_calls]
-    assert len(set(ids)) == 2 and all(i.startswith("call_") for i in ids)
+    assert len(set(ids)) == 2 and all(i.startswith("gemini_local_") for i in ids)
     wire = contents(
         [
             first.message,
@@ -363,8 +363,8 @@ def test_other_providers_reasoning_and_malformed_arguments() -> None:
         tool_calls=(ToolCall(id="c1", name="f", arguments="{not json"),),
     )
     assert contents([message])[0]["parts"] == [
-        {"functionCall": {"name": "f", "args": {"arguments": "{not json"}}}
-    ]
+        {"functionCall": {"name": "f", "args": {"arguments": "{not json"}, "id": "c1"}}
+    ]  # another provider's call id is sent: it pairs the call with its response
     assert contents([AssistantMessage()])[0]["parts"] == [{"text": ""}]
 
 
@@ -387,8 +387,8 @@ def test_answer_with_thought_and_parallel_calls() -> None:
         {"city": "Zürich"},
     )
     signature = fixture_json(TOOL_ROUND)["candidates"][0]["content"]["parts"][1]["thoughtSignature"]
-    assert first.provider_data == {PROVIDER: {"id": "8f2kq1vd", "thoughtSignature": signature}}
-    assert second.provider_data == {PROVIDER: {"id": "3nq7xz0a"}}
+    assert first.provider_data == {PROVIDER: {"thoughtSignature": signature}}
+    assert second.provider_data is None
 
 
 @pytest.mark.parametrize(
