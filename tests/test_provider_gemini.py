@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
+import advisorchain
 from advisorchain import (
     AssistantMessage,
     Chain,
@@ -656,3 +661,21 @@ def test_request_bodies_validate_against_the_sdk_types() -> None:
         types.Tool.model_validate(t)
     types.ToolConfig.model_validate(body["toolConfig"])
     types.GenerationConfig.model_validate(body["generationConfig"])
+
+
+# --- the documentation page ------------------------------------------------------------
+
+DOC = Path(advisorchain.__file__).resolve().parent / "docs" / "responses-and-gemini.md"
+DOC_EXAMPLE = re.compile(
+    r"<!-- tested -->\n```python\n(?P<code>.*?)```\n\nprints\n\n```\n(?P<output>.*?)```", re.S
+)
+
+
+def test_the_page_examples_print_what_the_page_shows() -> None:
+    found = list(DOC_EXAMPLE.finditer(DOC.read_text()))
+    assert found
+    for index, example in enumerate(found):
+        output = io.StringIO()
+        with contextlib.redirect_stdout(output):
+            exec(compile(example["code"], f"{DOC.name}#{index}", "exec"), {"__name__": "docs"})
+        assert output.getvalue() == example["output"]
