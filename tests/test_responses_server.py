@@ -9,6 +9,7 @@ non-streamed request read as a typed error.
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import subprocess
@@ -76,7 +77,7 @@ def _stop(process: subprocess.Popen[str]) -> None:
 def responses_url(local_model_path: Path) -> Iterator[str]:
     """The bridge's base URL (it serves `POST /responses`), over `llama_cpp.server`."""
     try:
-        import open_responses_server  # noqa: F401
+        importlib.import_module("open_responses_server")
     except ImportError as exc:
         if os.environ.get("CI"):
             raise
