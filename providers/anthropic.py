@@ -13,7 +13,9 @@ Wire notes:
   neither text nor tool calls is left out.
 - Usage: `input_tokens` counts all input, cache reads and writes included; cache reads are
   also reported as `cached_tokens` (`cached_input_tokens`), cache writes as
-  `cache_write_tokens`.
+  `cache_write_tokens`; `output_tokens_details.thinking_tokens` as `reasoning_tokens`.
+- Prompt caching: `cache_control` breakpoints on the tools, the system prompt (then sent
+  as a list of text blocks), the history and the request's end (`anthropic_cache.py`).
 - Tool-call arguments in the final response are compact JSON on both paths, so a call and
   a stream of the same answer give equal responses.
 - Content parts: images are `image` blocks (base64 or URL source), documents `document`
@@ -59,7 +61,8 @@ from ..core.parts import (
 )
 from ..core.response import ChatResponse
 from ..core.usage import Usage
-from .errors import ProviderError
+from .anthropic_cache import PromptCache, place_breakpoints
+from .errors import BadRequestError, ProviderError
 from .http import (
     PARSE_ERRORS,
     RetryPolicy,
@@ -106,16 +109,30 @@ class AnthropicWire(WireFormat):
     """The Messages API wire format: `POST {base_url}/v1/messages`.
 
     The API requires `max_tokens`: `ChatOptions.max_tokens` when set, else `max_tokens`.
+    `thinking` is sent as the body's `thinking` (extended thinking; see
+    `AnthropicChatModel`); `prompt_cache` places `cache_control` breakpoints
+    (`providers/anthropic_cache.py`), `None` places none.
     """
 
     provider = "anthropic"
     endpoint = "/v1/messages"
 
-    def __init__(self, *, max_tokens: int = 4096) -> None:
+    def __init__(
+        self,
+        *,
+        max_tokens: int = 4096,
+        thinking: Mapping[str, Any] | None = None,
+        prompt_cache: PromptCache | None = None,
+    ) -> None:
+        self.thinking = check_thinking(thinking, max_tokens)
         self.max_tokens = max_tokens
+        self.prompt_cache = prompt_cache
 
     def __repr__(self) -> str:
-        return f"AnthropicWire(max_tokens={self.max_tokens!r})"
+        return (
+            f"AnthropicWire(max_tokens={self.max_tokens!r}, thinking={self.thinking!r}, "
+            f"prompt_cache={self.prompt_cache!r})"
+        )
 
     def headers(self, call: WireCall, api_key: str | None) -> dict[str, str]:
         return {"x-api-key": api_key or "", "anthropic-version": ANTHROPIC_VERSION}
@@ -134,6 +151,8 @@ class AnthropicWire(WireFormat):
             "max_tokens": options.max_tokens or self.max_tokens,
             "messages": messages,
         }
+        if self.thinking is not None:
+            body["thinking"] = self._thinking_for(options, body["max_tokens"])
         if system:
             body["system"] = system
         if request.tools:
@@ -156,7 +175,64 @@ class AnthropicWire(WireFormat):
             body["stop_sequences"] = list(options.stop)
         if call.stream:
             body["stream"] = True
-        return merge_extra(body, options.extra)
+        body = merge_extra(body, options.extra)
+        if self.prompt_cache is not None:
+            place_breakpoints(body, self.prompt_cache)
+        return body
+
+    def _thinking_for(self, options: ChatOptions, max_tokens: int) -> dict[str, Any]:
+        """The `thinking` field, checked against this request's options: the API refuses
+        forced tool use with thinking on, and a budget not below `max_tokens`."""
+        assert self.thinking is not None
+        thinking = dict(self.thinking)
+        if thinking.get("type") == "disabled":
+            return thinking
+        if options.tool_choice not in (None, "auto", "none"):
+            raise BadRequestError(
+                f"anthropic: tool_choice {options.tool_choice!r} forces tool use, which the "
+                "API refuses with thinking on: use 'auto' or 'none', or turn thinking off",
+                provider="anthropic",
+            )
+        budget = thinking.get("budget_tokens")
+        if isinstance(budget, int) and budget >= max_tokens:
+            raise BadRequestError(
+                f"anthropic: the thinking budget ({budget} tokens) must be below max_tokens "
+                f"({max_tokens})",
+                provider="anthropic",
+            )
+        return thinking
+
+
+THINKING_MIN_BUDGET = 1024
+"""The smallest `budget_tokens` the API accepts."""
+
+
+def check_thinking(thinking: Mapping[str, Any] | None, max_tokens: int) -> dict[str, Any] | None:
+    """`thinking` as sent, after the checks the API would make; raises `ValueError`."""
+    if thinking is None:
+        return None
+    if not isinstance(thinking, Mapping):
+        raise ValueError(f"thinking must be a mapping such as {_THINKING_EXAMPLE}")
+    value = dict(plain(thinking))
+    kind = value.get("type")
+    if kind not in ("enabled", "adaptive", "disabled"):
+        raise ValueError(
+            f"thinking type must be 'enabled', 'adaptive' or 'disabled', not {kind!r} "
+            f"(e.g. {_THINKING_EXAMPLE})"
+        )
+    if kind == "enabled":
+        budget = value.get("budget_tokens")
+        if isinstance(budget, bool) or not isinstance(budget, int):
+            raise ValueError(f"thinking needs an integer budget_tokens (e.g. {_THINKING_EXAMPLE})")
+        if not THINKING_MIN_BUDGET <= budget < max_tokens:
+            raise ValueError(
+                f"thinking budget_tokens must be at least {THINKING_MIN_BUDGET} and below "
+                f"max_tokens ({max_tokens}), not {budget}"
+            )
+    return value
+
+
+_THINKING_EXAMPLE = '{"type": "enabled", "budget_tokens": 2048}'
 
 
 class AnthropicChatModel(HTTPChatModel):
@@ -166,6 +242,19 @@ class AnthropicChatModel(HTTPChatModel):
     URL is `base_url`, else `ANTHROPIC_BASE_URL`, else the official API. The API requires
     `max_tokens`: `ChatOptions.max_tokens` when set, else the `max_tokens` given here.
     `headers` are added to every request (for `anthropic-beta`, say).
+
+    `thinking` turns on extended thinking for every request:
+    `{"type": "enabled", "budget_tokens": N}` (N at least 1,024 and below `max_tokens`;
+    checked here, raising `ValueError`), `{"type": "adaptive"}` for models that choose
+    their own budget, optionally with `"display": "omitted"`. Thinking blocks come back as
+    `ReasoningPart`s and are returned unchanged before `tool_use` on the next round. With
+    thinking on, a forcing `tool_choice` (`"required"`, a tool's name) raises
+    `BadRequestError` before anything is sent: the API refuses it.
+
+    `prompt_cache` places `cache_control` breakpoints on the stable prefix of every
+    request (tools, system, the history, the request's end: see
+    `providers/anthropic_cache.py`); pass a `PromptCache` to choose them or set a `ttl`,
+    `False` to place none. Cached tokens come back as `usage.cached_input_tokens`.
 
     Use it as an async context manager, or call `aclose()`, to close the HTTP client it
     creates; an injected `http_client` is left open.
@@ -185,10 +274,18 @@ class AnthropicChatModel(HTTPChatModel):
         max_retries: int = 2,
         retry_policy: RetryPolicy | None = None,
         headers: Mapping[str, str] | None = None,
+        thinking: Mapping[str, Any] | None = None,
+        prompt_cache: PromptCache | bool = True,
     ) -> None:
+        if prompt_cache is True:
+            prompt_cache = PromptCache()
         super().__init__(
             model,
-            wire=AnthropicWire(max_tokens=max_tokens),
+            wire=AnthropicWire(
+                max_tokens=max_tokens,
+                thinking=thinking,
+                prompt_cache=prompt_cache or None,
+            ),
             base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL,
             api_key=api_key,
             api_key_env="ANTHROPIC_API_KEY",
@@ -402,12 +499,15 @@ def wire_usage(payload: Any, base: Usage | None = None) -> Usage:
     else:
         input_tokens = (fresh or 0) + (written or 0) + (read or 0)
         cached, cache_write = read or 0, written or 0
+    details = payload.get("output_tokens_details")
+    thinking = details.get("thinking_tokens") if isinstance(details, Mapping) else None
     return Usage(
         input_tokens=input_tokens,
         output_tokens=output if output is not None else base.output_tokens,
         cached_tokens=cached,
         requests=1,
         cache_write_tokens=cache_write,
+        reasoning_tokens=token_count(thinking) if thinking is not None else base.reasoning_tokens,
     )
 
 

@@ -277,6 +277,10 @@ ANTHROPIC = ProviderCase(
     recorded=(
         ("anthropic_message_tool_use.json", "anthropic_stream_tool_use.sse"),
         ("anthropic_message_thinking_tool_use.json", "anthropic_stream_thinking_tool_use.sse"),
+        (
+            "anthropic_message_thinking_omitted_tool_use.json",
+            "anthropic_stream_thinking_omitted_tool_use.sse",
+        ),
     ),
 )
 

@@ -89,7 +89,10 @@ def message(
 
 
 def model_for(recorder: Recorder, **kwargs: Any) -> AnthropicChatModel:
+    """The model under test, without prompt caching: its marks are tested on their own
+    (test_provider_anthropic_cache.py), the bodies here stay as the API's reference shows."""
     kwargs.setdefault("api_key", KEY)
+    kwargs.setdefault("prompt_cache", False)
     return AnthropicChatModel(
         "claude-test", http_client=recorder.client(), retry_policy=FAST_RETRY, **kwargs
     )

@@ -63,7 +63,11 @@ REDACTED = fixture_json("anthropic_message_thinking_tool_use.json")["content"][1
 
 def model_for(recorder: Recorder) -> AnthropicChatModel:
     return AnthropicChatModel(
-        "claude-test", api_key="sk-ant-test", http_client=recorder.client(), retry_policy=FAST_RETRY
+        "claude-test",
+        api_key="sk-ant-test",
+        http_client=recorder.client(),
+        retry_policy=FAST_RETRY,
+        prompt_cache=False,  # its marks are tested in test_provider_anthropic_cache.py
     )
 
 
