@@ -243,6 +243,10 @@ _FORMATS = {
 }
 _TYPES = frozenset({"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT"})
 
+MAX_SCHEMA_DEPTH = 32
+"""How deep `gemini_schema` walks a schema (tool schemas may come from MCP servers);
+deeper subschemas are dropped and reported."""
+
 
 def gemini_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """A JSON Schema as the OpenAPI subset Gemini's `parameters` accept, and the paths
@@ -278,13 +282,13 @@ def _node(
     expanding: tuple[str, ...],
     dropped: list[str],
 ) -> dict[str, Any]:
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, Mapping) or path.count(".") + path.count("[") > MAX_SCHEMA_DEPTH:
         dropped.append(path)
         return {}
     ref = schema.get("$ref")
     if isinstance(ref, str):
         target = definitions.get(ref)
-        if target is None or ref in expanding:
+        if not isinstance(target, Mapping) or ref in expanding:
             dropped.append(f"{path}.$ref")
             return {"type": "OBJECT"}
         siblings = {k: v for k, v in schema.items() if k != "$ref"}
@@ -296,14 +300,14 @@ def _node(
         if key in _KEPT:
             out[key] = plain(value)
         elif key == "type":
-            types = [value] if isinstance(value, str) else list(value or ())
+            types = [value] if isinstance(value, str) else value if isinstance(value, list) else []
             nullable = nullable or "null" in types
             names = [t.upper() for t in types if isinstance(t, str) and t != "null"]
             if len(names) == 1 and names[0] in _TYPES:
                 out["type"] = names[0]
             elif names and all(n in _TYPES for n in names):
                 out["anyOf"] = [{"type": n} for n in names]
-            elif names:
+            elif names or not isinstance(value, (str, list)):
                 dropped.append(at)
         elif key == "properties" and isinstance(value, Mapping):
             properties = {

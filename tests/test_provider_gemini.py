@@ -191,6 +191,19 @@ def test_schema_translation_and_what_is_dropped() -> None:
     )
 
 
+def test_hostile_schemas_are_bounded_and_reported_not_crashes() -> None:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(200):
+        deep = {"type": "object", "properties": {"x": deep}}
+    translated, dropped = gemini_schema(deep)
+    assert len(dropped) == 1 and dropped[0].count(".properties.x") > 10
+    odd = {"type": 5, "properties": {"a": 3, "b": {"$ref": "#/$defs/B"}}, "$defs": {"B": 7}}
+    assert gemini_schema(odd) == (
+        {"properties": {"a": {}, "b": {"type": "OBJECT"}}},
+        ["$.type", "$.properties.a", "$.properties.b.$ref"],
+    )
+
+
 def test_every_tool_schema_of_the_library_translates_to_sdk_schema() -> None:
     types = pytest.importorskip("google.genai.types")
     for t in (get_weather, get_time):
