@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
-from functools import partial
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import anyio
 import httpx
 
-from ..core._streams import closing_stream
 from ..core.errors import AdvisorChainError, StreamInterruptedError
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.request import ChatRequest
@@ -28,11 +26,12 @@ from .http import (
     redact,
     redact_error,
     safe_cause,
-    sse_events,
 )
+from .sse import ServerSentEvent, SSEDecoder
 from .wire import StreamReader, WireCall, WireFormat
 
 _T = TypeVar("_T")
+_STREAM_FAILURES: tuple[type[Exception], ...] = (*PARSE_ERRORS, StreamInterruptedError)
 
 END_OF_STREAM_GRACE = 0.25
 """Seconds a stream's body may take to end after its end marker (`data: [DONE]`,
@@ -40,12 +39,12 @@ END_OF_STREAM_GRACE = 0.25
 keeps the connection open past this is cut off, so the answer never waits on it."""
 
 
-async def _drain(events: AsyncIterator[object]) -> None:
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
     with anyio.move_on_after(END_OF_STREAM_GRACE):
         try:
-            async for _ in events:
+            async for _ in chunks:
                 pass
-        except AdvisorChainError:
+        except (httpx.HTTPError, httpx.StreamError):
             pass  # the answer is complete: what follows its end marker does not matter
 
 
@@ -169,7 +168,11 @@ class HTTPChatModel:
         raise redact_error(failure, key) from safe_cause(cause, key)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """Answer `request` as a stream: text and tool-call deltas, then the response."""
+        """Answer `request` as a stream: text and tool-call deltas, then the response.
+
+        The body's bytes go through one `SSEDecoder` to the wire format's reader, in
+        this one generator (no generator per layer: at a thousand concurrent streams
+        each layer's cost per event shows)."""
         url, headers, body, key = self._prepare(request, stream=True)
         try:
             response = await self._http.send(url, body, headers=headers, secret=key, stream=True)
@@ -177,22 +180,54 @@ class HTTPChatModel:
             redact_error(exc, key)
             raise
         state = self.wire.stream_reader()
+        decoder = SSEDecoder()
+        chunks = response.aiter_bytes()
         try:
-            source = sse_events(response, provider=self.provider_name, secret=key)
-            async with closing_stream(source) as events:
-                async for event in events:
-                    for delta in self._read(partial(state.receive, event.data, event.event), key):
-                        yield delta
+            broken: BaseException | None = None
+            try:
+                async for chunk in chunks:
+                    for event in decoder.feed(chunk):
+                        for delta in self._receive(state, event, key):
+                            yield delta
+                        if state.done:
+                            break
                     if state.done:
-                        await _drain(events)
                         break
+                else:
+                    for event in decoder.close():
+                        for delta in self._receive(state, event, key):
+                            yield delta
+                        if state.done:
+                            break
+            except (httpx.HTTPError, httpx.StreamError) as exc:
+                broken = exc
+            if broken is not None:
+                raise ProviderStreamError(
+                    f"{self.provider_name}: the stream broke off ({type(broken).__name__})",
+                    provider=self.provider_name,
+                ) from safe_cause(broken, key)
+            if state.done:
+                await _drain(chunks)
             completed = ResponseCompleted(self._read(state.response, key))
         except AdvisorChainError as exc:
             redact_error(exc, key)  # an error event may quote the request
             raise
         finally:
+            with anyio.CancelScope(shield=True):
+                await chunks.aclose()  # type: ignore[attr-defined]
             await close_response(response)
         yield completed
+
+    def _receive(self, state: StreamReader, event: ServerSentEvent, key: str | None) -> list[Any]:
+        """`state.receive` of one event; failures as `_read` says."""
+        try:
+            return state.receive(event.data, event.event)
+        except ProviderError as exc:
+            redact_error(exc, key)
+            raise
+        except _STREAM_FAILURES as exc:
+            cause: BaseException = exc
+        raise self._failure(cause, key) from safe_cause(cause, key)
 
     def _read(self, step: Callable[[], _T], key: str | None) -> _T:
         """`step()`: reading the stream, whose failures all become `ProviderError`s
@@ -202,14 +237,12 @@ class HTTPChatModel:
         except ProviderError as exc:
             redact_error(exc, key)
             raise
-        except PARSE_ERRORS as exc:
+        except _STREAM_FAILURES as exc:
             cause: BaseException = exc
-        except StreamInterruptedError as exc:
-            cause = exc
+        raise self._failure(cause, key) from safe_cause(cause, key)
+
+    def _failure(self, cause: BaseException, key: str | None) -> ProviderStreamError:
         detail = redact(str(cause), key) or type(cause).__name__
         if not isinstance(cause, StreamInterruptedError):
             detail = f"unexpected stream data ({type(cause).__name__}: {detail})"
-        failure = ProviderStreamError(
-            f"{self.provider_name}: {detail}", provider=self.provider_name
-        )
-        raise failure from safe_cause(cause, key)
+        return ProviderStreamError(f"{self.provider_name}: {detail}", provider=self.provider_name)

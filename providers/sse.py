@@ -96,6 +96,25 @@ class SSEDecoder:
             if text[0] == "\n":
                 text = text[1:]
         events: list[ServerSentEvent] = []
+        if "\r" not in text:  # LF-only line ends (nearly every server): split, no regex
+            lines = text.split("\n")
+            rest = lines.pop()
+            for line in lines:
+                if self._line:
+                    self._grow(len(line))
+                    self._line.append(line)
+                    line = "".join(self._line)
+                    self._line.clear()
+                    self._line_size = 0
+                elif len(line) + self._data_size > self.max_event_size:
+                    self._grow(len(line))
+                event = self._line_done(line)
+                if event is not None:
+                    events.append(event)
+            if rest:
+                self._grow(len(rest))
+                self._line.append(rest)
+            return events
         position = 0
         for match in _LINE_END.finditer(text):
             self._grow(match.start() - position)

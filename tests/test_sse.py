@@ -4,6 +4,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from advisorchain.core.errors import StreamInterruptedError
 from advisorchain.providers.sse import ServerSentEvent, SSEDecoder, aiter_sse
 
 
@@ -120,3 +121,19 @@ async def test_aiter_sse_yields_each_event_when_its_blank_line_arrives() -> None
     async for event in aiter_sse(chunks()):
         events.append((event.data, len(seen)))
     assert events == [("a", 2), ("b", 3)]
+
+
+@pytest.mark.parametrize("line_end", [b"\n", b"\r\n"])
+def test_a_complete_line_over_the_bound_in_one_chunk_is_refused(line_end: bytes) -> None:
+    # LF-only text takes the split fast path, text with CR the general one: same bound
+    decoder = SSEDecoder(max_event_size=100)
+    assert decoder.feed(b"data: " + b"x" * 90 + line_end + line_end)
+    with pytest.raises(StreamInterruptedError, match="larger than 100"):
+        decoder.feed(b"data: " + b"x" * 200 + line_end + line_end)
+
+
+def test_the_fast_path_and_the_general_path_give_the_same_events() -> None:
+    text = b"event: a\ndata: 1\ndata: 2\n: note\nid: 7\nretry: 30\n\ndata: \xc3\xbc\n\n"
+    fast = SSEDecoder().feed(text)
+    general = SSEDecoder().feed(text.replace(b"\n", b"\r\n"))
+    assert fast == general and len(fast) == 2 and fast[1].data == "ü"
