@@ -20,10 +20,12 @@ from .errors import (
 )
 from .factory import model_from_name, register_provider
 from .fallback import FallbackModel
+from .gemini import GeminiChatModel, GeminiWire
 from .http import RetryPolicy
 from .http_model import HTTPChatModel
 from .llamacpp import LlamaCppChatModel
 from .openai import OpenAIChatModel, OpenAIChatWire
+from .openai_responses import OpenAIResponsesChatModel, OpenAIResponsesWire
 from .scripted import Reply, ScriptedChatModel
 from .wire import StreamReader, WireCall, WireFormat
 
@@ -33,12 +35,16 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "FallbackModel",
+    "GeminiChatModel",
+    "GeminiWire",
     "HTTPChatModel",
     "InvalidAPIKeyError",
     "InvalidResponseError",
     "LlamaCppChatModel",
     "OpenAIChatModel",
     "OpenAIChatWire",
+    "OpenAIResponsesChatModel",
+    "OpenAIResponsesWire",
     "OutputSchema",
     "ProviderError",
     "ProviderRequestError",

@@ -2,7 +2,7 @@
 
 Names are `<prefix>:<model>`; each prefix is an entry of a registry that any package can
 join with `register_provider`. The built-in prefixes are `openai`, `anthropic`,
-`openai-compatible` and `scripted`.
+`openai-responses`, `gemini`, `openai-compatible` and `scripted`.
 """
 
 from __future__ import annotations
@@ -76,6 +76,9 @@ def model_from_name(name: str, **options: Any) -> ChatModel:
 
     - `openai:<model>`: `OpenAIChatModel` (key from `OPENAI_API_KEY`).
     - `anthropic:<model>`: `AnthropicChatModel` (key from `ANTHROPIC_API_KEY`).
+    - `openai-responses:<model>`: `OpenAIResponsesChatModel`, OpenAI's Responses API
+      (key from `OPENAI_API_KEY`).
+    - `gemini:<model>`: `GeminiChatModel`, the Gemini API (key from `GEMINI_API_KEY`).
     - `openai-compatible:<base_url>:<model>`: `OpenAIChatModel` at `base_url` (vLLM,
       llama.cpp, Ollama's `/v1`, ...). The base URL ends at the first colon after its
       host, port and path, so the model name may contain colons.
@@ -101,6 +104,18 @@ def _anthropic(model: str, **options: Any) -> ChatModel:
     from .anthropic import AnthropicChatModel
 
     return AnthropicChatModel(model, **options)
+
+
+def _openai_responses(model: str, **options: Any) -> ChatModel:
+    from .openai_responses import OpenAIResponsesChatModel
+
+    return OpenAIResponsesChatModel(model, **options)
+
+
+def _gemini(model: str, **options: Any) -> ChatModel:
+    from .gemini import GeminiChatModel
+
+    return GeminiChatModel(model, **options)
 
 
 # scheme://host[:port][/path] then ":" and the model; the port is digits, a path has no
@@ -144,6 +159,8 @@ def _scripted(rest: str, **options: Any) -> ChatModel:
 
 register_provider("openai", _openai)
 register_provider("anthropic", _anthropic)
+register_provider("openai-responses", _openai_responses)
+register_provider("gemini", _gemini)
 register_provider(
     "openai-compatible",
     _openai_compatible,

@@ -12,7 +12,13 @@ import httpx
 
 from advisorchain import ToolCall, Usage
 from advisorchain.core.model import ChatModel
-from advisorchain.providers import AnthropicChatModel, OpenAIChatModel, RetryPolicy
+from advisorchain.providers import (
+    AnthropicChatModel,
+    GeminiChatModel,
+    OpenAIChatModel,
+    OpenAIResponsesChatModel,
+    RetryPolicy,
+)
 
 FAST_RETRY = RetryPolicy(max_retries=2, backoff_base=0.001, backoff_max=0.002)
 
@@ -279,5 +285,201 @@ ANTHROPIC = ProviderCase(
 )
 
 
-CASES: list[ProviderCase] = [OPENAI, ANTHROPIC]
+# --- OpenAI Responses -------------------------------------------------------------------
+
+
+def _responses_usage(usage: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_tokens, "cache_write_tokens": 0},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def _responses_output(answer: Answer) -> list[dict[str, Any]]:
+    output: list[dict[str, Any]] = []
+    if answer.text:
+        text = {"type": "output_text", "text": answer.text, "annotations": []}
+        output.append(
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [text],
+            }
+        )
+    output += [
+        {
+            "type": "function_call",
+            "call_id": c.id,
+            "name": c.name,
+            "arguments": c.arguments,
+            "status": "completed",
+        }
+        for c in answer.calls
+    ]
+    return output
+
+
+def _responses_reply(answer: Answer, status: str = "completed") -> dict[str, Any]:
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "status": status,
+        "model": "gpt-test",
+        "output": _responses_output(answer) if status == "completed" else [],
+        "usage": _responses_usage(answer.usage) if status == "completed" else None,
+    }
+
+
+def _responses_stream(answer: Answer) -> bytes:
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": _responses_reply(answer, "in_progress")}
+    ]
+    index = 0
+    if answer.text:
+        item = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+        events.append({"type": "response.output_item.added", "output_index": 0, "item": item})
+        events += [
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": word,
+            }
+            for word in words(answer.text)
+        ]
+        index = 1
+    for call in answer.calls:
+        item = {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": ""}
+        events.append({"type": "response.output_item.added", "output_index": index, "item": item})
+        events += [
+            {"type": "response.function_call_arguments.delta", "output_index": index, "delta": part}
+            for part in halves(call.arguments)
+        ]
+        index += 1
+    events.append({"type": "response.completed", "response": _responses_reply(answer)})
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return sse(*events, named=True)
+
+
+def _responses_tool_results(body: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (item["call_id"], item["output"])
+        for item in body["input"]
+        if item["type"] == "function_call_output"
+    ]
+
+
+OPENAI_RESPONSES = ProviderCase(
+    name="openai-responses",
+    model=lambda client, key: OpenAIResponsesChatModel(
+        "gpt-test", api_key=key, http_client=client, retry_policy=FAST_RETRY
+    ),
+    key_env="OPENAI_API_KEY",
+    reply=_responses_reply,
+    stream=_responses_stream,
+    error=lambda status, message: {
+        "error": {"message": message, "type": "invalid_request_error", "code": None, "param": None}
+    },
+    tool_results=_responses_tool_results,
+    recorded=(
+        (
+            "openai_responses_reasoning_tool_calls.json",
+            "openai_responses_stream_reasoning_tool_calls.sse",
+        ),
+        ("openai_responses_text.json", "openai_responses_stream_text.sse"),
+    ),
+)
+
+
+# --- Gemini -----------------------------------------------------------------------------
+
+_GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
+}
+
+
+def _gemini_usage(usage: Usage) -> dict[str, Any]:
+    return {
+        "promptTokenCount": usage.input_tokens,
+        "candidatesTokenCount": usage.output_tokens - usage.reasoning_tokens,
+        "thoughtsTokenCount": usage.reasoning_tokens,
+        "cachedContentTokenCount": usage.cached_tokens,
+        "totalTokenCount": usage.total_tokens,
+    }
+
+
+def _gemini_chunk(parts: list[dict[str, Any]], finish: str | None = None) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    if finish:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate], "modelVersion": "gemini-test", "responseId": "r1"}
+
+
+def _gemini_calls(answer: Answer) -> list[dict[str, Any]]:
+    return [
+        {"functionCall": {"id": c.id, "name": c.name, "args": json.loads(c.arguments)}}
+        for c in answer.calls
+    ]
+
+
+def _gemini_reply(answer: Answer) -> dict[str, Any]:
+    parts = ([{"text": answer.text}] if answer.text else []) + _gemini_calls(answer)
+    return {**_gemini_chunk(parts, "STOP"), "usageMetadata": _gemini_usage(answer.usage)}
+
+
+def _gemini_stream(answer: Answer) -> bytes:
+    chunks = [_gemini_chunk([{"text": word}]) for word in words(answer.text)]
+    last = {
+        **_gemini_chunk(_gemini_calls(answer), "STOP"),
+        "usageMetadata": _gemini_usage(answer.usage),
+    }
+    return sse(*chunks, last)
+
+
+def _gemini_tool_results(body: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (part["functionResponse"]["id"], part["functionResponse"]["response"]["output"])
+        for content in body["contents"]
+        for part in content["parts"]
+        if "functionResponse" in part
+    ]
+
+
+GEMINI = ProviderCase(
+    name="gemini",
+    model=lambda client, key: GeminiChatModel(
+        "gemini-test", api_key=key, http_client=client, retry_policy=FAST_RETRY
+    ),
+    key_env="GEMINI_API_KEY",
+    reply=_gemini_reply,
+    stream=_gemini_stream,
+    error=lambda status, message: {
+        "error": {
+            "code": status,
+            "message": message,
+            "status": _GOOGLE_STATUS.get(status, "INTERNAL"),
+        }
+    },
+    tool_results=_gemini_tool_results,
+    recorded=(
+        ("gemini_generate_thought_tool_calls.json", "gemini_stream_thought_tool_calls.sse"),
+        ("gemini_generate_text.json", "gemini_stream_text.sse"),
+    ),
+)
+
+
+CASES: list[ProviderCase] = [OPENAI, ANTHROPIC, OPENAI_RESPONSES, GEMINI]
 """Every provider the contract suite runs against."""

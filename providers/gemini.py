@@ -1,0 +1,839 @@
+"""`GeminiChatModel`: the Gemini API (`generateContent`, `streamGenerateContent?alt=sse`).
+
+`GeminiWire` is the wire format (`providers/wire.py`); `GeminiChatModel` is
+`HTTPChatModel` with it and Google's defaults.
+
+Wire notes:
+- URL: `{base_url}/models/{model}:generateContent`, streamed
+  `{base_url}/models/{model}:streamGenerateContent?alt=sse`. The API key goes in the
+  `x-goog-api-key` header, never in the URL (where it would reach proxies and logs).
+- Contents: system messages are joined into `systemInstruction`; user messages are `user`
+  contents (`text`, images and documents as `inlineData`, an image URL as `fileData`);
+  assistant messages are `model` contents: reasoning parts of this provider as thought
+  parts (`thought: true`, with their `thoughtSignature`), the text, then one
+  `functionCall` part per tool call. The tool results of one round are one `user`
+  content of `functionResponse` parts, `{"output": text}` (`{"error": text}` for a failed
+  tool), with images and documents in the response's `parts` (Gemini 3's multimodal
+  function responses).
+- Ids: a `functionCall.id` the API gave is the call's id and is sent back in the call and
+  its `functionResponse`, as are the ids of calls from other providers' rounds; where the
+  API gives none, the call gets a local id (`gemini_local_...`) that is never sent.
+- Thought signatures are sent back unchanged, where they came: on a function call (kept
+  in the call's `provider_data["gemini"]`), on a thought part (the `ReasoningPart`'s
+  `signature`), or on the answer's text (the message's `provider_data["gemini"]`, sent on
+  its last text part).
+- Tools: `functionDeclarations`, each tool's JSON Schema translated by `gemini_schema` to
+  the OpenAPI subset `parameters` takes (see there for what is dropped), or sent as is in
+  `parametersJsonSchema` with `schema_mode="json_schema"`. `tool_choice` is
+  `toolConfig.functionCallingConfig` (`auto`: AUTO, `none`: NONE, `required`: ANY, a
+  name: ANY with `allowedFunctionNames`); Gemini has no `parallel_tool_calls` switch,
+  so that option is not sent.
+- Options go to `generationConfig` (`temperature`, `topP`, `maxOutputTokens`,
+  `stopSequences`, `thinkingConfig` from the `thinking` setting); `ChatOptions.extra` is
+  merged into the body last, mappings one level deep (so `{"generationConfig": {...}}`
+  adds to the generated one). Structured output: `response_format(schema)`.
+- Answers: candidate 0 is read. Finish reasons: STOP is `stop` (`tool_calls` with
+  function calls), MAX_TOKENS `length`, the safety family (SAFETY, RECITATION, BLOCKLIST,
+  PROHIBITED_CONTENT, SPII, IMAGE_SAFETY, ...) `content_filter`, others lower-cased. A
+  prompt blocked before any candidate (`promptFeedback.blockReason`) is an empty answer
+  with `content_filter`. Parts of other kinds (code execution, images) are kept in the
+  message's `provider_data` and sent back after its text.
+- Usage: input is `promptTokenCount` plus `toolUsePromptTokenCount`; output is
+  `candidatesTokenCount` plus `thoughtsTokenCount` (thoughts are billed as output);
+  `cachedContentTokenCount` is `cached_tokens`, `thoughtsTokenCount` `reasoning_tokens`.
+- Errors: `{"error": {"code", "message", "status"}}` in a body or a stream chunk raises
+  the `ProviderError` of its `code`.
+- Streams: every event is a partial `GenerateContentResponse`; text and thought parts
+  are `TextDelta`s and `ReasoningDelta`s, each `functionCall` part one complete
+  `ToolCallDelta`. There is no end marker: the stream is complete once a chunk carried a
+  `finishReason` (or a blocked prompt); the final response is the chunks merged and read
+  as a call's answer is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeAlias
+from urllib.parse import quote
+
+import httpx
+
+from ..core.errors import StreamInterruptedError
+from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
+from ..core.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    new_call_id,
+)
+from ..core.parts import (
+    ContentPart,
+    DocumentPart,
+    ImagePart,
+    ReasoningPart,
+    TextPart,
+    assistant_content,
+)
+from ..core.request import ChatRequest
+from ..core.response import ChatResponse
+from ..core.usage import Usage
+from .errors import ProviderError
+from .http import (
+    PARSE_ERRORS,
+    RetryPolicy,
+    error_for_status,
+    error_message,
+    json_dumps,
+    json_excerpt,
+    plain,
+    token_count,
+)
+from .http_model import HTTPChatModel
+from .wire import WireCall, WireFormat
+
+GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+"""The Gemini API's base URL."""
+
+PROVIDER = "gemini"
+"""The key of this provider's `provider_data`, and the `provider` of its reasoning parts."""
+
+LOCAL_ID_PREFIX = "gemini_local_"
+"""How the ids given to calls the API sent without one begin: those are never sent."""
+
+SchemaMode: TypeAlias = Literal["openapi", "json_schema"]
+"""How tool schemas are sent: translated into `parameters`, or as is in
+`parametersJsonSchema` (module notes)."""
+
+_FINISH_REASONS = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",
+}
+
+_TOOL_CHOICE = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
+
+
+class GeminiWire(WireFormat):
+    """The Gemini API's wire format (module notes).
+
+    `schema_mode` says how tool schemas are sent (`"openapi"`: translated by
+    `gemini_schema` into `parameters`; `"json_schema"`: as is, in `parametersJsonSchema`);
+    `thinking` is `generationConfig.thinkingConfig` (`{"includeThoughts": True,
+    "thinkingBudget": 1024}`, say).
+    """
+
+    provider = PROVIDER
+
+    def __init__(
+        self, *, schema_mode: SchemaMode = "openapi", thinking: Mapping[str, Any] | None = None
+    ) -> None:
+        if schema_mode not in ("openapi", "json_schema"):
+            raise ValueError("schema_mode must be 'openapi' or 'json_schema'")
+        self.schema_mode: SchemaMode = schema_mode
+        self.thinking = dict(thinking) if thinking else None
+
+    def __repr__(self) -> str:
+        return f"GeminiWire(schema_mode={self.schema_mode!r}, thinking={self.thinking!r})"
+
+    def url(self, call: WireCall) -> str:
+        return request_url(call.base_url, call.model, stream=call.stream)
+
+    def headers(self, call: WireCall, api_key: str | None) -> dict[str, str]:
+        return request_headers(api_key)
+
+    def body(self, call: WireCall) -> dict[str, Any]:
+        return request_body(call.request, schema_mode=self.schema_mode, thinking=self.thinking)
+
+    def parse(self, payload: Any) -> ChatResponse:
+        if not isinstance(payload, Mapping):
+            raise TypeError("the response is not an object")
+        return response_from_payload(payload)
+
+    def stream_reader(self) -> GeminiStreamReader:
+        return GeminiStreamReader()
+
+
+class GeminiChatModel(HTTPChatModel):
+    """A Gemini model behind the Gemini API (`GeminiWire`).
+
+    `base_url` defaults to `GEMINI_BASE_URL` (the official API, `v1beta`). The key is
+    `api_key`, else the variable `api_key_env` names (by default `GEMINI_API_KEY`, but
+    not when `base_url` is passed explicitly), read at the first call and required by
+    the official API; it is sent in the `x-goog-api-key` header only. `schema_mode` and
+    `thinking` go to the wire format. Thought signatures come back with the calls,
+    thoughts and text they belong to and are sent back unchanged on the next round.
+
+    Use it as an async context manager, or call `aclose()`, to close the HTTP client it
+    creates; an injected `http_client` is left open.
+    """
+
+    wire: GeminiWire
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        max_retries: int = 2,
+        retry_policy: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+        schema_mode: SchemaMode = "openapi",
+        thinking: Mapping[str, Any] | None = None,
+    ) -> None:
+        key_required = api_key_env is not None
+        if base_url is None or base_url.rstrip("/") == GEMINI_BASE_URL:
+            base_url = base_url or GEMINI_BASE_URL
+            api_key_env = api_key_env or "GEMINI_API_KEY"
+            key_required = True
+        super().__init__(
+            model,
+            wire=GeminiWire(schema_mode=schema_mode, thinking=thinking),
+            base_url=base_url,
+            api_key=api_key,
+            api_key_env=api_key_env,
+            key_required=key_required,
+            http_client=http_client,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_policy=retry_policy,
+            headers=headers,
+        )
+
+
+# --- tool schemas ----------------------------------------------------------------------
+
+_KEPT = frozenset(
+    {
+        "description",
+        "title",
+        "nullable",
+        "minItems",
+        "maxItems",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minimum",
+        "maximum",
+        "minProperties",
+        "maxProperties",
+        "default",
+        "example",
+        "propertyOrdering",
+    }
+)
+_FORMATS = {
+    "STRING": frozenset({"enum", "date-time"}),
+    "NUMBER": frozenset({"float", "double"}),
+    "INTEGER": frozenset({"int32", "int64"}),
+}
+_TYPES = frozenset({"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT"})
+
+MAX_SCHEMA_DEPTH = 32
+"""How deep `gemini_schema` walks a schema (tool schemas may come from MCP servers);
+deeper subschemas are dropped and reported."""
+
+
+def gemini_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A JSON Schema as the OpenAPI subset Gemini's `parameters` accept, and the paths
+    (`$.properties.x.format`) of what had to be dropped.
+
+    Kept: `type` (upper-cased), `properties`, `required` (the names present), `items`,
+    `anyOf`, `enum` of strings, `format` where Gemini knows it (`enum`, `date-time`;
+    `float`, `double`; `int32`, `int64`), `nullable`, `description`, `title`, `default`,
+    `example`, `propertyOrdering` and the bounds (`minimum`, `maximum`, `minItems`,
+    `maxItems`, `minLength`, `maxLength`, `minProperties`, `maxProperties`, `pattern`).
+    Translated: `$ref` to `$defs` / `definitions` is inlined (a recursive one becomes a
+    bare `OBJECT`, reported); `"type": [T, "null"]` and an `anyOf` / `oneOf` with a `null`
+    branch become `nullable`; `oneOf` becomes `anyOf`; `const` a one-value `enum`; an
+    `allOf` is merged into its object; an empty `properties` is left out (Gemini rejects
+    it). Dropped, and reported: everything else (`additionalProperties`, `$schema`,
+    `exclusiveMinimum`, `multipleOf`, `uniqueItems`, `not`, `prefixItems`, non-string
+    enums and consts, unknown formats, ...).
+    """
+    definitions: dict[str, Any] = {}
+    for key in ("$defs", "definitions"):
+        found = schema.get(key)
+        if isinstance(found, Mapping):
+            definitions.update({f"#/{key}/{name}": value for name, value in found.items()})
+    dropped: list[str] = []
+    translated = _node(schema, "$", definitions, (), dropped)
+    return translated, dropped
+
+
+def _node(
+    schema: Any,
+    path: str,
+    definitions: Mapping[str, Any],
+    expanding: tuple[str, ...],
+    dropped: list[str],
+) -> dict[str, Any]:
+    if not isinstance(schema, Mapping) or path.count(".") + path.count("[") > MAX_SCHEMA_DEPTH:
+        dropped.append(path)
+        return {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        target = definitions.get(ref)
+        if not isinstance(target, Mapping) or ref in expanding:
+            dropped.append(f"{path}.$ref")
+            return {"type": "OBJECT"}
+        siblings = {k: v for k, v in schema.items() if k != "$ref"}
+        return _node({**target, **siblings}, path, definitions, (*expanding, ref), dropped)
+    out: dict[str, Any] = {}
+    nullable = False
+    for key, value in schema.items():
+        at = f"{path}.{key}"
+        if key in _KEPT:
+            out[key] = plain(value)
+        elif key == "type":
+            types = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+            nullable = nullable or "null" in types
+            names = [t.upper() for t in types if isinstance(t, str) and t != "null"]
+            if len(names) == 1 and names[0] in _TYPES:
+                out["type"] = names[0]
+            elif names and all(n in _TYPES for n in names):
+                out["anyOf"] = [{"type": n} for n in names]
+            elif names or not isinstance(value, (str, list)):
+                dropped.append(at)
+        elif key == "properties" and isinstance(value, Mapping):
+            properties = {
+                name: _node(sub, f"{at}.{name}", definitions, expanding, dropped)
+                for name, sub in value.items()
+            }
+            if properties:
+                out["properties"] = properties
+        elif key in ("anyOf", "oneOf") and isinstance(value, Sequence):
+            branches = []
+            for i, sub in enumerate(value):
+                if isinstance(sub, Mapping) and sub.get("type") == "null" and len(sub) == 1:
+                    nullable = True
+                    continue
+                branches.append(_node(sub, f"{at}[{i}]", definitions, expanding, dropped))
+            if len(branches) == 1:
+                out.update({k: v for k, v in branches[0].items() if k not in out})
+            elif branches:
+                out["anyOf"] = branches
+        elif key == "allOf" and isinstance(value, Sequence):
+            for i, sub in enumerate(value):
+                merged = _node(sub, f"{at}[{i}]", definitions, expanding, dropped)
+                for k, v in merged.items():
+                    if k == "properties":
+                        out["properties"] = {**out.get("properties", {}), **v}
+                    elif k == "required":
+                        out["required"] = [*out.get("required", []), *v]
+                    else:
+                        out.setdefault(k, v)
+        elif key == "items":
+            out["items"] = _node(value, at, definitions, expanding, dropped)
+        elif key == "required" and isinstance(value, Sequence) and not isinstance(value, str):
+            out["required"] = [name for name in value if isinstance(name, str)]
+        elif key == "enum" and isinstance(value, Sequence) and not isinstance(value, str):
+            values = [v for v in value if v is not None]
+            nullable = nullable or len(values) < len(value)
+            if values and all(isinstance(v, str) for v in values):
+                out["enum"] = values
+            else:
+                dropped.append(at)
+        elif key == "const":
+            if isinstance(value, str):
+                out["enum"] = [value]
+            else:
+                dropped.append(at)
+        elif key == "format":
+            out["format"] = value  # checked against the type below
+        elif key in ("$defs", "definitions") and path == "$":
+            continue  # inlined where referenced
+        else:
+            dropped.append(at)
+    if "format" in out and out["format"] not in _FORMATS.get(out.get("type", ""), ()):
+        del out["format"]
+        dropped.append(f"{path}.format")
+    if "required" in out:
+        present = out.get("properties", {})
+        out["required"] = [n for n in dict.fromkeys(out["required"]) if n in present]
+        if not out["required"]:
+            del out["required"]
+    if "enum" in out and "type" not in out:
+        out["type"] = "STRING"
+    if nullable:
+        out["nullable"] = True
+    return out
+
+
+def function_declaration(
+    name: str, description: str, parameters: Mapping[str, Any], *, mode: SchemaMode = "openapi"
+) -> dict[str, Any]:
+    """One tool as a Gemini `functionDeclaration` (a tool without parameters has none)."""
+    declaration: dict[str, Any] = {"name": name, "description": description}
+    if mode == "json_schema":
+        declaration["parametersJsonSchema"] = plain(parameters)
+        return declaration
+    translated, _ = gemini_schema(parameters)
+    if translated.get("properties"):
+        declaration["parameters"] = translated
+    return declaration
+
+
+def response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The `generationConfig` fields asking for JSON that matches `schema` (structured
+    output); merge them into the body's `generationConfig`."""
+    return {"responseMimeType": "application/json", "responseJsonSchema": plain(schema)}
+
+
+# --- requests --------------------------------------------------------------------------
+
+
+def model_path(model: str) -> str:
+    """`models/{model}` with the model's name quoted (a leading `models/` is accepted)."""
+    return "models/" + quote(model.removeprefix("models/"), safe="-._~")
+
+
+def request_url(base_url: str, model: str, *, stream: bool) -> str:
+    """The URL of one call or stream (no key in it: the key goes in `x-goog-api-key`)."""
+    verb = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    return f"{base_url.rstrip('/')}/{model_path(model)}:{verb}"
+
+
+def request_headers(api_key: str | None) -> dict[str, str]:
+    """The key in `x-goog-api-key`; nothing without a key."""
+    return {"x-goog-api-key": api_key} if api_key else {}
+
+
+def request_body(
+    request: ChatRequest,
+    *,
+    schema_mode: SchemaMode = "openapi",
+    thinking: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON body of one `generateContent` request for `request` (module notes)."""
+    options = request.options
+    system = [m.content for m in request.messages if isinstance(m, SystemMessage) and m.content]
+    body: dict[str, Any] = {"contents": contents(request.messages)}
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
+    if request.tools:
+        body["tools"] = [
+            {
+                "functionDeclarations": [
+                    function_declaration(
+                        t.definition.name,
+                        t.definition.description,
+                        t.definition.parameters,
+                        mode=schema_mode,
+                    )
+                    for t in request.tools
+                ]
+            }
+        ]
+        if options.tool_choice is not None:
+            body["toolConfig"] = {"functionCallingConfig": _tool_choice(options.tool_choice)}
+    config: dict[str, Any] = {}
+    if options.temperature is not None:
+        config["temperature"] = options.temperature
+    if options.top_p is not None:
+        config["topP"] = options.top_p
+    if options.max_tokens is not None:
+        config["maxOutputTokens"] = options.max_tokens
+    if options.stop:
+        config["stopSequences"] = list(options.stop)
+    if thinking:
+        config["thinkingConfig"] = plain(thinking)
+    if config:
+        body["generationConfig"] = config
+    for key, value in plain(options.extra).items():
+        if isinstance(value, dict) and isinstance(body.get(key), dict):
+            body[key] = {**body[key], **value}
+        else:
+            body[key] = value
+    return body
+
+
+def _tool_choice(choice: str) -> dict[str, Any]:
+    mode = _TOOL_CHOICE.get(choice)
+    if mode is not None:
+        return {"mode": mode}
+    return {"mode": "ANY", "allowedFunctionNames": [choice]}
+
+
+def _ours(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    value = (data or {}).get(PROVIDER)
+    return value if isinstance(value, Mapping) else {}
+
+
+def contents(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Core messages (but system messages) as Gemini `contents` (module notes)."""
+    wire: list[dict[str, Any]] = []
+    responses: list[dict[str, Any]] = []
+    for message in messages:
+        if not isinstance(message, ToolMessage) and responses:
+            wire.append({"role": "user", "parts": responses})
+            responses = []
+        if isinstance(message, SystemMessage):
+            continue
+        if isinstance(message, AssistantMessage):
+            wire.append({"role": "model", "parts": _model_parts(message)})
+        elif isinstance(message, ToolMessage):
+            responses.append(_function_response(message))
+        else:
+            content = message.content
+            parts = [{"text": content}] if isinstance(content, str) else content_parts(content)
+            wire.append({"role": "user", "parts": parts or [{"text": ""}]})
+    if responses:
+        wire.append({"role": "user", "parts": responses})
+    return wire
+
+
+def content_parts(parts: Iterable[ContentPart]) -> list[dict[str, Any]]:
+    """User content parts as Gemini parts (reasoning is left out)."""
+    wire: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            if part.text:
+                wire.append({"text": part.text})
+        elif isinstance(part, (ImagePart, DocumentPart)):
+            wire.append(_media(part))
+    return wire
+
+
+def _media(part: ImagePart | DocumentPart) -> dict[str, Any]:
+    if isinstance(part, ImagePart) and part.url is not None:
+        data: dict[str, Any] = {"fileUri": part.url}
+        if part.media_type:
+            data["mimeType"] = part.media_type
+        return {"fileData": data}
+    url = part.data_url()
+    return {"inlineData": {"mimeType": part.media_type, "data": url.partition(",")[2]}}
+
+
+def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
+    ours = _ours(message.provider_data)
+    parts: list[dict[str, Any]] = []
+    last_text = -1
+    for part in message.parts:
+        if isinstance(part, ReasoningPart):
+            if part.provider != PROVIDER:
+                continue
+            thought: dict[str, Any] = {"text": part.text, "thought": True}
+            if part.signature:
+                thought["thoughtSignature"] = part.signature
+            parts.append(thought)
+        elif isinstance(part, TextPart) and part.text:
+            last_text = len(parts)
+            parts.append({"text": part.text})
+    signature = ours.get("thoughtSignature")
+    if isinstance(signature, str) and signature and last_text >= 0:
+        parts[last_text]["thoughtSignature"] = signature
+    for other in ours.get("parts") or ():
+        if isinstance(other, Mapping):
+            parts.append(dict(other))
+    for call in message.tool_calls:
+        call_data = _ours(call.provider_data)
+        function: dict[str, Any] = {"name": call.name, "args": _arguments(call.arguments)}
+        if not call.id.startswith(LOCAL_ID_PREFIX):
+            function["id"] = call.id
+        wire: dict[str, Any] = {"functionCall": function}
+        if isinstance(call_data.get("thoughtSignature"), str):
+            wire["thoughtSignature"] = call_data["thoughtSignature"]
+        parts.append(wire)
+    return parts or [{"text": ""}]
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    """A call's argument text as the object Gemini takes; text that is not a JSON object
+    (a malformed call, answered with an error already) is sent under `"arguments"`."""
+    try:
+        value = json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return {"arguments": text}
+    return value if isinstance(value, dict) else {"arguments": value}
+
+
+def _function_response(message: ToolMessage) -> dict[str, Any]:
+    key = "error" if message.is_error else "output"
+    response: dict[str, Any] = {"name": message.name, "response": {key: message.text}}
+    if not message.tool_call_id.startswith(LOCAL_ID_PREFIX):
+        response["id"] = message.tool_call_id
+    media = [p for p in message.parts if isinstance(p, (ImagePart, DocumentPart))]
+    if media:
+        response["parts"] = [_media(p) for p in media]
+    return {"functionResponse": response}
+
+
+# --- responses -------------------------------------------------------------------------
+
+
+def payload_error(payload: Mapping[str, Any]) -> ProviderError:
+    """The `ProviderError` of an `{"error": {"code", "message", "status"}}` body."""
+    error = payload.get("error")
+    code = error.get("code") if isinstance(error, Mapping) else None
+    status = error.get("status") if isinstance(error, Mapping) else None
+    message = f"{PROVIDER}: {error_message(payload) or 'error in the response'}"
+    if isinstance(status, str) and status:
+        message += f" ({status})"
+    body = json_excerpt(payload)
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
+        return error_for_status(code, message, provider=PROVIDER, body=body)
+    return ProviderError(message, body=body, provider=PROVIDER)
+
+
+def wire_usage(payload: Any) -> Usage:
+    """`usageMetadata` as core `Usage` (module notes; a bad count is 0)."""
+    if not isinstance(payload, Mapping):
+        return Usage(requests=1)
+    thoughts = token_count(payload.get("thoughtsTokenCount"))
+    return Usage(
+        input_tokens=token_count(payload.get("promptTokenCount"))
+        + token_count(payload.get("toolUsePromptTokenCount")),
+        output_tokens=token_count(payload.get("candidatesTokenCount")) + thoughts,
+        cached_tokens=token_count(payload.get("cachedContentTokenCount")),
+        requests=1,
+        reasoning_tokens=thoughts,
+    )
+
+
+def _kind(part: Mapping[str, Any]) -> str:
+    if "functionCall" in part:
+        return "call"
+    if isinstance(part.get("text"), str):
+        return "thought" if part.get("thought") else "text"
+    return "other"
+
+
+def merged_parts(parts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Parts with adjacent text (or thought) pieces joined, as a stream splits them: a
+    piece joins the one before unless that one closed with a signature."""
+    merged: list[dict[str, Any]] = []
+    for part in parts:
+        if not isinstance(part, Mapping):
+            raise TypeError(f"a part is a {type(part).__name__}, not an object")
+        kind = _kind(part)
+        last = merged[-1] if merged else None
+        if (
+            kind in ("text", "thought")
+            and last is not None
+            and _kind(last) == kind
+            and "thoughtSignature" not in last
+            and set(part) <= {"text", "thought", "thoughtSignature"}
+        ):
+            last["text"] += part["text"]
+            if "thoughtSignature" in part:
+                last["thoughtSignature"] = part["thoughtSignature"]
+            continue
+        merged.append(dict(part))
+    return merged
+
+
+def response_from_payload(payload: Mapping[str, Any]) -> ChatResponse:
+    """A `GenerateContentResponse` as a `ChatResponse` (an error body raises)."""
+    if payload.get("error") is not None:
+        raise payload_error(payload)
+    candidates = payload.get("candidates") or []
+    usage = wire_usage(payload.get("usageMetadata"))
+    response_id, model = _text(payload, "responseId"), _text(payload, "modelVersion")
+    if not candidates:
+        feedback = payload.get("promptFeedback") or {}
+        if not feedback.get("blockReason"):
+            raise ValueError("a response without candidates or a block reason")
+        return ChatResponse(
+            message=AssistantMessage(),
+            finish_reason="content_filter",
+            usage=usage,
+            id=response_id,
+            model=model,
+        )
+    candidate = candidates[0]
+    content = candidate.get("content") or {}
+    pieces: list[TextPart | ReasoningPart] = []
+    calls: list[ToolCall] = []
+    others: list[dict[str, Any]] = []
+    ours: dict[str, Any] = {}
+    for part in merged_parts(content.get("parts") or ()):
+        kind = _kind(part)
+        signature = part.get("thoughtSignature")
+        if signature is not None and not isinstance(signature, str):
+            raise TypeError(f"thoughtSignature is a {type(signature).__name__}, not a string")
+        if kind == "thought":
+            pieces.append(ReasoningPart(text=part["text"], signature=signature, provider=PROVIDER))
+        elif kind == "text":
+            pieces.append(TextPart(text=part["text"]))
+            if signature:
+                ours["thoughtSignature"] = signature
+        elif kind == "call":
+            calls.append(function_call(part))
+        else:
+            others.append(part)
+    if others:
+        ours["parts"] = others
+    message = AssistantMessage(
+        content=assistant_content(pieces),
+        tool_calls=tuple(calls),
+        provider_data={PROVIDER: ours} if ours else None,
+    )
+    wire_reason = candidate.get("finishReason")
+    reason = _FINISH_REASONS.get(wire_reason) if isinstance(wire_reason, str) else None
+    if reason is None:
+        reason = wire_reason.lower() if isinstance(wire_reason, str) else "stop"
+    if calls and reason == "stop":
+        reason = "tool_calls"
+    return ChatResponse(
+        message=message, finish_reason=reason, usage=usage, id=response_id, model=model
+    )
+
+
+def _text(payload: Mapping[str, Any], key: str) -> str | None:
+    value = payload.get(key)
+    return value if isinstance(value, str) else None
+
+
+def local_call_id() -> str:
+    """A fresh id for a call the API sent without one (`LOCAL_ID_PREFIX`, never sent)."""
+    return LOCAL_ID_PREFIX + new_call_id().removeprefix("call_")
+
+
+def function_call(part: Mapping[str, Any]) -> ToolCall:
+    """A `functionCall` part as a `ToolCall`: the API's id, else a local one; the part's
+    thought signature is kept in `provider_data` and sent back with the call."""
+    call = part["functionCall"]
+    name = call["name"]
+    if not isinstance(name, str) or not name:
+        raise TypeError("a function call without a name")
+    args = call.get("args")
+    if args is not None and not isinstance(args, dict):
+        raise TypeError(f"args is a {type(args).__name__}, not an object")
+    data: dict[str, Any] = {}
+    wire_id = call.get("id")
+    if wire_id is not None and not isinstance(wire_id, str):
+        raise TypeError(f"id is a {type(wire_id).__name__}, not a string")
+    if isinstance(part.get("thoughtSignature"), str):
+        data["thoughtSignature"] = part["thoughtSignature"]
+    return ToolCall(
+        id=wire_id or local_call_id(),
+        name=name,
+        arguments=json_dumps(args or {}),
+        provider_data={PROVIDER: data} if data else None,
+    )
+
+
+# --- streams ---------------------------------------------------------------------------
+
+
+class GeminiStreamReader:
+    """What a `streamGenerateContent?alt=sse` stream has delivered so far.
+
+    `done` stays false (the API sends no end marker: the stream ends with its body);
+    `response()` accepts the stream once a chunk carried a finish reason or a block.
+    """
+
+    __slots__ = ("_complete", "_ids", "_last", "_parts", "_payload", "_thought")
+
+    def __init__(self) -> None:
+        self._parts: list[dict[str, Any]] = []
+        self._payload: dict[str, Any] = {}  # everything but the parts, last value wins
+        self._complete = False
+        self._ids: list[str] = []  # the ids the calls were streamed with, in order
+        self._thought = -1  # the reasoning index of the current thought run
+        self._last: dict[str, Any] | None = None  # the last text or thought part
+
+    @property
+    def done(self) -> bool:
+        """Always false: a Gemini stream ends with its body."""
+        return False
+
+    def receive(self, data: str, event: str = "message") -> list[ModelDelta]:
+        """Take one chunk; return the deltas it carries."""
+        try:
+            chunk = json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            raise StreamInterruptedError(
+                f"{PROVIDER}: malformed JSON in the stream: {exc}"
+            ) from exc
+        if not isinstance(chunk, dict):
+            raise StreamInterruptedError(f"{PROVIDER}: a stream chunk is not a JSON object")
+        if chunk.get("error") is not None:
+            raise payload_error(chunk)
+        for key in ("responseId", "modelVersion", "usageMetadata", "promptFeedback"):
+            if chunk.get(key) is not None:
+                self._payload[key] = chunk[key]
+        if (chunk.get("promptFeedback") or {}).get("blockReason"):
+            self._complete = True
+        deltas: list[ModelDelta] = []
+        for candidate in chunk.get("candidates") or ():
+            if candidate.get("index", 0) != 0:
+                continue
+            for part in (candidate.get("content") or {}).get("parts") or ():
+                deltas.extend(self._part(part))
+            if candidate.get("finishReason"):
+                self._payload["finishReason"] = candidate["finishReason"]
+                self._complete = True
+        return deltas
+
+    def _part(self, part: Any) -> list[ModelDelta]:
+        if not isinstance(part, Mapping):
+            raise TypeError(f"a part is a {type(part).__name__}, not an object")
+        self._parts.append(dict(part))
+        kind = _kind(part)
+        if kind == "call":
+            call = function_call(part)
+            index = len(self._ids)
+            self._ids.append(call.id)
+            self._last = None
+            return [
+                ToolCallDelta(
+                    index=index,
+                    id=call.id,
+                    name=call.name,
+                    arguments=call.arguments,
+                    provider_data=call.provider_data,
+                )
+            ]
+        if kind == "other":
+            self._last = None
+            return []
+        previous, self._last = self._last, dict(part)
+        text = part["text"]
+        if kind == "text":
+            return [TextDelta(text)] if text else []
+        if previous is None or _kind(previous) != "thought" or "thoughtSignature" in previous:
+            self._thought += 1  # a new thought run, as merged_parts splits them
+        return [ReasoningDelta(text, self._thought)] if text else []
+
+    def response(self) -> ChatResponse:
+        """The final response; raises if the stream ended before a finish reason."""
+        if not self._complete:
+            raise StreamInterruptedError(f"{PROVIDER}: the stream ended before a finish reason")
+        payload: dict[str, Any] = {
+            k: v for k, v in self._payload.items() if k not in ("finishReason",)
+        }
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": self._parts}}
+        if "finishReason" in self._payload:
+            candidate["finishReason"] = self._payload["finishReason"]
+        if self._parts or "finishReason" in self._payload:
+            payload["candidates"] = [candidate]
+        try:
+            response = response_from_payload(payload)
+        except ProviderError:
+            raise
+        except PARSE_ERRORS as exc:
+            raise StreamInterruptedError(
+                f"{PROVIDER}: the streamed response is invalid ({type(exc).__name__}: {exc})"
+            ) from exc
+        calls = response.message.tool_calls
+        if [c.id for c in calls] == self._ids:
+            return response
+        # calls without an API id: keep the local ids the deltas announced
+        calls = tuple(c.model_copy(update={"id": i}) for c, i in zip(calls, self._ids, strict=True))
+        return response.with_message(response.message.model_copy(update={"tool_calls": calls}))
