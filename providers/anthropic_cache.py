@@ -53,8 +53,12 @@ def place_breakpoints(body: dict[str, Any], plan: PromptCache) -> dict[str, Any]
     added beyond it."""
     marks: list[dict[str, Any]] = []
     tools = body.get("tools")
-    if plan.tools and isinstance(tools, list) and tools and isinstance(tools[-1], dict):
-        marks.append(tools[-1])
+    if plan.tools and isinstance(tools, list):
+        # a deferred tool (tool search) is not part of the cached prefix: mark the last
+        # tool that is loaded
+        loaded = [t for t in tools if isinstance(t, dict) and not t.get("defer_loading")]
+        if loaded:
+            marks.append(loaded[-1])
     if plan.system and body.get("system"):
         system = body["system"]
         if isinstance(system, str):

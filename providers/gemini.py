@@ -59,7 +59,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ..core.errors import StreamInterruptedError
+from ..core.errors import ChainConfigurationError, StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import (
     AssistantMessage,
@@ -69,6 +69,7 @@ from ..core.messages import (
     ToolMessage,
     new_call_id,
 )
+from ..core.options import OutputSchema
 from ..core.parts import (
     ContentPart,
     DocumentPart,
@@ -213,6 +214,10 @@ class GeminiChatModel(HTTPChatModel):
             retry_policy=retry_policy,
             headers=headers,
         )
+
+    def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
+        """`generationConfig.responseJsonSchema`, on requests without tools only."""
+        return not with_tools
 
 
 # --- tool schemas ----------------------------------------------------------------------
@@ -452,6 +457,14 @@ def request_body(
         config["stopSequences"] = list(options.stop)
     if thinking:
         config["thinkingConfig"] = plain(thinking)
+    if options.output_schema is not None:
+        if request.tools:
+            raise ChainConfigurationError(
+                "Gemini takes a response schema only on requests without tools; "
+                "StructuredOutputAdvisor states the schema in the prompt instead"
+            )
+        config["responseMimeType"] = "application/json"
+        config["responseJsonSchema"] = plain(options.output_schema.schema)
     if config:
         body["generationConfig"] = config
     for key, value in plain(options.extra).items():

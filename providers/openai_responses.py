@@ -68,6 +68,7 @@ from ..core.messages import (
     ToolMessage,
     new_call_id,
 )
+from ..core.options import OutputSchema
 from ..core.parts import (
     ContentPart,
     DocumentPart,
@@ -79,6 +80,7 @@ from ..core.parts import (
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
+from ._structured import openai_response_format
 from .errors import (
     BadRequestError,
     ProviderError,
@@ -212,6 +214,10 @@ class OpenAIResponsesChatModel(HTTPChatModel):
             headers=headers,
         )
 
+    def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
+        """The Responses API takes a JSON schema as `text.format`, with tools too."""
+        return True
+
 
 # --- request -------------------------------------------------------------------------
 
@@ -294,6 +300,9 @@ def request_body(
         body["max_output_tokens"] = options.max_tokens
     if stream:
         body["stream"] = True
+    if options.output_schema is not None:
+        chat_format = openai_response_format(options.output_schema)["json_schema"]
+        body["text"] = {"format": {"type": "json_schema", **chat_format}}
     body.update(plain(options.extra))
     return body
 

@@ -194,6 +194,14 @@ def test_place_breakpoints_leaves_odd_bodies_alone() -> None:
         assert "cache_control" not in json.dumps(place_breakpoints(body, PromptCache()))
 
 
+def test_a_deferred_tool_is_never_marked() -> None:
+    loaded = {"name": "a", "description": "", "input_schema": {"type": "object"}}
+    deferred = {**loaded, "name": "b", "defer_loading": True}
+    body = place_breakpoints({"tools": [loaded, deferred], "messages": []}, PromptCache())
+    assert body["tools"][0].get("cache_control") == MARK
+    assert "cache_control" not in body["tools"][1]
+
+
 async def test_options_extra_overriding_tools_is_still_marked() -> None:
     extra = {"tools": [{"name": "x", "description": "", "input_schema": {"type": "object"}}]}
     body = await send(CONVERSATION.with_options(extra=extra))

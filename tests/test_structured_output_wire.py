@@ -295,7 +295,7 @@ async def test_a_schema_anthropic_cannot_take_is_stated_in_the_prompt() -> None:
     assert response.output == Tree()
     (body,) = recorder.bodies
     assert "output_config" not in body
-    assert body["system"] == advisor.instruction
+    assert [block["text"] for block in body["system"]] == [advisor.instruction]
 
 
 @pytest.mark.anyio
@@ -358,3 +358,48 @@ def test_the_prompt_instruction_is_a_system_message() -> None:
     advisor = StructuredOutputAdvisor(Item, mode="prompt")
     request = advisor._prepared(ChatRequest(messages=(UserMessage(content="x"),)))
     assert request.messages[0] == SystemMessage(content=advisor.instruction)
+
+
+def _schema_request(*, with_tools: bool) -> ChatRequest:
+    @tool
+    def lookup(name: str) -> str:
+        """Look an item up."""
+        return name
+
+    return ChatRequest(
+        messages=(UserMessage(content="an item"),),
+        tools=(lookup,) if with_tools else (),
+        options=ChatOptions(
+            output_schema=OutputSchema(name="Item", schema=Item.model_json_schema())
+        ),
+    )
+
+
+@pytest.mark.parametrize("with_tools", [False, True])
+def test_responses_api_sends_the_schema_as_text_format(with_tools: bool) -> None:
+    from advisorchain.providers import OpenAIResponsesChatModel
+    from advisorchain.providers.openai_responses import request_body
+
+    request = _schema_request(with_tools=with_tools)
+    body = request_body(request, model="gpt-5", stream=False)
+    chat = openai_response_format(OutputSchema(name="Item", schema=Item.model_json_schema()))
+    assert body["text"] == {"format": {"type": "json_schema", **chat["json_schema"]}}
+    assert body["text"]["format"]["strict"] is True
+    schema = OutputSchema(name="Item", schema={})
+    assert OpenAIResponsesChatModel("gpt-5").supports_output_schema(schema, with_tools=True)
+
+
+def test_gemini_sends_the_schema_in_generation_config_without_tools() -> None:
+    from advisorchain.providers import GeminiChatModel
+    from advisorchain.providers.gemini import request_body
+
+    body = request_body(_schema_request(with_tools=False))
+    config = body["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    assert config["responseJsonSchema"] == Item.model_json_schema()
+    with pytest.raises(ChainConfigurationError, match="without tools"):
+        request_body(_schema_request(with_tools=True))
+    model = GeminiChatModel("gemini-2.5-flash", api_key="k")
+    schema = OutputSchema(name="Item", schema={})
+    assert model.supports_output_schema(schema, with_tools=False)
+    assert not model.supports_output_schema(schema, with_tools=True)

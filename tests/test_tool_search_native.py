@@ -108,7 +108,11 @@ async def test_the_provider_searches_a_deferred_catalog_sent_whole_every_round(
             final_message(),
         )
     model = AnthropicChatModel(
-        "claude-opus-4-6", api_key="k", http_client=recorder.client(), retry_policy=FAST_RETRY
+        "claude-opus-4-6",
+        api_key="k",
+        http_client=recorder.client(),
+        retry_policy=FAST_RETRY,
+        prompt_cache=False,
     )
     calls: list[dict[str, Any]] = []
     advisor = ToolSearchAdvisor(native="bm25", min_tools=2)
