@@ -105,7 +105,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         )
         vectors = dict(zip((document_text(d) for d in sample), cold._vectors, strict=True))
 
-    base = {d.name: d for d in pool}
+    base: dict[str, ToolDefinition] = {d.name: d for d in pool}
 
     async def copies(texts: Sequence[str]) -> list[list[float]]:
         return [vectors[t] for t in texts]

@@ -110,7 +110,7 @@ def bfcl_parallel_multiple(queries: list[bfcl.Query]) -> list[Request]:
 
 def fetch_nestful() -> Path:
     """NESTFUL's `data_v1/` from the `nestful-wrapper` wheel, fetched on first use."""
-    root = bfcl.DATA / "nestful"
+    root: Path = bfcl.DATA / "nestful"
     if (root / "data_v1" / _NESTFUL_FILES[0][0]).is_file():
         return root / "data_v1"
     wheels = bfcl.DATA / "wheels"

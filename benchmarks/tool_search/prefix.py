@@ -141,7 +141,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     }
     out: dict[str, Any] = {"conversations": len(conversations), "tools": len(catalog)}
     for label, (keep, cap) in settings.items():
-        stability, new_bytes, tools_shown, first_of_turn, reached = [], 0, [], [], 0
+        stability: list[float] = []
+        tools_shown: list[int] = []
+        first_of_turn: list[float] = []
+        new_bytes, reached = 0, 0
         wanted = 0
         for turns in conversations.values():
             requests = await converse(keep, cap, catalog, turns)

@@ -221,7 +221,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
     # 1. Keyword field weights, on the tuning half of BFCL single.
     grid_kw = [(2.0, 1.0, 0.5), (3.0, 1.0, 0.5), (2.0, 1.0, 1.0), (1.0, 1.0, 1.0), (3.0, 1.0, 1.0)]
-    kw_scores = {}
+    kw_scores: dict[tuple[float, float, float], float] = {}
     for w in grid_kw:
         kw_scores[w] = (await evaluate(KeywordIndex(weights=w), pool, tune_single, built))["r@5"]
     best_w = max(grid_kw, key=lambda w: kw_scores[w])
@@ -234,14 +234,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     grid_h = [(k, w) for k in (2, 5, 10, 30, 60) for w in (0.7, 1.0, 1.5)]
     emb_built = await embedding.build(pool)
     kw_built = await KeywordIndex(weights=best_w).build(pool)
-    h_scores = {}
-    for rrf_k, w in grid_h:
-        h = HybridIndex(kw_built, emb_built, weights=[1.0, w], rrf_k=rrf_k)
+    h_scores: dict[tuple[int, float], float] = {}
+    for rrf_k, w_emb in grid_h:
+        h = HybridIndex(kw_built, emb_built, weights=[1.0, w_emb], rrf_k=rrf_k)
         r5 = 0.0
         for q in tune_single:
             found = set(await h.search(q.text, 5))
             r5 += len(q.expected & found) / len(q.expected)
-        h_scores[(rrf_k, w)] = r5 / len(tune_single)
+        h_scores[(rrf_k, w_emb)] = r5 / len(tune_single)
     best_h = max(grid_h, key=lambda x: h_scores[x])
     chosen["hybrid"] = {
         "grid": {f"rrf_k={k},w_emb={w}": round(v, 4) for (k, w), v in h_scores.items()},
