@@ -103,7 +103,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             "warm",
             out["embedding_build_1287_warm_s"],
         )
-        vectors = dict(zip((document_text(d) for d in sample), cast(EmbeddingIndex, cold)._vectors, strict=True))
+        vectors = dict(
+            zip(
+                (document_text(d) for d in sample), cast(EmbeddingIndex, cold)._vectors, strict=True
+            )
+        )
 
     base: dict[str, ToolDefinition] = {d.name: d for d in pool}
 
