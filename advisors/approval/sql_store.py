@@ -9,17 +9,15 @@ PostgreSQL), so of two concurrent claims exactly one sees `pending`.
 from __future__ import annotations
 
 import json
-import re
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-import anyio.to_thread
-
 from ...core.errors import ApprovalNotFound
+from .._sql.identifiers import check_table_prefix
+from .._sql.threads import WorkerRunner
 from .._storable import storable
 from .store import (
     DEFAULT_CLAIM_TIMEOUT,
@@ -44,8 +42,6 @@ from .types import (
 )
 
 T = TypeVar("T")
-
-_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,40}$")
 
 
 class Cursor(Protocol):
@@ -79,13 +75,10 @@ class SQLApprovalStore:
         claim_timeout: float = DEFAULT_CLAIM_TIMEOUT,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if not _PREFIX.match(table_prefix):
-            raise ValueError("table_prefix must be a short SQL identifier (letters, digits, _)")
-        self.prefix = table_prefix
+        self.prefix = check_table_prefix(table_prefix)
         self.claim_timeout = claim_timeout
         self.clock = clock
-        self._ready = False
-        self._setup_lock = threading.Lock()
+        self._runner = WorkerRunner(self._create_tables)
 
     # -- supplied by the dialects --------------------------------------------------------
 
@@ -99,15 +92,7 @@ class SQLApprovalStore:
     # -- the async API -------------------------------------------------------------------
 
     async def _run(self, fn: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(partial(self._ready_then, fn))
-
-    def _ready_then(self, fn: Callable[[], T]) -> T:
-        if not self._ready:
-            with self._setup_lock:
-                if not self._ready:
-                    self._create_tables()
-                    self._ready = True
-        return fn()
+        return await self._runner.run(fn)
 
     async def save(self, record: PendingRecord) -> None:
         """Store a new pending approval (`InvalidApprovalRecord` if it cannot be held)."""
