@@ -6,14 +6,30 @@ interleaved in one process, CPU time of the event-loop thread per turn. Logging 
 INFO into a `NullHandler` (records are built), tracing uses OpenTelemetry's no-op tracer,
 approval asks a `CallbackApprover` that approves every call (both tools require approval
 only in the approval chains), tool search has two tools (below its threshold).
+
+The 0.2 links are measured in the same run, each alone around the loop where README's table
+places it: `StructuredOutputAdvisor` (the final answer scripted as the JSON it validates),
+`RedactionAdvisor()` (emails both ways), `BudgetAdvisor` (token and call limits never
+reached), `ToolRetryAdvisor` and `ToolResultCacheAdvisor` (both tools read-only; the cache
+cleared every turn, so each turn misses and stores).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 from typing import Any
 
-from advisorchain import Advisor, Chain, ToolCallingAdvisor
+from pydantic import BaseModel
+
+from advisorchain import Advisor, Chain, ChatRequest, ToolCall, ToolCallingAdvisor
+from advisorchain.advisors import (
+    BudgetAdvisor,
+    RedactionAdvisor,
+    StructuredOutputAdvisor,
+    ToolResultCacheAdvisor,
+    ToolRetryAdvisor,
+)
 from advisorchain.core.messages import UserMessage
 from advisorchain.providers import ScriptedChatModel
 
@@ -21,6 +37,29 @@ from . import scenario
 from .peers import advisorchain_agent
 from .peers.errors import Unavailable
 from .stats import cpu_per_turn, table
+
+
+class Answer(BaseModel):
+    """The scenario's answer, as the structured-output chain asks for it."""
+
+    answer: str
+
+
+def json_reply(request: ChatRequest) -> list[ToolCall] | str:
+    """The scenario's script, with the final answer as `Answer` JSON."""
+    step = advisorchain_agent.reply(request)
+    return json.dumps({"answer": step}) if isinstance(step, str) else step
+
+
+def later_links() -> dict[str, tuple[list[Advisor], list[Advisor]]]:
+    """The 0.2 links: (before the loop, after it), one configuration each."""
+    return {
+        "+ StructuredOutputAdvisor": ([StructuredOutputAdvisor(Answer, mode="prompt")], []),
+        "+ RedactionAdvisor": ([RedactionAdvisor()], []),
+        "+ BudgetAdvisor": ([BudgetAdvisor(max_total_tokens=10**9, max_model_calls=100)], []),
+        "+ ToolRetryAdvisor": ([], [ToolRetryAdvisor()]),
+        "+ ToolResultCacheAdvisor": ([], [ToolResultCacheAdvisor()]),
+    }
 
 
 async def run(*, turns: int = 1000, warmup: int = 200, block: int = 50) -> dict[str, Any]:
@@ -38,20 +77,33 @@ async def run(*, turns: int = 1000, warmup: int = 200, block: int = 50) -> dict[
         "+ ToolSearchAdvisor": ([], inside, False),
         "all four": (outside, inside, True),
     }
+    for name, (before, after) in later_links().items():
+        configs[name] = (before, after, False)
     prompt = (UserMessage(content=scenario.PROMPT),)
     subjects = {}
     for name, (before, after, approval) in configs.items():
-        model = ScriptedChatModel(advisorchain_agent.reply)
+        structured = name == "+ StructuredOutputAdvisor"
+        model = ScriptedChatModel(json_reply if structured else advisorchain_agent.reply)
+        caches = [a for a in after if isinstance(a, ToolResultCacheAdvisor)]
         chain = Chain(
             [*before, ToolCallingAdvisor(), *after],
             model=model,
-            tools=advisorchain_agent.make_tools("async", requires_approval=approval),
+            tools=advisorchain_agent.make_tools(
+                "async", requires_approval=approval, read_only=bool(after) and not inside
+            ),
         )
 
-        async def turn(chain: Chain = chain, model: ScriptedChatModel = model) -> str:
+        async def turn(
+            chain: Chain = chain,
+            model: ScriptedChatModel = model,
+            structured: bool = structured,
+            caches: list[ToolResultCacheAdvisor] = caches,
+        ) -> str:
             response = await chain.call(prompt)
             model.requests.clear()
-            return response.text
+            for cache in caches:
+                cache.clear()
+            return response.output_as(Answer).answer if structured else response.text
 
         if await turn() != scenario.ANSWER:
             raise AssertionError(f"{name}: wrong answer")

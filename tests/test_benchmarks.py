@@ -223,4 +223,4 @@ def test_link_costs_runs_where_the_links_exist() -> None:
         assert "skipped" in links.render(report)
     else:
         assert list(report["results"])[0] == "bare loop"
-        assert len(report["results"]) == 6
+        assert len(report["results"]) == 11

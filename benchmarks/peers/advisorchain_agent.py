@@ -54,10 +54,15 @@ def reply(request: ChatRequest) -> list[ToolCall] | str:
     return [ToolCall.from_arguments(name, args, id=call_id) for call_id, name, args in step]
 
 
-def make_tools(kind: str, *, requires_approval: bool = False) -> list[Tool]:
+def make_tools(
+    kind: str, *, requires_approval: bool = False, read_only: bool = False
+) -> list[Tool]:
     """`get_weather` and `get_time` as async tools, or as sync tools in worker threads
-    (`sync`), or as sync tools declared non-blocking (`inline`)."""
+    (`sync`), or as sync tools declared non-blocking (`inline`); `read_only` declares them so
+    (for the retry and cache links)."""
     options: dict[str, Any] = {"requires_approval": requires_approval}
+    if read_only:
+        options["read_only"] = True
     if kind == "async":
 
         @tool(name="get_weather", description=scenario.WEATHER_DOC, **options)
