@@ -10,6 +10,8 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
 venv:
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@# commit subjects of at most 72 characters (.githooks/commit-msg), in a git checkout
+	@git rev-parse --git-dir >/dev/null 2>&1 && git config core.hooksPath .githooks || true
 	@$(VENV)/bin/python -m pip install -q --upgrade pip
 
 # llama-cpp-python built portably (no -march=native: AVX2, no AVX-512/AMX) once per build key
