@@ -63,6 +63,7 @@ from ..core.response import ChatResponse
 from ..core.usage import Usage
 from ._structured import anthropic_output_config, anthropic_supports
 from .anthropic_cache import PromptCache, place_breakpoints
+from .anthropic_tool_search import NATIVE_KEY, anthropic_tool_search
 from .errors import BadRequestError, ProviderError
 from .http import (
     PARSE_ERRORS,
@@ -180,9 +181,7 @@ class AnthropicWire(WireFormat):
         if options.output_schema is not None:
             output = anthropic_output_config(options.output_schema, body.get("output_config"))
             body["output_config"] = output
-        if "advisorchain_tool_search" in body:  # ToolSearchAdvisor(native=...): defer tools
-            from ..advisors.tool_search.native import anthropic_tool_search
-
+        if NATIVE_KEY in body:  # ToolSearchAdvisor(native=...): defer tools
             anthropic_tool_search(body)
         if self.prompt_cache is not None:
             place_breakpoints(body, self.prompt_cache)

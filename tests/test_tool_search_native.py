@@ -18,12 +18,12 @@ from advisorchain import (
     UserMessage,
 )
 from advisorchain.advisors import ToolSearchAdvisor
-from advisorchain.advisors.tool_search.native import (
+from advisorchain.providers import AnthropicChatModel
+from advisorchain.providers.anthropic_tool_search import (
     NATIVE_KEY,
     anthropic_tool_search,
     native_mark,
 )
-from advisorchain.providers import AnthropicChatModel
 
 if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
     from advisorchain.tests.provider_support import (

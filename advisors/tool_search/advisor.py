@@ -13,10 +13,10 @@ from ...core.manager import describe_exception
 from ...core.messages import AssistantMessage, Message, SystemMessage, ToolMessage
 from ...core.request import ChatRequest
 from ...core.tools import Tool
+from ...providers.anthropic_tool_search import NativeSearch, native_mark
 from .catalog import CatalogIndexes
 from .defaults import default_index
 from .index import QueryRejected, ToolIndex, one_line
-from .native import NativeSearch, native_mark
 
 _RESULT_LINE = re.compile(r"^([A-Za-z0-9_.\-]+): ", re.MULTILINE)
 _NO_MATCH = "No tool matches. Try other or fewer words."
