@@ -51,14 +51,18 @@ def json_reply(request: ChatRequest) -> list[ToolCall] | str:
     return json.dumps({"answer": step}) if isinstance(step, str) else step
 
 
-def later_links() -> dict[str, tuple[list[Advisor], list[Advisor]]]:
-    """The 0.2 links: (before the loop, after it), one configuration each."""
+def later_links() -> dict[str, tuple[list[Advisor], list[Advisor], bool]]:
+    """The 0.2 links: (before the loop, after it, tools read-only), one each."""
     return {
-        "+ StructuredOutputAdvisor": ([StructuredOutputAdvisor(Answer, mode="prompt")], []),
-        "+ RedactionAdvisor": ([RedactionAdvisor()], []),
-        "+ BudgetAdvisor": ([BudgetAdvisor(max_total_tokens=10**9, max_model_calls=100)], []),
-        "+ ToolRetryAdvisor": ([], [ToolRetryAdvisor()]),
-        "+ ToolResultCacheAdvisor": ([], [ToolResultCacheAdvisor()]),
+        "+ StructuredOutputAdvisor": ([StructuredOutputAdvisor(Answer, mode="prompt")], [], False),
+        "+ RedactionAdvisor": ([RedactionAdvisor()], [], False),
+        "+ BudgetAdvisor": (
+            [BudgetAdvisor(max_total_tokens=10**9, max_model_calls=100)],
+            [],
+            False,
+        ),
+        "+ ToolRetryAdvisor": ([], [ToolRetryAdvisor()], True),
+        "+ ToolResultCacheAdvisor": ([], [ToolResultCacheAdvisor()], True),
     }
 
 
@@ -69,19 +73,20 @@ async def run(*, turns: int = 1000, warmup: int = 200, block: int = 50) -> dict[
     except Unavailable as exc:
         return {"results": {}, "skipped": str(exc)}
     logging_link, tracing_link, approval_link = outside
-    configs: dict[str, tuple[list[Advisor], list[Advisor], bool]] = {
-        "bare loop": ([], [], False),
-        "+ LoggingAdvisor": ([logging_link], [], False),
-        "+ TracingAdvisor": ([tracing_link], [], False),
-        "+ ApprovalAdvisor": ([approval_link], [], True),
-        "+ ToolSearchAdvisor": ([], inside, False),
-        "all four": (outside, inside, True),
+    # (before the loop, after it, tools require approval, tools read-only)
+    configs: dict[str, tuple[list[Advisor], list[Advisor], bool, bool]] = {
+        "bare loop": ([], [], False, False),
+        "+ LoggingAdvisor": ([logging_link], [], False, False),
+        "+ TracingAdvisor": ([tracing_link], [], False, False),
+        "+ ApprovalAdvisor": ([approval_link], [], True, False),
+        "+ ToolSearchAdvisor": ([], inside, False, False),
+        "all four": (outside, inside, True, False),
     }
-    for name, (before, after) in later_links().items():
-        configs[name] = (before, after, False)
+    for name, (before, after, read_only) in later_links().items():
+        configs[name] = (before, after, False, read_only)
     prompt = (UserMessage(content=scenario.PROMPT),)
     subjects = {}
-    for name, (before, after, approval) in configs.items():
+    for name, (before, after, approval, read_only) in configs.items():
         structured = name == "+ StructuredOutputAdvisor"
         model = ScriptedChatModel(json_reply if structured else advisorchain_agent.reply)
         caches = [a for a in after if isinstance(a, ToolResultCacheAdvisor)]
@@ -89,7 +94,7 @@ async def run(*, turns: int = 1000, warmup: int = 200, block: int = 50) -> dict[
             [*before, ToolCallingAdvisor(), *after],
             model=model,
             tools=advisorchain_agent.make_tools(
-                "async", requires_approval=approval, read_only=bool(after) and not inside
+                "async", requires_approval=approval, read_only=read_only
             ),
         )
 
