@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -66,6 +67,41 @@ def later_links() -> dict[str, tuple[list[Advisor], list[Advisor], bool]]:
     }
 
 
+Turn = Callable[[], Awaitable[str]]
+
+
+def link_turn(
+    before: list[Advisor],
+    after: list[Advisor],
+    *,
+    approval: bool = False,
+    read_only: bool = False,
+    structured: bool = False,
+) -> Turn:
+    """One scenario turn through `[*before, ToolCallingAdvisor(), *after]`: a fresh chain
+    and scripted model, whose recorded requests (and any result cache) are cleared after
+    each turn; `structured` scripts the answer as `Answer` JSON and returns its field."""
+    prompt = (UserMessage(content=scenario.PROMPT),)
+    model = ScriptedChatModel(json_reply if structured else advisorchain_agent.reply)
+    caches = [a for a in after if isinstance(a, ToolResultCacheAdvisor)]
+    chain = Chain(
+        [*before, ToolCallingAdvisor(), *after],
+        model=model,
+        tools=advisorchain_agent.make_tools(
+            "async", requires_approval=approval, read_only=read_only
+        ),
+    )
+
+    async def turn() -> str:
+        response = await chain.call(prompt)
+        model.requests.clear()
+        for cache in caches:
+            cache.clear()
+        return response.output_as(Answer).answer if structured else response.text
+
+    return turn
+
+
 async def run(*, turns: int = 1000, warmup: int = 200, block: int = 50) -> dict[str, Any]:
     """CPU median per turn for each configuration, and what it adds to the bare loop."""
     try:
@@ -84,32 +120,15 @@ async def run(*, turns: int = 1000, warmup: int = 200, block: int = 50) -> dict[
     }
     for name, (before, after, read_only) in later_links().items():
         configs[name] = (before, after, False, read_only)
-    prompt = (UserMessage(content=scenario.PROMPT),)
     subjects = {}
     for name, (before, after, approval, read_only) in configs.items():
-        structured = name == "+ StructuredOutputAdvisor"
-        model = ScriptedChatModel(json_reply if structured else advisorchain_agent.reply)
-        caches = [a for a in after if isinstance(a, ToolResultCacheAdvisor)]
-        chain = Chain(
-            [*before, ToolCallingAdvisor(), *after],
-            model=model,
-            tools=advisorchain_agent.make_tools(
-                "async", requires_approval=approval, read_only=read_only
-            ),
+        turn = link_turn(
+            before,
+            after,
+            approval=approval,
+            read_only=read_only,
+            structured=name == "+ StructuredOutputAdvisor",
         )
-
-        async def turn(
-            chain: Chain = chain,
-            model: ScriptedChatModel = model,
-            structured: bool = structured,
-            caches: list[ToolResultCacheAdvisor] = caches,
-        ) -> str:
-            response = await chain.call(prompt)
-            model.requests.clear()
-            for cache in caches:
-                cache.clear()
-            return response.output_as(Answer).answer if structured else response.text
-
         if await turn() != scenario.ANSWER:
             raise AssertionError(f"{name}: wrong answer")
         for _ in range(warmup):

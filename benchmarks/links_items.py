@@ -25,12 +25,11 @@ import gc
 import statistics
 from typing import Any
 
-from advisorchain import Advisor, Chain, ChatRequest, ToolCallingAdvisor
+from advisorchain import Advisor, ChatRequest
 from advisorchain.advisors import LoggingAdvisor, ToolSearchAdvisor
-from advisorchain.core.messages import UserMessage
-from advisorchain.providers import ScriptedChatModel
 
 from . import scenario
+from .links import link_turn
 from .peers import advisorchain_agent
 from .peers.errors import bench_logger
 from .stats import cpu_per_turn
@@ -96,21 +95,9 @@ def configs() -> dict[str, tuple[list[Advisor], list[Advisor], bool]]:
 
 async def run(*, turns: int = 3000, block: int = 50) -> dict[str, float]:
     """CPU us per turn (median) of each configuration."""
-    prompt = (UserMessage(content=scenario.PROMPT),)
     subjects = {}
     for name, (before, after, approval) in configs().items():
-        model = ScriptedChatModel(advisorchain_agent.reply)
-        chain = Chain(
-            [*before, ToolCallingAdvisor(), *after],
-            model=model,
-            tools=advisorchain_agent.make_tools("async", requires_approval=approval),
-        )
-
-        async def turn(chain: Chain = chain, model: ScriptedChatModel = model) -> str:
-            response = await chain.call(prompt)
-            model.requests.clear()
-            return response.text
-
+        turn = link_turn(before, after, approval=approval)
         if await turn() != scenario.ANSWER:
             raise AssertionError(f"{name}: wrong answer")
         for _ in range(200):

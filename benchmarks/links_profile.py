@@ -15,18 +15,11 @@ import argparse
 import asyncio
 import cProfile
 import pstats
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from advisorchain import Chain, ToolCallingAdvisor
-from advisorchain.core.messages import UserMessage
-from advisorchain.providers import ScriptedChatModel
-
-from . import scenario
+from .links import Turn, link_turn
 from .peers import advisorchain_agent
 from .profiling import _where
-
-Turn = Callable[[], Awaitable[str]]
 
 
 def chains() -> dict[str, Turn]:
@@ -40,22 +33,9 @@ def chains() -> dict[str, Turn]:
         "+ ToolSearchAdvisor": ([], inside, False),
         "all four": (outside, inside, True),
     }
-    prompt = (UserMessage(content=scenario.PROMPT),)
     turns: dict[str, Turn] = {}
     for name, (before, after, approval) in configs.items():
-        model = ScriptedChatModel(advisorchain_agent.reply)
-        chain = Chain(
-            [*before, ToolCallingAdvisor(), *after],
-            model=model,
-            tools=advisorchain_agent.make_tools("async", requires_approval=approval),
-        )
-
-        async def turn(chain: Chain = chain, model: ScriptedChatModel = model) -> str:
-            response = await chain.call(prompt)
-            model.requests.clear()
-            return response.text
-
-        turns[name] = turn
+        turns[name] = link_turn(before, after, approval=approval)
     return turns
 
 
