@@ -6,10 +6,11 @@ connections, so they work under asyncio and trio. psycopg is the `postgres` extr
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from .idle import IdleConnections
 
 
 def load_psycopg(user: str) -> Any:
@@ -21,7 +22,7 @@ def load_psycopg(user: str) -> Any:
     return psycopg
 
 
-class ConnectionPool:
+class ConnectionPool(IdleConnections[Any]):
     """Autocommit connections to `dsn`, opened on demand; up to `size` idle ones are kept.
 
     Call its methods from worker threads: connecting and closing block. After `close()`
@@ -29,13 +30,11 @@ class ConnectionPool:
     """
 
     def __init__(self, dsn: str, *, user: str, size: int, connect_timeout: float) -> None:
+        super().__init__()
         self._module = load_psycopg(user)
         self._dsn = dsn
         self.size = size
         self.connect_timeout = connect_timeout
-        self.closed = False
-        self._idle: list[Any] = []
-        self._lock = threading.Lock()
 
     def acquire(self) -> Any:
         """An open connection: an idle one, else a new one."""
@@ -77,13 +76,8 @@ class ConnectionPool:
 
     def close_idle(self) -> None:
         """Close the idle connections; the pool stays usable."""
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for connection in idle:
-            connection.close()
+        self._close_idle(refuse_more=False)
 
     def close(self) -> None:
         """Close the idle connections and stop keeping released ones."""
-        with self._lock:
-            self.closed = True
-        self.close_idle()
+        self._close_idle(refuse_more=True)

@@ -17,10 +17,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from .idle import IdleConnections
+
 MEMORY = ":memory:"
 
 
-class SQLiteConnections:
+class SQLiteConnections(IdleConnections[sqlite3.Connection]):
     """Connections to the SQLite database at `path`, opened on demand, reused.
 
     Up to `size` idle connections are kept (a `":memory:"` database has one connection,
@@ -37,13 +39,11 @@ class SQLiteConnections:
         size: int = 4,
         closed_error: type[Exception] = RuntimeError,
     ) -> None:
+        super().__init__()
         self.path = os.fspath(path)
         self.busy_timeout = busy_timeout
         self.size = max(1, size)
-        self.closed = False
         self._closed_error = closed_error
-        self._idle: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
         # A memory database lives in its one connection: operations take it in turn.
         self._only: threading.Lock | None = threading.Lock() if self.path == MEMORY else None
 
@@ -104,17 +104,9 @@ class SQLiteConnections:
 
     def close_idle(self) -> None:
         """Close the idle connections; the pool stays usable (a memory database keeps its)."""
-        if self.path == MEMORY:
-            return
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for connection in idle:
-            connection.close()
+        if self.path != MEMORY:
+            self._close_idle(refuse_more=False)
 
     def close(self) -> None:
         """Close the idle connections and refuse new transactions."""
-        with self._lock:
-            self.closed = True
-            idle, self._idle = self._idle, []
-        for connection in idle:
-            connection.close()
+        self._close_idle(refuse_more=True)
