@@ -6,8 +6,8 @@
 
 Sections: overhead (bare tool loop, all frameworks), links (logging, tracing, tool search,
 auto-approval), link_costs (what each advisorchain link adds), sync_tools, parallel,
-streaming, concurrency, profile. Needs the `bench` extra (`pip install -e '.[bench]'`);
-`bash benchmarks/bench.sh` sets everything up.
+streaming, concurrency, providers (each HTTP provider against raw httpx), profile. Needs
+the `bench` extra (`pip install -e '.[bench]'`); `bash benchmarks/bench.sh` sets everything up.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # mypy reads benchmarks/ as `advisorchain.benchmarks` (see .c
         overhead,
         parallel,
         profiling,
+        provider_overhead,
         streaming,
         sync_tools,
     )
@@ -47,6 +48,7 @@ else:
         overhead,
         parallel,
         profiling,
+        provider_overhead,
         streaming,
         sync_tools,
     )
@@ -59,6 +61,7 @@ SECTIONS = (
     "parallel",
     "streaming",
     "concurrency",
+    "providers",
     "profile",
 )
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -121,6 +124,9 @@ def _run_section(name: str, quick: bool) -> tuple[dict[str, Any], str]:
     if name == "concurrency":
         report = concurrency.run(ns=(1, 100) if quick else (1, 100, 1000))
         return report, concurrency.render(report)
+    if name == "providers":
+        report = asyncio.run(provider_overhead.run(calls=300 if quick else 2000))
+        return report, provider_overhead.render(report)
     if name == "profile":
         report = asyncio.run(profiling.run(turns=500 if quick else 3000))
         return report, profiling.render(report)

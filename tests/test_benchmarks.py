@@ -128,6 +128,20 @@ def test_streaming_counts_every_chunk_on_both_paths() -> None:
         assert not math.isnan(result["added"]["per_chunk_us"])
 
 
+def test_provider_overhead_measures_both_paths_of_every_provider() -> None:
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import provider_overhead
+    else:
+        from benchmarks import provider_overhead
+
+    report = asyncio.run(provider_overhead.run(calls=4, block=2))
+    assert set(report["providers"]) == {p.name for p in provider_overhead.PROVIDERS}
+    for us in report["providers"].values():
+        assert set(us) == {"call", "raw call", "stream", "raw stream"}
+        assert all(value > 0 for value in us.values())
+    assert provider_overhead.render(report).count("\n") == 2 + 2 * len(report["providers"]) - 1
+
+
 def test_test_server_streams_a_tool_call_then_text() -> None:
     import httpx
 
