@@ -404,8 +404,11 @@ class ToolCallingManager:
                     value = await tool.run(
                         invocation.arguments, invocation.context, validated=validated
                     )
-            if type(value) not in _NOT_ITERATORS and isinstance(value, _ITERATORS):
-                raise _iterator_result(tool, value)
+            if type(value) not in _NOT_ITERATORS:
+                if type(value) is ToolResult and value.outcome == "pending":
+                    return value  # a turn that suspended inside the tool (a sub-chain's)
+                if isinstance(value, _ITERATORS):
+                    raise _iterator_result(tool, value)
             content = tool.convert_result(value)
         except TimeoutError as exc:
             if timeout is None:
