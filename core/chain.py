@@ -31,6 +31,7 @@ from .options import ChatOptions
 from .request import ChatRequest
 from .response import ChatResponse
 from .resumption import Resumption
+from .subchain import after_model_call, before_model_call, enclosing_limits
 from .tools import Tool, merge_tools
 
 _log = logging.getLogger("advisorchain")
@@ -452,8 +453,13 @@ async def _call_without_tool_context(model: ChatModel, request: ChatRequest) -> 
     """The innermost step: the model never receives the tool context, so cannot leak it;
     the ids of the tool calls it answers are made unique and valid before any link sees
     them (`core._call_ids`)."""
-    response = await model.call(_without_tool_context(request))
-    return unique_response(response, request.messages)
+    limits = enclosing_limits()  # an enclosing turn's budget bounds this call too
+    if limits:
+        await before_model_call(limits, request)
+    response = unique_response(await model.call(_without_tool_context(request)), request.messages)
+    if limits:
+        await after_model_call(limits, request, response)
+    return response
 
 
 async def _stream_without_tool_context(
@@ -461,12 +467,17 @@ async def _stream_without_tool_context(
 ) -> AsyncIterator[StreamEvent]:
     """`_call_without_tool_context` for streams: deltas and response get the same ids."""
     ids = StreamCallIds(request.messages)
+    limits = enclosing_limits()
+    if limits:
+        await before_model_call(limits, request)
     async with closing_stream(model.stream(_without_tool_context(request))) as events:
         async for event in events:
             if isinstance(event, ToolCallDelta):
                 event = ids.delta(event)
             elif isinstance(event, ResponseCompleted):
                 response = ids.response(event.response)
+                if limits:
+                    await after_model_call(limits, request, response)
                 if response is not event.response:
                     event = ResponseCompleted(response)
             yield event

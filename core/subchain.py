@@ -117,6 +117,20 @@ def enclosing_limits() -> tuple[EnclosingLimit, ...]:
     return _limits.get()
 
 
+async def before_model_call(limits: tuple[EnclosingLimit, ...], request: ChatRequest) -> None:
+    """Ask each enclosing limit, outermost first, before a model call (one may raise)."""
+    for limit in limits:
+        await limit.before_model_call(request)
+
+
+async def after_model_call(
+    limits: tuple[EnclosingLimit, ...], request: ChatRequest, response: ChatResponse
+) -> None:
+    """Account a model call's response to each enclosing limit."""
+    for limit in limits:
+        await limit.after_model_call(request, response)
+
+
 @contextmanager
 def bounded_by(limit: EnclosingLimit) -> Iterator[None]:
     """Within the block (a tool call), every model call counts against `limit` too."""
@@ -262,6 +276,8 @@ __all__ = [
     "EnclosingLimit",
     "SubchainError",
     "SubchainSuspendedError",
+    "after_model_call",
+    "before_model_call",
     "bounded_by",
     "chain_tool",
     "enclosing_limits",
