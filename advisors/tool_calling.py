@@ -47,7 +47,11 @@ class ToolCallingAdvisor(Advisor):
     hooks registered in the turn's `request.context` (`core.suspension.on_suspend`) with
     the whole turn, so a hook saves it wherever it sits in the chain. `Chain.resume`
     continues it: the continued turn's response (and stream) starts with the results of
-    the calls that waited. Only the links after it are called again each round; the
+    the calls that waited. A chain called as a tool whose turn suspended answers with a
+    pending result carrying that turn's `Suspension` (kept in this turn's
+    `Suspension.inner`); if no link saved it (no `ApprovalAdvisor` here), the call is
+    answered with a `SubchainSuspendedError` error result instead, as nothing could
+    resume it. Only the links after it are called again each round; the
     links before it see the whole turn once.
 
     The returned response carries the usage of every round and, in `messages`, every

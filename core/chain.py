@@ -179,9 +179,13 @@ class Chain:
         named in `context_keys` are passed down. The turn's usage is added to the
         parent turn's; while the parent streams, each event of this turn reaches the
         parent's stream as `ToolProgress(call_id, event=...)`. The parent's tool
-        `timeout` and cancellation bound the call; `max_depth` bounds nesting. A turn
-        that ends waiting for a deferred approval is an error result
-        (`SubchainSuspendedError`). See `core/subchain.py`.
+        `timeout` and cancellation bound the call, and the parent's `BudgetAdvisor`
+        counts each model call of this turn as it happens; `max_depth` bounds nesting.
+        A turn that ends waiting for a deferred approval suspends the parent's turn
+        (its `Suspension.inner` holds this one's); the parent's `resume` resumes it
+        through the call, once. Without an `ApprovalAdvisor` in the parent to save the
+        parent turn, the call is an error result (`SubchainSuspendedError`). See
+        `core/subchain.py`.
         """
         from .subchain import chain_tool
 

@@ -114,6 +114,9 @@ class ToolCallingManager:
       first, the calls after it start once it ended.
     - `tool_timeout`: seconds per call, for tools without their own `timeout`.
 
+    A tool that returns a `pending` `ToolResult` (a sub-chain whose turn suspended)
+    answers its call with it as it is.
+
     A tool that returns an iterator (a generator, an async generator, `map(...)`) gets
     an error result naming it (`on_tool_error` applies): converting it would drain it
     on the event loop, outside the tool's timeout, and it may never end.
