@@ -223,6 +223,8 @@ class _Turn:
         self.initial = self.request = replace(request, resumption=None)
         self.added = list(resumption.messages)
         self.resumed_count = len(self.added)
+        for settled in resumption.calls:  # a resumed sub-chain's turn is this turn's spend
+            self.usage += settled.usage
         self._relax_tool_choice()  # the resume ran the waiting round's tools
 
     def model_answered(self, response: ChatResponse) -> ChatResponse | None:

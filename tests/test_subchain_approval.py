@@ -243,6 +243,8 @@ async def test_the_childs_deferred_approval_suspends_and_resumes_the_parent(
 
     assert second.mail.sent == ["bob"]
     assert resumed.finish_reason == "stop" and resumed.text == "Bob has his mail."
+    # The resumed turn pays for the child's resumed turn too: one model call each.
+    assert resumed.usage.requests == 2
     result = resumed.messages[0]
     assert isinstance(result, ToolMessage) and result.tool_call_id == "c1"
     assert result.content == "Mailed bob." and not result.is_error

@@ -18,7 +18,15 @@ from advisorchain import (
     Usage,
     tool,
 )
-from advisorchain.advisors import BudgetAdvisor, BudgetExceeded, InMemoryBudgetStore
+from advisorchain.advisors import (
+    ApprovalAdvisor,
+    Approve,
+    BudgetAdvisor,
+    BudgetExceeded,
+    DeferredApprover,
+    InMemoryApprovalStore,
+    InMemoryBudgetStore,
+)
 from advisorchain.providers import ScriptedChatModel
 
 
@@ -155,3 +163,45 @@ async def test_a_child_inside_the_budget_runs_unhindered_and_a_plain_tool_is_unt
     assert len(child_model.requests) == 4 and response.text == "done"
     results = [m for m in response.messages if isinstance(m, ToolMessage)]
     assert [m.content for m in results] == ["child done", "x: 42"]
+
+
+@pytest.mark.anyio
+async def test_a_resumed_child_spends_from_the_resumed_parent_turns_budget() -> None:
+    store = InMemoryApprovalStore()
+
+    @tool(requires_approval=True)
+    def publish(page: str) -> str:
+        """Publish a page."""
+        return f"{page} published"
+
+    def parent(parent_script: list[Any], child_script: list[Any]) -> tuple[Chain, Any]:
+        child_model = ScriptedChatModel(child_script)
+        child = Chain(
+            [ToolCallingAdvisor(), ApprovalAdvisor(DeferredApprover(), store=store)],
+            model=child_model,
+            tools=[publish, lookup],
+        )
+        chain = Chain(
+            [
+                ToolCallingAdvisor(),
+                ApprovalAdvisor(DeferredApprover(), store=store),
+                BudgetAdvisor(max_model_calls=2),
+            ],
+            model=ScriptedChatModel(parent_script),
+            tools=[child.as_tool("editor", "Edits pages.")],
+        )
+        return chain, child_model
+
+    first, _ = parent(
+        [_call("editor", "c1", task="publish")], [_call("publish", "k1", page="home")]
+    )
+    suspension = (await first.call("publish home")).suspension
+    assert suspension is not None
+    # Resumed, the child would make three more model calls; the turn allows two in all.
+    second, child_model = parent(
+        ["never"], [_call("lookup", f"k{i}", topic="t") for i in (2, 3)] + ["published"]
+    )
+    with pytest.raises(BudgetExceeded) as caught:
+        await second.resume(suspension.id, suspension.decisions(lambda a, c: Approve()))
+    assert len(child_model.requests) == 2
+    assert caught.value.limit == "model_calls"

@@ -16,8 +16,10 @@ from ...core.manager import ToolPipeline
 from ...core.messages import AssistantMessage, Message, ToolCall
 from ...core.options import ChatOptions, OutputSchema
 from ...core.request import ChatRequest
+from ...core.response import ChatResponse
 from ...core.resumption import ResumedCall, Resumption
 from ...core.subchain import SUBCHAIN_APPROVAL, resuming_context
+from ...core.usage import Usage
 from .store import ApprovalStore
 from .types import (
     ApprovalAlreadyResolved,
@@ -273,6 +275,7 @@ async def resume_turn(
                 message=result.to_message(call),
                 outcome=result.outcome,
                 duration=time.perf_counter() - start,
+                usage=result.value.usage if isinstance(result.value, ChatResponse) else Usage(),
             )
         )
     resumed.clear()  # the continuation's own calls are asked about again
