@@ -34,6 +34,7 @@ from advisorchain.advisors import (
     ApprovalAlreadyResolved,
     ApprovalStore,
     Approve,
+    CallbackApprover,
     DeferredApprover,
     InMemoryApprovalStore,
     InvalidApprovalDecisions,
@@ -467,3 +468,57 @@ async def test_a_parent_waiting_for_its_own_and_a_childs_approval_resumes_both()
         ("c2", "sent to ann"),
     ]
     assert resumed.text == "Both mailed."
+
+
+@pytest.mark.anyio
+async def test_a_sub_agent_that_waits_again_while_resumed_is_an_error_result() -> None:
+    store = InMemoryApprovalStore()
+
+    def parent_of(script: list[Any], child_script: list[Any], mail: Mail) -> Chain:
+        child = Chain(
+            [ToolCallingAdvisor(), _approvals(store)],
+            model=ScriptedChatModel(child_script),
+            tools=mail.tools(),
+        )
+        # The sub-agent's call itself needs approval: deferred, then approved on resume.
+        return Chain(
+            [ToolCallingAdvisor(), _approvals(store)],
+            model=ScriptedChatModel(script),
+            tools=[child.as_tool("mailer", "Sends mails.", requires_approval=True)],
+        )
+
+    first = parent_of([_call("mailer", "c1", task="mail bob")], [], Mail())
+    suspension = (await first.call("mail bob")).suspension
+    assert suspension is not None and suspension.inner == ()
+    mail = Mail()
+    # Run on resume, the child defers its own call: the parent cannot wait a second time.
+    second = parent_of(["It needs another approval."], [_call("send", "k1", to="bob")], mail)
+    resumed = await second.resume(suspension.id, {"c1": Approve()})
+    result = resumed.messages[0]
+    assert isinstance(result, ToolMessage) and result.is_error
+    assert "SubchainSuspendedError" in result.text
+    assert resumed.finish_reason == "stop" and mail.sent == []
+
+
+@pytest.mark.anyio
+async def test_an_approved_sub_agent_call_that_suspends_saves_the_parent() -> None:
+    store = InMemoryApprovalStore()
+    mail = Mail()
+    child = Chain(
+        [ToolCallingAdvisor(), _approvals(store)],
+        model=ScriptedChatModel([_call("send", "k1", to="bob"), "Mailed."]),
+        tools=mail.tools(),
+    )
+    parent = Chain(
+        [
+            ToolCallingAdvisor(),
+            ApprovalAdvisor(CallbackApprover(lambda r: [Approve() for _ in r.calls]), store=store),
+        ],
+        model=ScriptedChatModel([_call("mailer", "c1", task="mail bob"), "Done."]),
+        tools=[child.as_tool("mailer", "Sends mails.", requires_approval=True)],
+    )
+    response = await parent.call("mail bob")
+    suspension = response.suspension
+    assert suspension is not None and await store.get(suspension.id) is not None
+    resumed = await parent.resume(suspension.id, suspension.decisions(lambda a, c: Approve()))
+    assert mail.sent == ["bob"] and resumed.text == "Done."

@@ -390,4 +390,12 @@ async def _run(
             return rejected("the sub-agent's decisions were not given with this resume")
         context = resuming_context(prepared.context, waits_for, inner)
         prepared = replace(prepared, context=context)
-    return await tools.run(prepared)
+    result = await tools.run(prepared)
+    if result.outcome == "pending":  # a resume settles every call: nothing may wait again
+        return ToolResult(
+            content="Error: SubchainSuspendedError: the call stopped waiting for another "
+            "approval while its turn was resumed, which is not supported.",
+            outcome="error",
+            value=result.value,
+        )
+    return result
