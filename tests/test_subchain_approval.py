@@ -522,3 +522,25 @@ async def test_an_approved_sub_agent_call_that_suspends_saves_the_parent() -> No
     assert suspension is not None and await store.get(suspension.id) is not None
     resumed = await parent.resume(suspension.id, suspension.decisions(lambda a, c: Approve()))
     assert mail.sent == ["bob"] and resumed.text == "Done."
+
+
+@pytest.mark.anyio
+async def test_a_child_resumed_on_its_own_leaves_the_parents_call_an_error_result() -> None:
+    store = InMemoryApprovalStore()
+    first = worker(store, [_call("mailer", "c1", task="mail bob")], [_call("send", "c1", to="bob")])
+    suspension = (await first.parent.call("mail bob")).suspension
+    assert suspension is not None
+    [(_, inner)] = suspension.inner
+    mail = Mail()
+    alone = Chain([ToolCallingAdvisor(), _approvals(store)], model=ScriptedChatModel(["ok"]))
+    await alone.resume(inner.id, {"c1": Approve()}, tools=mail.tools())
+    assert mail.sent == ["bob"]
+
+    second = worker(store, ["It was handled elsewhere."], ["never"], mail=mail)
+    resumed = await second.parent.resume(
+        suspension.id, suspension.decisions(lambda a, c: Approve())
+    )
+    result = resumed.messages[0]
+    assert isinstance(result, ToolMessage) and result.is_error
+    assert "ApprovalAlreadyResolved" in result.text
+    assert mail.sent == ["bob"] and second.child_model.requests == []
