@@ -9,12 +9,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, runtime_checkable
 
 from ..core._streams import closing_stream
-from ..core.advisor import Advisor, CallNext, Placement, StreamNext
+from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
 from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta
+from ..core.invocation import ToolInvocation, ToolResult
 from ..core.messages import Message, ToolMessage, UserMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.subchain import bounded_by
 from ..core.usage import Usage
 from .memory import ConversationIdError
 
@@ -181,6 +183,13 @@ class BudgetAdvisor(Advisor):
     `max_conversation_cost` are checked like the per-turn limits (before each call: used
     up; after it: exceeded). A turn without a conversation id raises
     `ConversationIdError`.
+
+    Sub-chains (`Chain.as_tool`), and any chain a tool runs: while one of the turn's
+    tool calls runs (`call_tool`), every model call made inside it counts against this
+    turn's spend as it happens, the same limits checked the same way. A call that would
+    find a limit used up raises `BudgetExceeded` inside the child (whatever `on_exceed`
+    says: the wrap-up is this turn's), which makes the tool call an error result; the
+    turn's next model call then stops the turn as above.
     """
 
     def __init__(
@@ -325,6 +334,12 @@ class BudgetAdvisor(Advisor):
             follow_up, next, spend, over, answered, response.usage
         ):
             yield event
+
+    async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+        """Run the call with this turn's budget bounding every model call inside it."""
+        limit = _EnclosingBudget(self, self._spend(invocation.request), invocation.request)
+        with bounded_by(limit):
+            return await next(invocation)
 
     # -- the final answer of a turn over budget (on_exceed="report") -------------------
 
@@ -505,6 +520,39 @@ class BudgetAdvisor(Advisor):
             cost=spend.cost if self.prices else None,
             elapsed=self.clock() - spend.start,
         )
+
+
+class _EnclosingBudget:
+    """A turn's budget as the limit of the model calls made inside one of its tool calls
+    (a sub-chain's): checked before each, charged with each response."""
+
+    __slots__ = ("advisor", "request", "spend")
+
+    def __init__(self, advisor: BudgetAdvisor, spend: _Spend, request: ChatRequest) -> None:
+        self.advisor = advisor
+        self.spend = spend
+        self.request = request  # the enclosing turn's: its conversation id
+
+    async def before_model_call(self, request: ChatRequest) -> None:
+        advisor, spend = self.advisor, self.spend
+        over = advisor._used_up(spend)
+        if over is None and advisor.store is not None:
+            over = await advisor._conversation_used_up(self.request)
+        if over is not None:
+            limit, reason = over
+            raise BudgetExceeded(
+                f"the enclosing turn's budget is used up: {reason}",
+                limit=limit,
+                messages=(),
+                usage=spend.usage,
+                cost=spend.cost if advisor.prices else None,
+                elapsed=advisor.clock() - spend.start,
+            )
+        spend.calls += 1
+
+    async def after_model_call(self, request: ChatRequest, response: ChatResponse) -> None:
+        cost = self.advisor._account(self.spend, request, response)
+        await self.advisor._record(self.request, response.usage, cost)
 
 
 def _over(name: str, value: int, limit: int, at_limit: bool) -> tuple[str, str] | None:

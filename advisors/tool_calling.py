@@ -21,11 +21,12 @@ from ..core.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from ..core.invocation import ToolHook, ToolInvocation
+from ..core.invocation import ToolHook, ToolInvocation, ToolResult
 from ..core.manager import ToolCallingManager, ToolRound
 from ..core.messages import AssistantMessage, Message
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.subchain import SubchainSuspendedError, suspended_turn
 from ..core.suspension import PendingApproval, Suspension, SuspensionHandler
 from ..core.usage import Usage
 
@@ -46,7 +47,11 @@ class ToolCallingAdvisor(Advisor):
     hooks registered in the turn's `request.context` (`core.suspension.on_suspend`) with
     the whole turn, so a hook saves it wherever it sits in the chain. `Chain.resume`
     continues it: the continued turn's response (and stream) starts with the results of
-    the calls that waited. Only the links after it are called again each round; the
+    the calls that waited. A chain called as a tool whose turn suspended answers with a
+    pending result carrying that turn's `Suspension` (kept in this turn's
+    `Suspension.inner`); if no link saved it (no `ApprovalAdvisor` here), the call is
+    answered with a `SubchainSuspendedError` error result instead, as nothing could
+    resume it. Only the links after it are called again each round; the
     links before it see the whole turn once.
 
     The returned response carries the usage of every round and, in `messages`, every
@@ -163,6 +168,31 @@ class ToolCallingAdvisor(Advisor):
                 return
 
 
+def _unsaved_subchains(tool_round: ToolRound) -> ToolRound:
+    """`tool_round` with each call whose sub-chain turn suspended, but that no link of
+    this chain saves for a resume (no `on_suspend` handler: no `ApprovalAdvisor`),
+    answered with an error: a turn nobody can resume must not wait."""
+    results = list(tool_round.results)
+    changed = False
+    for i, result in enumerate(results):
+        if suspended_turn(result) and result.on_suspend is None and result.metadata.get("subchain"):
+            results[i] = ToolResult(
+                content="Error: SubchainSuspendedError: the sub-agent stopped waiting for an "
+                "approval, and this chain cannot wait for it (it has no ApprovalAdvisor).",
+                outcome="error",
+                value=result.value,
+                error=SubchainSuspendedError("a sub-chain's turn suspended, nothing saves it"),
+            )
+            changed = True
+    if not changed:
+        return tool_round
+    return replace(
+        tool_round,
+        results=tuple(results),
+        messages=tuple(r.to_message(c) for r, c in zip(results, tool_round.calls, strict=True)),
+    )
+
+
 class _Turn:
     """The state of one turn of the loop: transcript so far, messages added, usage.
 
@@ -193,6 +223,8 @@ class _Turn:
         self.initial = self.request = replace(request, resumption=None)
         self.added = list(resumption.messages)
         self.resumed_count = len(self.added)
+        for settled in resumption.calls:  # a resumed sub-chain's turn is this turn's spend
+            self.usage += settled.usage
         self._relax_tool_choice()  # the resume ran the waiting round's tools
 
     def model_answered(self, response: ChatResponse) -> ChatResponse | None:
@@ -207,13 +239,17 @@ class _Turn:
         self, manager: ToolCallingManager, response: ChatResponse, hooks: tuple[ToolHook, ...]
     ) -> ToolRound:
         try:
-            return await manager.execute(self.request, response.message, hooks=hooks)
+            tool_round = await manager.execute(self.request, response.message, hooks=hooks)
         except ToolCallLimitExceeded as exc:
             raise ToolCallLimitExceeded(
                 str(exc),
                 tool_name=exc.tool_name,
                 messages=(*self.added, *response.messages[:-1], *exc.messages),
             ) from None
+        for result in tool_round.results:
+            if result.outcome == "pending":
+                return _unsaved_subchains(tool_round)
+        return tool_round
 
     async def round_finished(
         self, response: ChatResponse, tool_round: ToolRound

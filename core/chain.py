@@ -31,6 +31,7 @@ from .options import ChatOptions
 from .request import ChatRequest
 from .response import ChatResponse
 from .resumption import Resumption
+from .subchain import after_model_call, before_model_call, enclosing_limits
 from .tools import Tool, merge_tools
 
 _log = logging.getLogger("advisorchain")
@@ -178,9 +179,13 @@ class Chain:
         named in `context_keys` are passed down. The turn's usage is added to the
         parent turn's; while the parent streams, each event of this turn reaches the
         parent's stream as `ToolProgress(call_id, event=...)`. The parent's tool
-        `timeout` and cancellation bound the call; `max_depth` bounds nesting. A turn
-        that ends waiting for a deferred approval is an error result
-        (`SubchainSuspendedError`). See `core/subchain.py`.
+        `timeout` and cancellation bound the call, and the parent's `BudgetAdvisor`
+        counts each model call of this turn as it happens; `max_depth` bounds nesting.
+        A turn that ends waiting for a deferred approval suspends the parent's turn
+        (its `Suspension.inner` holds this one's); the parent's `resume` resumes it
+        through the call, once. Without an `ApprovalAdvisor` in the parent to save the
+        parent turn, the call is an error result (`SubchainSuspendedError`). See
+        `core/subchain.py`.
         """
         from .subchain import chain_tool
 
@@ -452,8 +457,13 @@ async def _call_without_tool_context(model: ChatModel, request: ChatRequest) -> 
     """The innermost step: the model never receives the tool context, so cannot leak it;
     the ids of the tool calls it answers are made unique and valid before any link sees
     them (`core._call_ids`)."""
-    response = await model.call(_without_tool_context(request))
-    return unique_response(response, request.messages)
+    limits = enclosing_limits()  # an enclosing turn's budget bounds this call too
+    if limits:
+        await before_model_call(limits, request)
+    response = unique_response(await model.call(_without_tool_context(request)), request.messages)
+    if limits:
+        await after_model_call(limits, request, response)
+    return response
 
 
 async def _stream_without_tool_context(
@@ -461,12 +471,17 @@ async def _stream_without_tool_context(
 ) -> AsyncIterator[StreamEvent]:
     """`_call_without_tool_context` for streams: deltas and response get the same ids."""
     ids = StreamCallIds(request.messages)
+    limits = enclosing_limits()
+    if limits:
+        await before_model_call(limits, request)
     async with closing_stream(model.stream(_without_tool_context(request))) as events:
         async for event in events:
             if isinstance(event, ToolCallDelta):
                 event = ids.delta(event)
             elif isinstance(event, ResponseCompleted):
                 response = ids.response(event.response)
+                if limits:
+                    await after_model_call(limits, request, response)
                 if response is not event.response:
                     event = ResponseCompleted(response)
             yield event

@@ -114,6 +114,9 @@ class ToolCallingManager:
       first, the calls after it start once it ended.
     - `tool_timeout`: seconds per call, for tools without their own `timeout`.
 
+    A tool that returns a `pending` `ToolResult` (a sub-chain whose turn suspended)
+    answers its call with it as it is.
+
     A tool that returns an iterator (a generator, an async generator, `map(...)`) gets
     an error result naming it (`on_tool_error` applies): converting it would drain it
     on the event loop, outside the tool's timeout, and it may never end.
@@ -404,8 +407,11 @@ class ToolCallingManager:
                     value = await tool.run(
                         invocation.arguments, invocation.context, validated=validated
                     )
-            if type(value) not in _NOT_ITERATORS and isinstance(value, _ITERATORS):
-                raise _iterator_result(tool, value)
+            if type(value) not in _NOT_ITERATORS:
+                if type(value) is ToolResult and value.outcome == "pending":
+                    return value  # a turn that suspended inside the tool (a sub-chain's)
+                if isinstance(value, _ITERATORS):
+                    raise _iterator_result(tool, value)
             content = tool.convert_result(value)
         except TimeoutError as exc:
             if timeout is None:

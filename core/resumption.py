@@ -9,9 +9,10 @@ outside the loop read it to recognise a resumed turn.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .messages import ToolCall, ToolMessage
+from .usage import Usage
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -19,13 +20,15 @@ class ResumedCall:
     """One call of the suspended round, settled by the resume: run, refused, or unknown.
 
     `message` is the tool message that answers `call`; `outcome` a `ToolOutcome`;
-    `duration` the seconds it took (zero for a call that was not run).
+    `duration` the seconds it took (zero for a call that was not run); `usage` what the
+    call spent on models (a sub-chain's resumed turn), added to the continued turn's.
     """
 
     call: ToolCall
     message: ToolMessage
     outcome: str
     duration: float = 0.0
+    usage: Usage = field(default_factory=Usage)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

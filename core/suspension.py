@@ -11,9 +11,9 @@ continues the turn through the typed `ChatRequest.resumption` (`core/resumption.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage
 from .request import ChatRequest
@@ -38,7 +38,9 @@ class Suspension:
       the results of its calls that did not wait (`finished`).
     - `inner`: for a call that is itself a suspended turn (a sub-chain used as a tool),
       that turn's `Suspension`, by call id; empty otherwise. A resume of the outer turn
-      resumes the inner one first.
+      resumes the inner one first, through the call. `approvals` flattens the tree: every
+      pending approval a human decides on; `decisions(...)` builds what `Chain.resume`
+      of this (outermost) turn takes for them.
 
     It is never sent to a model; it holds the tool context, so do not log it whole.
     """
@@ -62,6 +64,50 @@ class Suspension:
     def transcript(self) -> tuple[Message, ...]:
         """The whole transcript up to the suspension: what a resume continues from."""
         return self.request.messages + self.messages
+
+    @property
+    def approvals(self) -> tuple[PendingApproval, ...]:
+        """Every pending approval of the tree, depth first, in call order: this turn's own
+        waiting calls (those that are no suspended turn themselves) under this turn's id,
+        then those of each inner suspension. Each call appears exactly once."""
+        nested = dict(self.inner)
+        own = self._own(nested)
+        found: list[PendingApproval] = [own] if own.calls else []
+        for call in self.pending.calls:
+            if call.id in nested:
+                found.extend(nested[call.id].approvals)
+        return tuple(found)
+
+    def decisions(
+        self,
+        decide: Mapping[str, Mapping[str, Any]] | Callable[[PendingApproval, ToolCall], Any],
+    ) -> dict[str, Any]:
+        """The `decisions` that `Chain.resume(self.id, ...)` takes for the whole tree.
+
+        `decide` gives each call of `approvals` its decision: a map from a pending
+        approval's id to its calls' decisions by call id, or a function of the approval
+        and the call. A call that is a suspended turn gets the decisions of that turn, a
+        nested map, so call ids that repeat across levels never collide. Raises
+        `KeyError` when the map misses a call.
+        """
+        nested = dict(self.inner)
+        own = self._own(nested)
+        decisions: dict[str, Any] = {}
+        for call in self.pending.calls:
+            if call.id in nested:
+                decisions[call.id] = nested[call.id].decisions(decide)
+            elif callable(decide):
+                decisions[call.id] = decide(own, call)
+            else:
+                decisions[call.id] = decide[self.id][call.id]
+        return decisions
+
+    def _own(self, nested: Mapping[str, Suspension]) -> PendingApproval:
+        """This turn's own waiting calls, under its id."""
+        if not nested:
+            return self.pending
+        own = tuple(c for c in self.pending.calls if c.id not in nested)
+        return PendingApproval(id=self.id, calls=own)
 
     @property
     def finished(self) -> tuple[ToolMessage, ...]:

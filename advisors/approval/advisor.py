@@ -7,7 +7,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeAlias, TypeGuard
 
@@ -20,6 +20,7 @@ from ...core.invocation import ToolInvocation, ToolResult
 from ...core.manager import ToolPipeline
 from ...core.messages import ToolCall
 from ...core.request import ChatRequest
+from ...core.subchain import SUBCHAIN_APPROVAL
 from ...core.suspension import Suspension, SuspensionHandler
 from ...core.tools import Tool
 from .approvers import Approver, DeferredApprover
@@ -91,6 +92,8 @@ class TurnApprovals:
     deferred: dict[str, ApprovalCall] = field(default_factory=dict)
     resumed: dict[str, str] = field(default_factory=dict)
     """Calls a resume approved: id -> fingerprint of the arguments that may run."""
+    nested: dict[str, ApprovalCall] = field(default_factory=dict)
+    """Calls whose sub-chain turn suspended: saved as waiting for its approval."""
     on_suspend: SuspensionHandler | None = None
     """Saves the turn if it is suspended; one per turn, so the loop awaits it once."""
 
@@ -194,7 +197,7 @@ class ApprovalAdvisor(Advisor):
     async def _save(self, turn: TurnApprovals, suspended: Suspension) -> None:
         """Save a suspended turn that waits for calls this advisor deferred."""
         pending = suspended.pending
-        if not any(c.id in turn.deferred for c in pending.calls):
+        if not any(c.id in turn.deferred or c.id in turn.nested for c in pending.calls):
             return
         request = suspended.request
         await self.store.save(
@@ -207,7 +210,11 @@ class ApprovalAdvisor(Advisor):
                 options=options_to_dict(request.options),
                 tool_names=tuple(t.name for t in request.tools),
                 calls=tuple(
-                    PendingCall(call=turn.deferred.get(c.id) or _describe(request, c))
+                    PendingCall(
+                        call=turn.deferred.get(c.id)
+                        or turn.nested.get(c.id)
+                        or _describe(request, c)
+                    )
                     for c in pending.calls
                 ),
             )
@@ -237,7 +244,7 @@ class ApprovalAdvisor(Advisor):
                 return await self._refuse(invocation)
             return await next(invocation)
         if self._details(invocation.tool, invocation.arguments, invocation.context) is None:
-            return await next(invocation)
+            return self._waiting(turn, invocation, await next(invocation))
         decision, shown = await self._decision(turn, invocation)
         if isinstance(decision, Approve) and (
             shown is None or not shown.matches(invocation.arguments)
@@ -253,7 +260,25 @@ class ApprovalAdvisor(Advisor):
             return rejected(decision.reason)
         if decision.arguments is not None:
             invocation = invocation.with_arguments(decision.arguments)
-        return await next(invocation)
+        return self._waiting(turn, invocation, await next(invocation))
+
+    def _waiting(
+        self, turn: TurnApprovals, invocation: ToolInvocation, result: ToolResult
+    ) -> ToolResult:
+        """`result`, saved with the turn if it is a sub-chain's suspended turn (which no
+        link nearer the tool saves): the call waits for that turn's approval."""
+        if result.outcome != "pending" or result.suspension is None or result.on_suspend:
+            return result
+        turn.nested[invocation.call.id] = ApprovalCall(
+            id=invocation.call.id,
+            name=invocation.name,
+            description=invocation.tool.description,
+            arguments=dict(invocation.arguments),
+            details={SUBCHAIN_APPROVAL: result.suspension.id},
+        )
+        if turn.on_suspend is None:
+            turn.on_suspend = partial(self._save, turn)
+        return replace(result, on_suspend=turn.on_suspend)
 
     def _details(
         self, tool: Tool, arguments: Mapping[str, Any], context: ToolContext

@@ -16,7 +16,10 @@ from ...core.manager import ToolPipeline
 from ...core.messages import AssistantMessage, Message, ToolCall
 from ...core.options import ChatOptions, OutputSchema
 from ...core.request import ChatRequest
+from ...core.response import ChatResponse
 from ...core.resumption import ResumedCall, Resumption
+from ...core.subchain import SUBCHAIN_APPROVAL, resuming_context
+from ...core.usage import Usage
 from .store import ApprovalStore
 from .types import (
     ApprovalAlreadyResolved,
@@ -148,6 +151,35 @@ def check_decisions(
     return checked
 
 
+def nested_decisions(
+    record: PendingRecord, decisions: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], dict[str, Mapping[str, Any]]]:
+    """Split off the decisions for calls that wait for a sub-chain's suspended turn.
+
+    Such a call is decided by that turn's decisions (a map by the sub-chain's call ids,
+    `Suspension.decisions` builds it) or by `Reject(reason)`; a map stands for `Approve()`
+    of the call in `decisions`, the map itself goes in the second value, by call id.
+    """
+    if not isinstance(decisions, Mapping):
+        return decisions, {}
+    own = dict(decisions)
+    inner: dict[str, Mapping[str, Any]] = {}
+    for pending in record.calls:
+        if SUBCHAIN_APPROVAL not in pending.call.details or pending.id not in own:
+            continue
+        decision = own[pending.id]
+        if isinstance(decision, Mapping):
+            inner[pending.id] = decision
+            own[pending.id] = Approve(by="resume")
+        elif not isinstance(decision, Reject):
+            raise InvalidApprovalDecisions(
+                f"the call {pending.id!r} waits for the sub-agent's approval "
+                f"{pending.call.details[SUBCHAIN_APPROVAL]!r}: decide it with that approval's "
+                "decisions (a map by call id, see Suspension.decisions) or Reject(reason)"
+            )
+    return own, inner
+
+
 def _tool_calls(messages: Sequence[Message]) -> dict[str, list[ToolCall]]:
     """The calls of the last assistant message that has some, by id."""
     for message in reversed(messages):
@@ -188,6 +220,7 @@ async def resume_turn(
         return None
     if record.status == "completed":
         raise ApprovalAlreadyResolved(f"approval {pending_id!r} was already resolved")
+    decisions, inner = nested_decisions(record, decisions)
     checked = check_decisions(record, decisions)
     missing = [n for n in record.tool_names if request.find_tool(n) is None]
     if missing:
@@ -225,7 +258,16 @@ async def resume_turn(
         call = found[0] if found else ToolCall(id=pending.call.id, name=pending.call.name)
         start = time.perf_counter()
         result = await _settle(
-            store, resumed, tools, base, call, pending, token, pending_id, _matches(found, pending)
+            store,
+            resumed,
+            tools,
+            base,
+            call,
+            pending,
+            token,
+            pending_id,
+            _matches(found, pending),
+            inner.get(pending.id),
         )
         settled.append(
             ResumedCall(
@@ -233,6 +275,7 @@ async def resume_turn(
                 message=result.to_message(call),
                 outcome=result.outcome,
                 duration=time.perf_counter() - start,
+                usage=result.value.usage if isinstance(result.value, ChatResponse) else Usage(),
             )
         )
     resumed.clear()  # the continuation's own calls are asked about again
@@ -251,11 +294,14 @@ async def _settle(
     token: str,
     pending_id: str,
     matches: bool,
+    inner: Mapping[str, Any] | None = None,
 ) -> ToolResult:
     """The result of one pending call: stored, rejected, unknown, or run now.
 
     An approved call runs only if `matches`: the transcript's call is the one the
     approver was shown, id and arguments; else it is refused, and the refusal audited.
+    A call that waits for a sub-chain's suspended turn runs with `inner`, that turn's
+    decisions: the sub-chain resumes its turn instead of starting one.
     """
     if pending.state == "done" and pending.result is not None:
         return ToolResult(content=pending.result.content, outcome=_outcome(pending.result.outcome))
@@ -272,7 +318,7 @@ async def _settle(
         resumed[call.id] = (
             arguments_fingerprint(edited) if edited is not None else pending.call.fingerprint
         )
-        result = await _run(tools, request, call, pending.decision)
+        result = await _run(tools, request, call, pending.decision, pending, inner)
         await store.finish_call(
             pending_id, call.id, token, StoredResult(content=result.content, outcome=result.outcome)
         )
@@ -326,11 +372,30 @@ def _outcome(stored: str) -> ToolOutcome:
 
 
 async def _run(
-    tools: ToolPipeline, request: ChatRequest, call: ToolCall, decision: Approve
+    tools: ToolPipeline,
+    request: ChatRequest,
+    call: ToolCall,
+    decision: Approve,
+    pending: PendingCall,
+    inner: Mapping[str, Any] | None,
 ) -> ToolResult:
     prepared = tools.prepare(request, call)
     if isinstance(prepared, ToolResult):
         return prepared
     if decision.arguments is not None:
         prepared = prepared.with_arguments(decision.arguments)
-    return await tools.run(prepared)
+    waits_for = pending.call.details.get(SUBCHAIN_APPROVAL)
+    if isinstance(waits_for, str):
+        if inner is None:  # a takeover after a crash before the call started
+            return rejected("the sub-agent's decisions were not given with this resume")
+        context = resuming_context(prepared.context, waits_for, inner)
+        prepared = replace(prepared, context=context)
+    result = await tools.run(prepared)
+    if result.outcome == "pending":  # a resume settles every call: nothing may wait again
+        return ToolResult(
+            content="Error: SubchainSuspendedError: the call stopped waiting for another "
+            "approval while its turn was resumed, which is not supported.",
+            outcome="error",
+            value=result.value,
+        )
+    return result
