@@ -150,8 +150,8 @@ class ToolThenText(FakeLlama):
         if self.kwargs:
             return super().create_chat_completion(**kwargs)
         self.kwargs.append(kwargs)
-        call = {"id": "call_s", "type": "function", "function": {"name": "screenshot"}}
-        call["function"]["arguments"] = "{}"
+        function = {"name": "screenshot", "arguments": "{}"}
+        call = {"id": "call_s", "type": "function", "function": function}
         if kwargs.get("stream"):
             delta = {"role": "assistant", "tool_calls": [{"index": 0, **call}]}
             return iter(
