@@ -47,9 +47,12 @@ Wire notes:
   `AuthenticationError`), else the one of its `code`.
 - Streams: every event is a partial `GenerateContentResponse`; text and thought parts
   are `TextDelta`s and `ReasoningDelta`s, each `functionCall` part one complete
-  `ToolCallDelta`. There is no end marker: the stream is complete once a chunk carried a
-  `finishReason` (or a blocked prompt); the final response is the chunks merged and read
-  as a call's answer is.
+  `ToolCallDelta`. The Gemini API streams no partial call arguments (`partialArgs`,
+  `willContinue` and `streamFunctionCallArguments` are Vertex AI's only, per the
+  `google-genai` types); a call that comes in pieces raises a typed error naming them.
+  There is no end marker: the stream is complete once a chunk carried a `finishReason`
+  (or a blocked prompt); the final response is the chunks merged and read as a call's
+  answer is.
 """
 
 from __future__ import annotations
@@ -774,6 +777,12 @@ def function_call(part: Mapping[str, Any]) -> ToolCall:
     """A `functionCall` part as a `ToolCall`: the API's id, else a local one; the part's
     thought signature is kept in `provider_data` and sent back with the call."""
     call = part["functionCall"]
+    if call.get("partialArgs") is not None or call.get("willContinue"):
+        raise ValueError(
+            "a function call streamed in pieces (partialArgs / willContinue, which only "
+            "Vertex AI sends, with streamFunctionCallArguments): not supported, leave "
+            "toolConfig.functionCallingConfig.streamFunctionCallArguments unset"
+        )
     name = call["name"]
     if not isinstance(name, str) or not name:
         raise TypeError("a function call without a name")

@@ -518,6 +518,41 @@ def test_streamed_calls_without_ids_keep_the_ids_announced() -> None:
     assert reader.response().tool_calls[0].id == delta.id
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_call_streamed_in_pieces_is_a_clear_error_not_empty_arguments(
+    stream: bool,
+) -> None:
+    # What Vertex AI sends with streamFunctionCallArguments (google-genai's FunctionCall
+    # and PartialArg types); the Gemini API has no such feature.
+    first = {"functionCall": {"name": "get_weather", "willContinue": True}}
+    piece = {
+        "functionCall": {
+            "partialArgs": [{"jsonPath": "$.city", "stringValue": "Zür", "willContinue": True}],
+            "willContinue": True,
+        }
+    }
+    chunks = [
+        {"candidates": [{"content": {"role": "model", "parts": [p]}}]} for p in (first, piece)
+    ]
+    if stream:
+        data = "".join(f"data: {json.dumps(c)}\r\n\r\n" for c in chunks).encode()
+        model = model_for(Recorder(sse_response(data)))
+        events: list[Any] = []
+        with pytest.raises(ProviderError, match="streamFunctionCallArguments") as caught:
+            async for event in model.stream(request(tools=[get_weather])):
+                events.append(event)
+        assert events == []  # no call with empty arguments escapes first
+    else:
+        model = model_for(Recorder(httpx.Response(200, json=chunks[0])))
+        with pytest.raises(ProviderError, match="partialArgs / willContinue") as caught:
+            await model.call(request(tools=[get_weather]))
+    assert KEY not in str(caught.value)
+    types = pytest.importorskip("google.genai.types")
+    for chunk in chunks:  # the fixture's shape is the SDK's
+        types.GenerateContentResponse.model_validate(chunk)
+
+
 def test_stream_without_a_finish_reason_is_interrupted() -> None:
     data = fixture(TEXT_ROUND_STREAM)
     _, reader = replay([data[: data.rindex(b"data: ")]])
