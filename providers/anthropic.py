@@ -81,7 +81,7 @@ from .http import (
     token_count,
 )
 from .http_model import HTTPChatModel
-from .wire import WireCall, WireFormat, merge_extra
+from .wire import WireCall, WireFormat, event_object, merge_extra
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 """The official API's base URL."""
@@ -667,16 +667,7 @@ class _StreamState:
         """Take one event's data; return the deltas it carries."""
         if self.done:
             return []
-        try:
-            payload = json.loads(data)
-        except (ValueError, RecursionError) as exc:
-            if event == "error":
-                raise ProviderError(
-                    f"anthropic: error event: {data[:200]}", body=data, provider="anthropic"
-                ) from None
-            raise StreamInterruptedError(f"anthropic: malformed JSON in the stream: {exc}") from exc
-        if not isinstance(payload, dict):
-            raise StreamInterruptedError("anthropic: a stream event is not a JSON object")
+        payload = event_object(data, event, provider="anthropic")
         if payload.get("type") == "error" or event == "error":
             raise stream_error(payload)
         try:

@@ -24,10 +24,12 @@ See docs/providers.md for a complete small provider.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..core.errors import StreamInterruptedError
 from ..core.events import ModelDelta
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
@@ -49,6 +51,7 @@ __all__ = [
     "WireFormat",
     "error_for_status",
     "error_message",
+    "event_object",
     "json_dumps",
     "json_excerpt",
     "merge_extra",
@@ -160,3 +163,23 @@ def merge_extra(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any
     if extra:
         body.update(plain(extra))
     return body
+
+
+def event_object(data: str, event: str, *, provider: str) -> dict[str, Any]:
+    """One server-sent event's `data` as the JSON object a `StreamReader` reads.
+
+    Data that is not JSON raises `StreamInterruptedError`, except in an `error` event
+    (`event == "error"`), whose text is then the provider's own word: a `ProviderError`
+    quoting its first 200 characters. JSON that is not an object raises
+    `StreamInterruptedError`. Reading the error an object carries is the caller's."""
+    try:
+        payload = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        if event == "error":
+            raise ProviderError(
+                f"{provider}: error event: {data[:200]}", body=data, provider=provider
+            ) from None
+        raise StreamInterruptedError(f"{provider}: malformed JSON in the stream: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise StreamInterruptedError(f"{provider}: a stream event is not a JSON object")
+    return payload

@@ -191,6 +191,21 @@ async def test_the_wire_format_picks_the_error_class_on_both_paths(stream: bool)
     assert wire.seen[-1] == (503, None)
 
 
+def test_event_object_reads_one_event_for_every_stream_reader() -> None:
+    from advisorchain.core.errors import StreamInterruptedError
+    from advisorchain.providers.wire import event_object
+
+    assert event_object('{"type": "ping"}', "ping", provider="p") == {"type": "ping"}
+    with pytest.raises(StreamInterruptedError, match="p: malformed JSON"):
+        event_object("{cut", "message", provider="p")
+    with pytest.raises(StreamInterruptedError, match="not a JSON object"):
+        event_object("[1]", "message", provider="p")
+    with pytest.raises(ProviderError, match="p: error event: overloaded") as caught:
+        event_object("overloaded" * 50, "error", provider="p")
+    assert not isinstance(caught.value, StreamInterruptedError)
+    assert len(caught.value.message) == len("p: error event: ") + 200
+
+
 def test_the_default_hook_leaves_the_class_to_the_status() -> None:
     assert WireFormat().error_type(400, {"error": {"message": "x"}}) is None
 
