@@ -3,22 +3,30 @@
 A scripted support conversation (a long system prompt, eight tools, six user turns, each
 with a tool round, two of them with parallel calls) runs through
 `Chain([ToolCallingAdvisor()])` around `AnthropicChatModel` (with its automatic
-`cache_control` breakpoints, and with `prompt_cache=False`) and around `OpenAIChatModel`.
-The server is simulated in-process (`httpx.MockTransport`) and applies each provider's
-documented caching rules to the requests it receives:
+`cache_control` breakpoints, and with `prompt_cache=False`), `OpenAIChatModel`,
+`OpenAIResponsesChatModel` and `GeminiChatModel`. The server is simulated in-process
+(`httpx.MockTransport`), answers in each API's own wire format, and applies each
+provider's documented caching rules to the requests it receives:
 
 - Anthropic: a request's prefix up to a block marked `cache_control` is written to the
   cache (if at least 1,024 tokens); at each mark the longest prefix already cached, at the
   mark or up to 20 blocks before it, is read. Reads are billed at 0.1x the input price,
   writes (five-minute lifetime) at 1.25x.
-- OpenAI: automatic; the longest prefix shared with an earlier request is read from the
-  cache if at least 1,024 tokens, in steps of 128 tokens.
+- OpenAI, Chat Completions and Responses alike: automatic; the longest prefix shared with
+  an earlier request is read from the cache if at least 1,024 tokens, in steps of 128
+  tokens. The Responses prefix is the tools, then the `input` items (the system prompt is
+  the first, a `system` message); reported as `input_tokens_details.cached_tokens`.
+- Gemini: implicit caching (Gemini 2.5 and newer): the longest prefix shared with an
+  earlier request is read if at least 2,048 tokens (the documented minimum of Gemini 2.5
+  Flash); reported as `usageMetadata.cachedContentTokenCount`, part of
+  `promptTokenCount`. The order in which Gemini lays out `systemInstruction`, `tools` and
+  `contents` in its prompt is not documented; the simulation takes that order.
 
 Tokens are estimated as a quarter of each block's JSON length. The usage the simulated
 server reports goes through each provider's own usage mapping, and the totals below are
 summed from `response.usage` (`cached_input_tokens`, `cache_write_tokens`).
 
-Run: `python -m benchmarks.prompt_cache`.
+Run: `python -m benchmarks.prompt_cache` (results in benchmarks/README.md, "Prompt caching").
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from .stats import table
 MIN_CACHEABLE = 1024
 LOOKBACK_BLOCKS = 20
 OPENAI_STEP = 128
+GEMINI_MIN_CACHEABLE = 2048
 
 SYSTEM = "You are the support assistant of Northwind Outfitters. " + " ".join(
     f"Rule {n}: when a customer asks about orders, returns, stock or shipping, look the facts "
@@ -198,8 +207,9 @@ class _Simulation:
             "cache_read_input_tokens": read,
         }
 
-    def openai_usage(self, body: dict[str, Any]) -> dict[str, Any]:
-        blocks = list(body.get("tools") or []) + list(body["messages"])
+    def shared_prefix(self, blocks: Sequence[Any], minimum: int, step: int) -> tuple[int, int]:
+        """Automatic caching: the prompt's tokens, and those of the longest prefix it
+        shares with an earlier prompt (at least `minimum`, in steps of `step`)."""
         sizes = [_tokens(b) for b in blocks]
         hashes = _prefix_hashes(blocks)
         shared = 0
@@ -211,10 +221,35 @@ class _Simulation:
                 common += 1
             shared = max(shared, sum(sizes[:common]))
         self.seen.append(hashes)
-        cached = shared // OPENAI_STEP * OPENAI_STEP if shared >= MIN_CACHEABLE else 0
+        cached = shared // step * step if shared >= minimum else 0
+        return sum(sizes), cached
+
+    def openai_usage(self, body: dict[str, Any]) -> dict[str, Any]:
+        blocks = list(body.get("tools") or []) + list(body["messages"])
+        total, cached = self.shared_prefix(blocks, MIN_CACHEABLE, OPENAI_STEP)
+        return {"prompt_tokens": total, "prompt_tokens_details": {"cached_tokens": cached}}
+
+    def responses_usage(self, body: dict[str, Any]) -> dict[str, Any]:
+        instructions = [body["instructions"]] if body.get("instructions") else []
+        blocks = list(body.get("tools") or []) + instructions + list(body["input"])
+        total, cached = self.shared_prefix(blocks, MIN_CACHEABLE, OPENAI_STEP)
         return {
-            "prompt_tokens": sum(sizes),
-            "prompt_tokens_details": {"cached_tokens": cached},
+            "input_tokens": total,
+            "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": 40,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": total + 40,
+        }
+
+    def gemini_usage(self, body: dict[str, Any]) -> dict[str, Any]:
+        system = [body["systemInstruction"]] if body.get("systemInstruction") else []
+        blocks = system + list(body.get("tools") or []) + list(body["contents"])
+        total, cached = self.shared_prefix(blocks, GEMINI_MIN_CACHEABLE, 1)
+        return {
+            "promptTokenCount": total,
+            "cachedContentTokenCount": cached,
+            "candidatesTokenCount": 40,
+            "totalTokenCount": total + 40,
         }
 
     def next_move(self, user_turns: int, answering_tools: bool) -> list[tuple[str, dict[str, str]]]:
@@ -298,6 +333,79 @@ def _openai_handler(sim: _Simulation) -> Callable[[httpx.Request], httpx.Respons
     return handle
 
 
+ANSWER = "Here is what I found: all records are nominal."
+
+
+def _responses_handler(sim: _Simulation) -> Callable[[httpx.Request], httpx.Response]:
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        items = body["input"]
+        user_turns = sum(1 for i in items if i.get("role") == "user")
+        moves = sim.next_move(user_turns, items[-1].get("type") == "function_call_output")
+        sim.calls += 1
+        output: list[dict[str, Any]] = [
+            {
+                "type": "function_call",
+                "id": f"fc_{sim.calls}_{i}",
+                "call_id": f"call_{sim.calls}_{i}",
+                "name": name,
+                "arguments": json.dumps(args),
+                "status": "completed",
+            }
+            for i, (name, args) in enumerate(moves)
+        ] or [
+            {
+                "type": "message",
+                "id": f"msg_{sim.calls}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": ANSWER, "annotations": []}],
+            }
+        ]
+        return httpx.Response(
+            200,
+            json={
+                "id": f"resp_{sim.calls}",
+                "object": "response",
+                "status": "completed",
+                "model": body["model"],
+                "output": output,
+                "usage": sim.responses_usage(body),
+            },
+        )
+
+    return handle
+
+
+def _gemini_handler(sim: _Simulation) -> Callable[[httpx.Request], httpx.Response]:
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        contents = body["contents"]
+        user_turns = sum(
+            1 for c in contents if c["role"] == "user" and any("text" in p for p in c["parts"])
+        )
+        answering = any("functionResponse" in p for p in contents[-1]["parts"])
+        moves = sim.next_move(user_turns, answering)
+        sim.calls += 1
+        parts: list[dict[str, Any]] = [
+            {"functionCall": {"id": f"fc{sim.calls}{i}", "name": name, "args": args}}
+            for i, (name, args) in enumerate(moves)
+        ] or [{"text": ANSWER}]
+        return httpx.Response(
+            200,
+            json={
+                "candidates": [
+                    {"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}
+                ],
+                "usageMetadata": sim.gemini_usage(body),
+                "modelVersion": "gemini-sim",
+                "responseId": f"r{sim.calls}",
+            },
+        )
+
+    return handle
+
+
 async def _conversation(model: ChatModel) -> tuple[Usage, int]:
     chain = Chain([ToolCallingAdvisor()], model=model, tools=TOOLS)
     history: list[Message] = [SystemMessage(content=SYSTEM)]
@@ -312,7 +420,12 @@ async def _conversation(model: ChatModel) -> tuple[Usage, int]:
 
 
 async def _measure() -> list[dict[str, Any]]:
-    from advisorchain.providers import AnthropicChatModel, OpenAIChatModel
+    from advisorchain.providers import (
+        AnthropicChatModel,
+        GeminiChatModel,
+        OpenAIChatModel,
+        OpenAIResponsesChatModel,
+    )
 
     rows = []
     configs: list[tuple[str, Callable[[httpx.AsyncClient], ChatModel], Callable[..., Any]]] = [
@@ -332,6 +445,16 @@ async def _measure() -> list[dict[str, Any]]:
             "openai chat (automatic caching)",
             lambda c: OpenAIChatModel("gpt-sim", api_key="sim-key", http_client=c),
             _openai_handler,
+        ),
+        (
+            "openai responses (automatic caching)",
+            lambda c: OpenAIResponsesChatModel("gpt-sim", api_key="sim-key", http_client=c),
+            _responses_handler,
+        ),
+        (
+            "gemini (implicit caching)",
+            lambda c: GeminiChatModel("gemini-sim", api_key="sim-key", http_client=c),
+            _gemini_handler,
         ),
     ]
     for name, make, handler in configs:
@@ -357,7 +480,8 @@ async def _measure() -> list[dict[str, Any]]:
 
 
 def run() -> list[dict[str, Any]]:
-    """The three configurations' totals for the scripted conversation."""
+    """Each configuration's totals for the scripted conversation (Anthropic with and
+    without marks, OpenAI Chat, OpenAI Responses, Gemini)."""
     return anyio.run(_measure, backend="asyncio")
 
 

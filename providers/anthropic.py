@@ -28,6 +28,12 @@ Wire notes:
   requires within a tool loop. Streamed `thinking_delta`s are yielded as `ReasoningDelta`
   (never as text) and `signature_delta`s assembled into the part. Reasoning parts from
   another provider (or none) are not sent: their signatures mean nothing here.
+- Server tool blocks (what the API ran itself: `server_tool_use` and its result, such as
+  the `tool_search_tool_result` of tool search, `ToolSearchAdvisor(native=...)`) are no
+  calls of ours: they are kept as they came in the message's
+  `provider_data["anthropic"]["server_blocks"]`, each with the length of answer text
+  before it, and sent back unchanged in their place on the next round, as the API needs
+  them. A server tool's streamed input is assembled (at most `MAX_SERVER_INPUT_CHARS`).
 - A stream is complete once `message_stop` (or a `stop_reason`) arrived, and nothing after
   `message_stop` is waited for; an `error` event (whatever its data) raises the matching
   `ProviderError`; unknown event types are ignored, as the API asks. Each `tool_use` block
@@ -75,7 +81,7 @@ from .http import (
     token_count,
 )
 from .http_model import HTTPChatModel
-from .wire import WireCall, WireFormat, merge_extra
+from .wire import WireCall, WireFormat, event_object, merge_extra
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 """The official API's base URL."""
@@ -355,7 +361,7 @@ def wire_messages(messages: Iterable[Message]) -> tuple[str, list[dict[str, Any]
         if isinstance(message, SystemMessage):
             system.append(message.content)
         elif isinstance(message, AssistantMessage):
-            blocks = content_blocks(message.parts)
+            blocks = with_server_blocks(content_blocks(message.parts), message.provider_data)
             blocks.extend(
                 {
                     "type": "tool_use",
@@ -528,18 +534,25 @@ def message_response(payload: Mapping[str, Any]) -> ChatResponse:
         raise stream_error(payload)
     parts: list[TextPart | ReasoningPart] = []
     calls: list[ToolCall] = []
+    server: list[dict[str, Any]] = []
+    offset = 0  # characters of answer text so far
     for block in payload["content"]:
         kind = block.get("type")
         if kind == "text":
             parts.append(TextPart(text=block["text"]))
+            offset += len(block["text"])
         elif kind in ("thinking", "redacted_thinking"):
             parts.append(reasoning_part(block))
         elif kind == "tool_use":
             calls.append(
                 ToolCall(id=block["id"], name=block["name"], arguments=json_dumps(block["input"]))
             )
+        elif isinstance(kind, str):
+            server.append(server_block(block, offset))
     message = AssistantMessage(
-        content=assistant_content(parts), tool_calls=unique_tool_calls(tuple(calls))
+        content=assistant_content(parts),
+        tool_calls=unique_tool_calls(tuple(calls)),
+        provider_data={"anthropic": {SERVER_BLOCKS_KEY: server}} if server else None,
     )
     return build_response(
         message,
@@ -564,6 +577,61 @@ def stream_error(payload: Mapping[str, Any]) -> ProviderError:
     return error_for_status(status, message, provider="anthropic", body=body)
 
 
+SERVER_BLOCKS_KEY = "server_blocks"
+"""The key, in an assistant message's `provider_data["anthropic"]`, of the content blocks
+the API ran itself (module notes), each `{"offset": n, "block": {...}}`."""
+
+MAX_SERVER_INPUT_CHARS = 1 << 20
+"""How much streamed input JSON one server tool call may send (1 MiB)."""
+
+
+def server_block(block: Mapping[str, Any], offset: int) -> dict[str, Any]:
+    """A block the API ran or answered itself (`server_tool_use`, its
+    `tool_search_tool_result`, ...), kept as is with the answer-text `offset` it followed."""
+    if not isinstance(block, Mapping):
+        raise TypeError(f"a content block is a {type(block).__name__}, not an object")
+    return {"offset": offset, "block": plain(block)}
+
+
+def with_server_blocks(
+    blocks: list[dict[str, Any]], data: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """An assistant message's content `blocks` with the server blocks its `provider_data`
+    keeps put back where they came: each before the text that followed it (a text block
+    is split at the block's offset), the rest after the last text. Offsets are clamped:
+    an edited text never makes an invalid message."""
+    ours = (data or {}).get("anthropic")
+    kept = ours.get(SERVER_BLOCKS_KEY) if isinstance(ours, Mapping) else None
+    server = [
+        (entry["offset"], dict(entry["block"]))
+        for entry in kept or ()
+        if isinstance(entry, Mapping)
+        and isinstance(entry.get("offset"), int)
+        and isinstance(entry.get("block"), Mapping)
+    ]
+    if not server:
+        return blocks
+    out: list[dict[str, Any]] = []
+    chars, i = 0, 0
+    for block in blocks:
+        if block.get("type") != "text":
+            out.append(block)
+            continue
+        text, start = block["text"], 0
+        while i < len(server) and server[i][0] - chars < len(text):
+            cut = min(max(server[i][0] - chars, start), len(text))
+            if cut > start:
+                out.append({"type": "text", "text": text[start:cut]})
+            start = cut
+            out.append(server[i][1])
+            i += 1
+        if start < len(text):
+            out.append({"type": "text", "text": text[start:]})
+        chars += len(text)
+    out.extend(block for _, block in server[i:])
+    return out
+
+
 class _StreamState:
     """What a Messages stream has delivered so far."""
 
@@ -575,7 +643,9 @@ class _StreamState:
         "id",
         "model",
         "reasoning",
+        "server",
         "stop_reason",
+        "text",
         "usage",
     )
 
@@ -589,21 +659,15 @@ class _StreamState:
         self.model: str | None = None
         self.stop_reason: str | None = None
         self.usage = Usage(requests=1)
+        self.text = 0  # characters of answer text so far
+        # server blocks in order: (offset, block, its streamed input JSON pieces)
+        self.server: list[tuple[int, dict[str, Any], list[str]]] = []
 
     def receive(self, data: str, event: str = "message") -> list[ModelDelta]:
         """Take one event's data; return the deltas it carries."""
         if self.done:
             return []
-        try:
-            payload = json.loads(data)
-        except (ValueError, RecursionError) as exc:
-            if event == "error":
-                raise ProviderError(
-                    f"anthropic: error event: {data[:200]}", body=data, provider="anthropic"
-                ) from None
-            raise StreamInterruptedError(f"anthropic: malformed JSON in the stream: {exc}") from exc
-        if not isinstance(payload, dict):
-            raise StreamInterruptedError("anthropic: a stream event is not a JSON object")
+        payload = event_object(data, event, provider="anthropic")
         if payload.get("type") == "error" or event == "error":
             raise stream_error(payload)
         try:
@@ -614,6 +678,8 @@ class _StreamState:
             ) from exc
         for delta in deltas:
             self.assembler.add(delta)
+            if isinstance(delta, TextDelta):
+                self.text += len(delta.text)
         return deltas
 
     def _event(self, event: Mapping[str, Any]) -> list[ModelDelta]:
@@ -635,14 +701,17 @@ class _StreamState:
                 return [ToolCallDelta(index, block["id"], block["name"], arguments)]
             if block.get("type") in ("thinking", "redacted_thinking"):
                 return self._thinking_start(event["index"], block)
-            if block.get("type") == "server_tool_use":  # run by the API, not a call of ours
-                self.blocks[event["index"]] = -1
+            if block.get("type") not in ("text", "tool_use", "thinking", "redacted_thinking"):
+                # run (or answered) by the API, not a call of ours: kept for the next round
+                self.blocks[event["index"]] = -1 - len(self.server)
+                self.server.append((self.text, plain(block), []))
         elif kind == "content_block_delta":
             delta = event["delta"]
             if delta.get("type") == "text_delta" and delta["text"]:
                 return [TextDelta(delta["text"])]
             if delta.get("type") == "input_json_delta" and delta["partial_json"]:
                 if self.blocks[event["index"]] < 0:  # a server tool's input (tool search)
+                    self._server_input(-1 - self.blocks[event["index"]], delta["partial_json"])
                     return []
                 return [ToolCallDelta(self.blocks[event["index"]], arguments=delta["partial_json"])]
             if delta.get("type") == "thinking_delta" and delta["thinking"]:
@@ -656,6 +725,25 @@ class _StreamState:
         elif kind == "message_stop":
             self.done = True
         return []
+
+    def _server_input(self, index: int, piece: str) -> None:
+        pieces = self.server[index][2]
+        if not isinstance(piece, str):
+            raise TypeError("partial_json is not a string")
+        if sum(map(len, pieces)) + len(piece) > MAX_SERVER_INPUT_CHARS:
+            raise StreamInterruptedError(
+                f"anthropic: a server tool's input is over {MAX_SERVER_INPUT_CHARS} characters"
+            )
+        pieces.append(piece)
+
+    def _server_blocks(self) -> list[dict[str, Any]]:
+        """The server blocks received, their streamed input assembled."""
+        kept = []
+        for offset, block, pieces in self.server:
+            if pieces:
+                block = {**block, "input": json.loads("".join(pieces))}
+            kept.append({"offset": offset, "block": block})
+        return kept
 
     def _thinking_start(self, block_index: int, block: Mapping[str, Any]) -> list[ModelDelta]:
         """Open a reasoning part for a `thinking`/`redacted_thinking` block."""
@@ -674,8 +762,12 @@ class _StreamState:
         if not self.done and self.stop_reason is None:
             raise StreamInterruptedError("anthropic: the stream ended before its final event")
         try:
+            message = self.assembler.message()
+            if self.server:
+                data = {"anthropic": {SERVER_BLOCKS_KEY: self._server_blocks()}}
+                message = message.model_copy(update={"provider_data": data})
             return build_response(
-                self.assembler.message(),
+                message,
                 self.stop_reason,
                 self.usage,
                 response_id=self.id,

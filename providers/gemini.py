@@ -41,13 +41,18 @@ Wire notes:
 - Usage: input is `promptTokenCount` plus `toolUsePromptTokenCount`; output is
   `candidatesTokenCount` plus `thoughtsTokenCount` (thoughts are billed as output);
   `cachedContentTokenCount` is `cached_tokens`, `thoughtsTokenCount` `reasoning_tokens`.
-- Errors: `{"error": {"code", "message", "status"}}` in a body or a stream chunk raises
-  the `ProviderError` of its `code`.
+- Errors: `{"error": {"code", "message", "status", "details"}}` in a failed response, a
+  body or a stream chunk raises the `ProviderError` its body names (`error_type`: a bad
+  key, 400 `INVALID_ARGUMENT` with the reason `API_KEY_INVALID`, is an
+  `AuthenticationError`), else the one of its `code`.
 - Streams: every event is a partial `GenerateContentResponse`; text and thought parts
   are `TextDelta`s and `ReasoningDelta`s, each `functionCall` part one complete
-  `ToolCallDelta`. There is no end marker: the stream is complete once a chunk carried a
-  `finishReason` (or a blocked prompt); the final response is the chunks merged and read
-  as a call's answer is.
+  `ToolCallDelta`. The Gemini API streams no partial call arguments (`partialArgs`,
+  `willContinue` and `streamFunctionCallArguments` are Vertex AI's only, per the
+  `google-genai` types); a call that comes in pieces raises a typed error naming them.
+  There is no end marker: the stream is complete once a chunk carried a `finishReason`
+  (or a blocked prompt); the final response is the chunks merged and read as a call's
+  answer is.
 """
 
 from __future__ import annotations
@@ -81,7 +86,7 @@ from ..core.parts import (
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
-from .errors import ProviderError
+from .errors import AuthenticationError, ProviderError, ProviderUnavailableError, RateLimitError
 from .http import (
     PARSE_ERRORS,
     RetryPolicy,
@@ -124,6 +129,32 @@ _FINISH_REASONS = {
 
 _TOOL_CHOICE = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
 
+AUTHENTICATION_REASONS = frozenset(
+    {
+        "API_KEY_INVALID",
+        "API_KEY_SERVICE_BLOCKED",
+        "API_KEY_HTTP_REFERRER_BLOCKED",
+        "API_KEY_IP_ADDRESS_BLOCKED",
+        "API_KEY_ANDROID_APP_BLOCKED",
+        "API_KEY_IOS_APP_BLOCKED",
+        "ACCESS_TOKEN_EXPIRED",
+        "ACCESS_TOKEN_SCOPE_INSUFFICIENT",
+        "ACCESS_TOKEN_TYPE_UNSUPPORTED",
+        "CREDENTIALS_MISSING",
+        "CONSUMER_INVALID",
+    }
+)
+"""`google.rpc.ErrorInfo` reasons (`google/api/error_reason.proto`) that mean the key or
+token is at fault, whatever the status: a bad key is 400 `INVALID_ARGUMENT`."""
+
+_STATUS_ERRORS: dict[str, type[ProviderError]] = {
+    "UNAUTHENTICATED": AuthenticationError,
+    "PERMISSION_DENIED": AuthenticationError,
+    "RESOURCE_EXHAUSTED": RateLimitError,
+    "UNAVAILABLE": ProviderUnavailableError,
+    "DEADLINE_EXCEEDED": ProviderUnavailableError,
+}
+
 
 class GeminiWire(WireFormat):
     """The Gemini API's wire format (module notes).
@@ -163,6 +194,9 @@ class GeminiWire(WireFormat):
 
     def stream_reader(self) -> GeminiStreamReader:
         return GeminiStreamReader()
+
+    def error_type(self, status: int, payload: Any) -> type[ProviderError] | None:
+        return error_type(payload)
 
 
 class GeminiChatModel(HTTPChatModel):
@@ -589,8 +623,27 @@ def _function_response(message: ToolMessage) -> dict[str, Any]:
 # --- responses -------------------------------------------------------------------------
 
 
+def error_type(payload: Any) -> type[ProviderError] | None:
+    """The error class an `{"error": {"code", "status", "details"}}` body names, where its
+    HTTP status alone would mislead: `AuthenticationError` for a `google.rpc.ErrorInfo`
+    reason of `AUTHENTICATION_REASONS` (a bad key comes as 400 `INVALID_ARGUMENT`, reason
+    `API_KEY_INVALID`) or the status `UNAUTHENTICATED` / `PERMISSION_DENIED`;
+    `RateLimitError` for `RESOURCE_EXHAUSTED`; `ProviderUnavailableError` for
+    `UNAVAILABLE` / `DEADLINE_EXCEEDED`. `None` otherwise: the HTTP status decides."""
+    error = payload.get("error") if isinstance(payload, Mapping) else None
+    if not isinstance(error, Mapping):
+        return None
+    details = error.get("details")
+    for detail in details if isinstance(details, list) else ():
+        if isinstance(detail, Mapping) and detail.get("reason") in AUTHENTICATION_REASONS:
+            return AuthenticationError
+    status = error.get("status")
+    return _STATUS_ERRORS.get(status) if isinstance(status, str) else None
+
+
 def payload_error(payload: Mapping[str, Any]) -> ProviderError:
-    """The `ProviderError` of an `{"error": {"code", "message", "status"}}` body."""
+    """The `ProviderError` of an `{"error": {"code", "message", "status"}}` body (in a
+    response or a stream chunk): the class `error_type` names, else that of `code`."""
     error = payload.get("error")
     code = error.get("code") if isinstance(error, Mapping) else None
     status = error.get("status") if isinstance(error, Mapping) else None
@@ -598,8 +651,11 @@ def payload_error(payload: Mapping[str, Any]) -> ProviderError:
     if isinstance(status, str) and status:
         message += f" ({status})"
     body = json_excerpt(payload)
+    kind = error_type(payload)
     if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
-        return error_for_status(code, message, provider=PROVIDER, body=body)
+        return error_for_status(code, message, provider=PROVIDER, body=body, kind=kind)
+    if kind is not None:
+        return kind(message, body=body, provider=PROVIDER)
     return ProviderError(message, body=body, provider=PROVIDER)
 
 
@@ -721,6 +777,12 @@ def function_call(part: Mapping[str, Any]) -> ToolCall:
     """A `functionCall` part as a `ToolCall`: the API's id, else a local one; the part's
     thought signature is kept in `provider_data` and sent back with the call."""
     call = part["functionCall"]
+    if call.get("partialArgs") is not None or call.get("willContinue"):
+        raise ValueError(
+            "a function call streamed in pieces (partialArgs / willContinue, which only "
+            "Vertex AI sends, with streamFunctionCallArguments): not supported, leave "
+            "toolConfig.functionCallingConfig.streamFunctionCallArguments unset"
+        )
     name = call["name"]
     if not isinstance(name, str) or not name:
         raise TypeError("a function call without a name")

@@ -294,6 +294,11 @@ def error_message(payload: Any) -> str | None:
     return None
 
 
+ErrorType = Callable[[int, Any], type[ProviderError] | None]
+"""A wire format's choice of error class from a failed response's status and JSON body
+(already redacted); `None`: the status decides (`WireFormat.error_type`)."""
+
+
 def error_for_status(
     status: int,
     message: str,
@@ -302,14 +307,20 @@ def error_for_status(
     request_id: str | None = None,
     body: str = "",
     wait: float | None = None,
+    kind: type[ProviderError] | None = None,
 ) -> ProviderError:
-    """The `ProviderError` subclass for an HTTP status."""
+    """The `ProviderError` subclass for an HTTP status, or `kind` when given (a wire
+    format's reading of the body, `WireFormat.error_type`)."""
     fields: dict[str, Any] = {
         "status_code": status,
         "request_id": request_id,
         "body": body,
         "provider": provider,
     }
+    if kind is not None:
+        if issubclass(kind, RateLimitError):
+            return kind(message, retry_after=wait, **fields)
+        return kind(message, **fields)
     if status in (401, 403):
         return AuthenticationError(message, **fields)
     if status == 429:
@@ -327,14 +338,19 @@ def error_from_response(
     provider: str,
     secret: str | None,
     error_detail: Callable[[Any], str | None] = error_message,
+    error_type: ErrorType | None = None,
 ) -> ProviderError:
     """The error for a failed, fully read response, with the provider's own message
-    (read from the JSON body by `error_detail`)."""
+    (read from the JSON body by `error_detail`), of the class `error_type` picks from
+    the status and the JSON body (`None` there, or no `error_type`: by the status)."""
     body = redact(response.text, secret)
+    payload: Any = None
     try:
-        detail = error_detail(json.loads(body))
+        payload = json.loads(body)
+        detail = error_detail(payload)
     except PARSE_ERRORS:
         detail = None
+    kind = _error_type(error_type, response.status_code, payload)
     if detail is not None and not isinstance(detail, str):
         detail = None
     detail = detail or response.reason_phrase or "request failed"
@@ -345,7 +361,20 @@ def error_from_response(
         request_id=response.headers.get("x-request-id") or response.headers.get("request-id"),
         body=body,
         wait=retry_after(response.headers),
+        kind=kind,
     )
+
+
+def _error_type(
+    error_type: ErrorType | None, status: int, payload: Any
+) -> type[ProviderError] | None:
+    if error_type is None:
+        return None
+    try:
+        kind = error_type(status, payload)
+    except PARSE_ERRORS:
+        return None  # an odd body: the status decides
+    return kind if isinstance(kind, type) and issubclass(kind, ProviderError) else None
 
 
 def _json_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -378,10 +407,12 @@ class HTTPClient:
         timeout: float | httpx.Timeout | None,
         retry: RetryPolicy,
         error_detail: Callable[[Any], str | None] = error_message,
+        error_type: ErrorType | None = None,
     ) -> None:
         self.provider = provider
         self.retry = retry
         self._error_detail = error_detail
+        self._error_type = error_type
         self._client = http_client
         self._owned = http_client is None
         self._timeout = timeout
@@ -512,6 +543,7 @@ class HTTPClient:
                     provider=self.provider,
                     secret=secret,
                     error_detail=self._error_detail,
+                    error_type=self._error_type,
                 )
                 retryable = _should_retry(response)
                 wait = retry_after(response.headers)

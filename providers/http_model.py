@@ -102,6 +102,7 @@ class HTTPChatModel:
             timeout=timeout,
             retry=retry_policy or RetryPolicy(max_retries=max_retries),
             error_detail=wire.error_detail,
+            error_type=wire.error_type,
         )
 
     def __repr__(self) -> str:

@@ -4,7 +4,10 @@ Needs the `local` extra. Inference runs in worker threads, so the event loop nev
 blocks; a stream pulls one chunk per worker-thread call, which works the same on asyncio
 and trio and stops generating as soon as the consumer stops reading. One inference runs
 at a time per loaded model. Tool calls the model writes as text (Qwen's `<tool_call>`)
-become real tool calls (see `providers.text_tool_calls`).
+become real tool calls (see `providers.text_tool_calls`). Chat templates read text only:
+an image or a document, in a user message or a tool result, is sent as a stand-in line
+(`[image 1 (image/png): not shown: tool results take text only here]`, as
+`OpenAIChatModel(tool_media="omit")` writes it), never dropped without a word.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from ..core.messages import (
     new_call_id,
 )
 from ..core.options import OutputSchema
+from ..core.parts import DocumentPart, ImagePart, TextPart
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
@@ -308,15 +312,17 @@ class LlamaCppChatModel:
 
 
 def _message(message: Message) -> dict[str, Any]:
-    # Local chat templates read text only: parts are sent as their text.
-    if isinstance(message, (SystemMessage, UserMessage)):
+    # Local chat templates read text only: parts are sent as their text, media as stand-ins.
+    if isinstance(message, SystemMessage):
         return {"role": message.role, "content": message.text}
+    if isinstance(message, UserMessage):
+        return {"role": message.role, "content": text_with_stand_ins(message, USER_MEDIA)}
     if isinstance(message, ToolMessage):
         return {
             "role": "tool",
             "tool_call_id": message.tool_call_id,
             "name": message.name,
-            "content": message.text,
+            "content": text_with_stand_ins(message, TOOL_MEDIA),
         }
     data: dict[str, Any] = {"role": "assistant", "content": message.text}
     if message.tool_calls:
@@ -329,6 +335,35 @@ def _message(message: Message) -> dict[str, Any]:
             for call in message.tool_calls
         ]
     return data
+
+
+TOOL_MEDIA = "not shown: tool results take text only here"
+"""What an image or document in a tool result becomes (as `OpenAIChatModel` with
+`tool_media="omit"` writes it)."""
+
+USER_MEDIA = "not shown: this model takes text only"
+"""What an image or document in a user message becomes."""
+
+
+def text_with_stand_ins(message: UserMessage | ToolMessage, why: str) -> str:
+    """The message's text for a text-only chat template: its text parts, and for each
+    image or document a stand-in line, `[image 1 (image/png): <why>]`, so that neither
+    the model nor the reader of the transcript takes it for nothing. Content without
+    media is its text, as before."""
+    content = message.content
+    if isinstance(content, str) or not any(
+        isinstance(p, (ImagePart, DocumentPart)) for p in content
+    ):
+        return message.text
+    lines: list[str] = []
+    number = {"image": 0, "document": 0}
+    for part in content:
+        if isinstance(part, TextPart):
+            lines.append(part.text)
+        elif isinstance(part, (ImagePart, DocumentPart)):
+            number[part.type] += 1
+            lines.append(f"[{part.type} {number[part.type]} ({part.media_type or 'url'}): {why}]")
+    return "\n".join(lines)
 
 
 def _arguments_value(call: ToolCall) -> Any:

@@ -51,7 +51,6 @@ Wire notes:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -89,7 +88,7 @@ from .errors import (
 )
 from .http import PARSE_ERRORS, RetryPolicy, error_message, json_excerpt, plain, token_count
 from .http_model import HTTPChatModel
-from .wire import WireCall, WireFormat
+from .wire import WireCall, WireFormat, event_object
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 """The official API's base URL."""
@@ -575,18 +574,7 @@ class ResponsesStreamReader:
         """Take one event's data; return the deltas it carries."""
         if self._done:
             return []
-        try:
-            payload = json.loads(data)
-        except (ValueError, RecursionError) as exc:
-            if event == "error":
-                raise ProviderError(
-                    f"{PROVIDER}: error event: {data[:200]}", body=data, provider=PROVIDER
-                ) from None
-            raise StreamInterruptedError(
-                f"{PROVIDER}: malformed JSON in the stream: {exc}"
-            ) from exc
-        if not isinstance(payload, dict):
-            raise StreamInterruptedError(f"{PROVIDER}: a stream event is not a JSON object")
+        payload = event_object(data, event, provider=PROVIDER)
         kind = payload.get("type") or event
         if kind == "error" or event == "error":
             error = payload.get("error") if isinstance(payload.get("error"), Mapping) else payload

@@ -10,26 +10,30 @@ on cancellation are written once, there.
 
 Control flow of one `call`: `url`, `headers`, `body` -> POST (retried on 408/409/429/5xx
 and connection errors) -> a failed status becomes a typed `ProviderError` (the message
-from `error_detail`) -> `parse(payload)`. A `ProviderError` raised by `parse` (an in-band
-error) passes through; any of `PARSE_ERRORS` (a missing key, a wrong type) becomes an
-`InvalidResponseError`. One `stream`: the same request with `call.stream` true -> each SSE
-event goes to `reader.receive(data, event)`, whose deltas are yielded; once `reader.done`
-the rest of the body is drained briefly and ignored; then `reader.response()` is the
-`ResponseCompleted`. What `receive` or `response` raise (but a `ProviderError`) becomes a
-`ProviderStreamError`. Every error has the API key masked.
+from `error_detail`; the class from `error_type`, else from the status) ->
+`parse(payload)`. A `ProviderError` raised by `parse` (an in-band error) passes through;
+any of `PARSE_ERRORS` (a missing key, a wrong type) becomes an `InvalidResponseError`.
+One `stream`: the same request with `call.stream` true -> each SSE event goes to
+`reader.receive(data, event)`, whose deltas are yielded; once `reader.done` the rest of
+the body is drained briefly and ignored; then `reader.response()` is the
+`ResponseCompleted`. What `receive` or `response` raise (but a `ProviderError`) becomes
+a `ProviderStreamError`. Every error has the API key masked.
 
 See docs/providers.md for a complete small provider.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..core.errors import StreamInterruptedError
 from ..core.events import ModelDelta
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from .errors import ProviderError
 from .http import (
     PARSE_ERRORS,
     error_for_status,
@@ -47,6 +51,7 @@ __all__ = [
     "WireFormat",
     "error_for_status",
     "error_message",
+    "event_object",
     "json_dumps",
     "json_excerpt",
     "merge_extra",
@@ -137,6 +142,18 @@ class WireFormat:
         """The human message of a failed response's JSON body, if it has one."""
         return error_message(payload)
 
+    def error_type(self, status: int, payload: Any) -> type[ProviderError] | None:
+        """The `ProviderError` subclass for a failed response, where its body tells the
+        kind of failure better than its status (Gemini answers a bad API key with 400
+        `INVALID_ARGUMENT` and the reason `API_KEY_INVALID`). `payload` is the parsed
+        JSON body, with the API key masked (`None` if it is not JSON). `None`, the
+        default, lets the status decide (`error_for_status`). Whether the request is
+        retried still follows the status and the `x-should-retry` header only.
+
+        Used on both paths (a stream's failed status too); a wire format can also use it
+        for its in-band errors, so both read an error body the same way."""
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
@@ -146,3 +163,23 @@ def merge_extra(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any
     if extra:
         body.update(plain(extra))
     return body
+
+
+def event_object(data: str, event: str, *, provider: str) -> dict[str, Any]:
+    """One server-sent event's `data` as the JSON object a `StreamReader` reads.
+
+    Data that is not JSON raises `StreamInterruptedError`, except in an `error` event
+    (`event == "error"`), whose text is then the provider's own word: a `ProviderError`
+    quoting its first 200 characters. JSON that is not an object raises
+    `StreamInterruptedError`. Reading the error an object carries is the caller's."""
+    try:
+        payload = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        if event == "error":
+            raise ProviderError(
+                f"{provider}: error event: {data[:200]}", body=data, provider=provider
+            ) from None
+        raise StreamInterruptedError(f"{provider}: malformed JSON in the stream: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise StreamInterruptedError(f"{provider}: a stream event is not a JSON object")
+    return payload

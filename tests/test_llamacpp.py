@@ -31,7 +31,9 @@ from advisorchain import (
     tool,
 )
 from advisorchain.core.options import ChatOptions
+from advisorchain.core.parts import DocumentPart, ImagePart
 from advisorchain.providers import LlamaCppChatModel
+from advisorchain.providers.openai import wire_messages as openai_wire_messages
 
 
 @tool
@@ -130,6 +132,58 @@ async def test_call_translates_the_request_and_the_response() -> None:
         ["###"],
         7,
     )
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
+
+
+@tool
+def screenshot() -> list[object]:
+    """A screenshot of the order page."""
+    return ["the order page", ImagePart(data=PNG), DocumentPart(data=b"%PDF-1.4")]
+
+
+class ToolThenText(FakeLlama):
+    """Calls `screenshot` first (as a structured call), then answers."""
+
+    def create_chat_completion(self, **kwargs: Any) -> Any:
+        if self.kwargs:
+            return super().create_chat_completion(**kwargs)
+        self.kwargs.append(kwargs)
+        function = {"name": "screenshot", "arguments": "{}"}
+        call = {"id": "call_s", "type": "function", "function": function}
+        if kwargs.get("stream"):
+            delta = {"role": "assistant", "tool_calls": [{"index": 0, **call}]}
+            return iter(
+                [{"id": "c0", "choices": [{"delta": delta, "finish_reason": "tool_calls"}]}]
+            )
+        message = {"content": None, "tool_calls": [call]}
+        return {"id": "c0", "choices": [{"message": message, "finish_reason": "tool_calls"}]}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["call", "stream"])
+async def test_media_in_tool_results_become_the_same_stand_ins_as_openai_omit(mode: str) -> None:
+    fake = ToolThenText("It shows the order.")
+    chain = Chain([ToolCallingAdvisor()], model=LlamaCppChatModel(llama=fake), tools=[screenshot])
+    if mode == "call":
+        response = await chain.call("Show me the order page")
+    else:
+        events = [e async for e in chain.stream("Show me the order page")]
+        assert isinstance(events[-1], ResponseCompleted)
+        response = events[-1].response
+    assert response.text == "It shows the order."
+    result = response.messages[1]
+    assert isinstance(result, ToolMessage) and len(result.parts) == 3  # kept in the transcript
+    sent = fake.kwargs[1]["messages"][-1]
+    assert sent["role"] == "tool"
+    assert sent["content"] == (
+        "the order page\n"
+        "[image 1 (image/png): not shown: tool results take text only here]\n"
+        "[document 1 (application/pdf): not shown: tool results take text only here]"
+    )
+    (omitted,) = [m for m in openai_wire_messages([result], tool_media="omit")]
+    assert sent["content"] == omitted["content"]  # the OpenAI provider's words, exactly
 
 
 @pytest.mark.anyio

@@ -116,10 +116,15 @@ def test_the_local_provider_sends_the_text_of_parts() -> None:
     user = UserMessage(
         content=(TextPart(text="describe "), ImagePart(data=PNG), TextPart(text="it"))
     )
-    assert _message(user) == {"role": "user", "content": "describe it"}
+    assert _message(user) == {
+        "role": "user",
+        "content": "describe \n[image 1 (image/png): not shown: this model takes text only]\nit",
+    }
     answer = AssistantMessage(content=(ReasoningPart(text="hmm"), TextPart(text="A cat.")))
     assert _message(answer)["content"] == "A cat."
     result = ToolMessage(
         tool_call_id="c", name="t", content=(TextPart(text="r"), ImagePart(data=PNG))
     )
-    assert _message(result)["content"] == "r"
+    assert _message(result)["content"] == (
+        "r\n[image 1 (image/png): not shown: tool results take text only here]"
+    )

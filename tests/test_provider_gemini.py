@@ -35,8 +35,10 @@ from advisorchain.core.errors import StreamInterruptedError
 from advisorchain.core.parts import DocumentPart, ImagePart, ReasoningPart, TextPart
 from advisorchain.providers import (
     AuthenticationError,
+    BadRequestError,
     GeminiChatModel,
     ProviderError,
+    ProviderUnavailableError,
     RateLimitError,
     model_from_name,
 )
@@ -82,6 +84,7 @@ TOOL_ROUND = "gemini_generate_thought_tool_calls.json"
 TOOL_ROUND_STREAM = "gemini_stream_thought_tool_calls.sse"
 TEXT_ROUND = "gemini_generate_text.json"
 TEXT_ROUND_STREAM = "gemini_stream_text.sse"
+BAD_KEY = "gemini_error_api_key_invalid.json"
 
 
 @tool
@@ -515,6 +518,41 @@ def test_streamed_calls_without_ids_keep_the_ids_announced() -> None:
     assert reader.response().tool_calls[0].id == delta.id
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_call_streamed_in_pieces_is_a_clear_error_not_empty_arguments(
+    stream: bool,
+) -> None:
+    # What Vertex AI sends with streamFunctionCallArguments (google-genai's FunctionCall
+    # and PartialArg types); the Gemini API has no such feature.
+    first = {"functionCall": {"name": "get_weather", "willContinue": True}}
+    piece = {
+        "functionCall": {
+            "partialArgs": [{"jsonPath": "$.city", "stringValue": "Zür", "willContinue": True}],
+            "willContinue": True,
+        }
+    }
+    chunks = [
+        {"candidates": [{"content": {"role": "model", "parts": [p]}}]} for p in (first, piece)
+    ]
+    if stream:
+        data = "".join(f"data: {json.dumps(c)}\r\n\r\n" for c in chunks).encode()
+        model = model_for(Recorder(sse_response(data)))
+        events: list[Any] = []
+        with pytest.raises(ProviderError, match="streamFunctionCallArguments") as caught:
+            async for event in model.stream(request(tools=[get_weather])):
+                events.append(event)
+        assert events == []  # no call with empty arguments escapes first
+    else:
+        model = model_for(Recorder(httpx.Response(200, json=chunks[0])))
+        with pytest.raises(ProviderError, match="partialArgs / willContinue") as caught:
+            await model.call(request(tools=[get_weather]))
+    assert KEY not in str(caught.value)
+    types = pytest.importorskip("google.genai.types")
+    for chunk in chunks:  # the fixture's shape is the SDK's
+        types.GenerateContentResponse.model_validate(chunk)
+
+
 def test_stream_without_a_finish_reason_is_interrupted() -> None:
     data = fixture(TEXT_ROUND_STREAM)
     _, reader = replay([data[: data.rindex(b"data: ")]])
@@ -533,7 +571,65 @@ def test_stream_errors() -> None:
         GeminiStreamReader().receive('"a string"')
 
 
+def test_in_band_errors_take_the_class_their_body_names() -> None:
+    bad_key = fixture_json(BAD_KEY)
+    with pytest.raises(AuthenticationError, match="API key not valid") as caught:
+        GeminiStreamReader().receive(json.dumps(bad_key))
+    assert caught.value.status_code == 400
+    with pytest.raises(AuthenticationError):
+        response_from_payload(bad_key)
+    busy = {"error": {"message": "try later", "status": "UNAVAILABLE"}}  # no code at all
+    with pytest.raises(ProviderUnavailableError, match="try later"):
+        response_from_payload(busy)
+
+
 # --- the model over HTTP ---------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_bad_key_is_an_authentication_error_on_both_paths(stream: bool) -> None:
+    body = fixture_json(BAD_KEY)
+    body["error"]["message"] += f" (got {KEY})"  # were the key ever echoed, it is masked
+    recorder = Recorder(httpx.Response(400, json=body))
+    model = model_for(recorder)
+    with pytest.raises(AuthenticationError) as caught:
+        if stream:
+            [e async for e in model.stream(request())]
+        else:
+            await model.call(request())
+    error = caught.value
+    assert not isinstance(error, BadRequestError)
+    assert error.status_code == 400 and error.provider == PROVIDER
+    assert "API key not valid" in error.message
+    assert len(recorder.requests) == 1  # a 400 is not retried
+    for text in (str(error), repr(error), error.body, error.message):
+        assert KEY not in text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_bad_argument_stays_a_bad_request(stream: bool) -> None:
+    body = {
+        "error": {
+            "code": 400,
+            "message": 'Invalid JSON payload received. Unknown name "temprature"',
+            "status": "INVALID_ARGUMENT",
+            "details": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.BadRequest",
+                    "fieldViolations": [{"field": "temprature", "description": "Unknown name"}],
+                }
+            ],
+        }
+    }
+    recorder = Recorder(httpx.Response(400, json=body))
+    model = model_for(recorder)
+    with pytest.raises(BadRequestError, match="Unknown name"):
+        if stream:
+            [e async for e in model.stream(request())]
+        else:
+            await model.call(request())
 
 
 @pytest.mark.anyio

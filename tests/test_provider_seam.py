@@ -21,9 +21,13 @@ from advisorchain import (
 )
 from advisorchain.core.events import ModelDelta
 from advisorchain.providers import (
+    AuthenticationError,
     BadRequestError,
     HTTPChatModel,
     OpenAIChatModel,
+    ProviderError,
+    ProviderUnavailableError,
+    RateLimitError,
     ScriptedChatModel,
     WireCall,
     WireFormat,
@@ -127,6 +131,83 @@ async def test_the_wire_format_reads_its_own_error_bodies(stream: bool) -> None:
                 pass
         else:
             await model.call(REQUEST)
+
+
+class KindWire(PathWire):
+    """A format whose error bodies name the kind of failure; statuses do not."""
+
+    seen: list[tuple[int, Any]]
+
+    def __init__(self) -> None:
+        self.seen = []
+
+    def error_type(self, status: int, payload: Any) -> type[ProviderError] | None:
+        self.seen.append((status, payload))
+        kind = payload["problem"]["code"]  # a KeyError on other bodies: the status decides
+        return {"BAD_KEY": AuthenticationError, "SLOW_DOWN": RateLimitError}.get(kind)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_wire_format_picks_the_error_class_on_both_paths(stream: bool) -> None:
+    key = "k-0123456789abcdef"
+    replies = [
+        httpx.Response(400, json={"problem": {"why": f"bad key {key}", "code": "BAD_KEY"}}),
+        httpx.Response(
+            400,
+            json={"problem": {"why": "calm", "code": "SLOW_DOWN"}},
+            headers={"retry-after": "7"},
+        ),
+        httpx.Response(400, json={"problem": {"why": "no", "code": "ELSE"}}),
+        httpx.Response(503, text="not json"),
+    ]
+    wire = KindWire()
+    model = HTTPChatModel(
+        "m-1",
+        wire=wire,
+        base_url="https://api.example/v1beta",
+        api_key=key,
+        http_client=Recorder(*replies).client(),
+        max_retries=0,
+    )
+
+    async def fail() -> ProviderError:
+        with pytest.raises(ProviderError) as caught:
+            if stream:
+                async for _ in model.stream(REQUEST):
+                    pass
+            else:
+                await model.call(REQUEST)
+        return caught.value
+
+    bad_key = await fail()
+    assert type(bad_key) is AuthenticationError and bad_key.status_code == 400
+    assert key not in str(bad_key) + bad_key.body
+    assert wire.seen[0] == (400, {"problem": {"why": "bad key ***", "code": "BAD_KEY"}})
+    slow = await fail()
+    assert isinstance(slow, RateLimitError) and slow.retry_after == 7.0
+    assert type(await fail()) is BadRequestError  # None: the status decides
+    assert type(await fail()) is ProviderUnavailableError  # the hook raised: likewise
+    assert wire.seen[-1] == (503, None)
+
+
+def test_event_object_reads_one_event_for_every_stream_reader() -> None:
+    from advisorchain.core.errors import StreamInterruptedError
+    from advisorchain.providers.wire import event_object
+
+    assert event_object('{"type": "ping"}', "ping", provider="p") == {"type": "ping"}
+    with pytest.raises(StreamInterruptedError, match="p: malformed JSON"):
+        event_object("{cut", "message", provider="p")
+    with pytest.raises(StreamInterruptedError, match="not a JSON object"):
+        event_object("[1]", "message", provider="p")
+    with pytest.raises(ProviderError, match="p: error event: overloaded") as caught:
+        event_object("overloaded" * 50, "error", provider="p")
+    assert not isinstance(caught.value, StreamInterruptedError)
+    assert len(caught.value.message) == len("p: error event: ") + 200
+
+
+def test_the_default_hook_leaves_the_class_to_the_status() -> None:
+    assert WireFormat().error_type(400, {"error": {"message": "x"}}) is None
 
 
 @pytest.mark.anyio
