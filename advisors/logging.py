@@ -124,6 +124,8 @@ class LoggingAdvisor(Advisor):
         first: float | None,
         exc: BaseException | None,
     ) -> None:
+        if self._unheard(response is None and not isinstance(exc, GeneratorExit)):
+            return
         fields: dict[str, Any] = {
             "event": self._scope,
             "duration": time.perf_counter() - start,
@@ -229,6 +231,8 @@ class LoggingAdvisor(Advisor):
         first: float | None,
         exc: BaseException | None,
     ) -> None:
+        if self._unheard(response is None and not isinstance(exc, GeneratorExit)):
+            return
         model = (response.model if response else None) or request.options.model
         model = model or self._names.model_name
         fields: dict[str, Any] = {
@@ -283,6 +287,12 @@ class LoggingAdvisor(Advisor):
         result: ToolResult | None,
         exc: BaseException | None,
     ) -> None:
+        if result is None:
+            failed = not isinstance(exc, GeneratorExit)
+        else:
+            failed = result.outcome not in ("ok", "closed_early")
+        if self._unheard(failed):
+            return
         fields: dict[str, Any] = {
             "event": "tool_call",
             "tool": invocation.name,
@@ -307,6 +317,11 @@ class LoggingAdvisor(Advisor):
 
     # -- shared -----------------------------------------------------------------------
 
+    def _unheard(self, failed: bool) -> bool:
+        """Whether the record of a call that `failed` (or not) would have no effect at all,
+        so that neither its fields nor the record need to be made (`_no_effect`)."""
+        return _no_effect(self.logger, self.error_level if failed else self.level)
+
     def _emit(
         self, fields: dict[str, Any], text: str, args: list[Any], content: tuple[str, ...]
     ) -> None:
@@ -321,6 +336,33 @@ class LoggingAdvisor(Advisor):
             logger.log(level, text, *args, extra=fields)
         elif logger.isEnabledFor(level):
             _handle(logger, level, text, tuple(args), fields, sys._getframe())
+
+
+def _no_effect(logger: logging.Logger, level: int) -> bool:
+    """Whether `logger.log(level, ...)` would do nothing anyone can see: a plain
+    `logging.Logger` without filters, the stdlib's record factory, and the logger either
+    not enabled for `level` or every handler the record would reach a plain
+    `logging.NullHandler` (whose `handle` does nothing). Not when no handler is found at
+    all (`logging.lastResort` would write it), nor for a logger subclass, a filter, a
+    custom record factory or any other handler: those see every record."""
+    if (
+        type(logger) is not logging.Logger
+        or type(level) is not int
+        or logger.filters
+        or logging.getLogRecordFactory() is not logging.LogRecord
+    ):
+        return False
+    if not logger.isEnabledFor(level):
+        return True
+    found = False
+    current: logging.Logger | None = logger
+    while current is not None:  # what Logger.callHandlers walks
+        for handler in current.handlers:
+            found = True
+            if level >= handler.level and type(handler) is not logging.NullHandler:
+                return False
+        current = current.parent if current.propagate else None
+    return found
 
 
 def _handle(
