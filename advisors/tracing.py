@@ -14,6 +14,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.metrics import Histogram, MeterProvider, NoOpHistogram
 from opentelemetry.metrics._internal.instrument import _ProxyHistogram
 from opentelemetry.trace import (
+    INVALID_SPAN,
     NoOpTracer,
     ProxyTracer,
     Span,
@@ -137,7 +138,7 @@ class TracingAdvisor(Advisor):
     # -- the turn ---------------------------------------------------------------------
 
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
-        if not self._turn_spans:
+        if not self._turn_spans or self._unseen():
             return await next(request)
         span = self._start_turn(request)
         token = _enter(span)
@@ -154,7 +155,7 @@ class TracingAdvisor(Advisor):
             span.end()
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        if not self._turn_spans:
+        if not self._turn_spans or self._unseen():
             async with closing_stream(next(request)) as events:
                 async for event in events:
                     yield event
@@ -200,6 +201,8 @@ class TracingAdvisor(Advisor):
     # -- each model call --------------------------------------------------------------
 
     async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+        if self._unseen(metrics=True):
+            return await next(request)
         span, metric = self._start_chat(request)
         start = time.perf_counter()
         token = _enter(span)
@@ -218,6 +221,11 @@ class TracingAdvisor(Advisor):
     async def stream_model(
         self, request: ChatRequest, next: StreamNext
     ) -> AsyncIterator[StreamEvent]:
+        if self._unseen(metrics=True):
+            async with closing_stream(next(request)) as events:
+                async for event in events:
+                    yield event
+            return
         span, metric = self._start_chat(request, stream=True)
         start = time.perf_counter()
 
@@ -295,6 +303,8 @@ class TracingAdvisor(Advisor):
     # -- each tool call ---------------------------------------------------------------
 
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+        if self._unseen():
+            return await next(invocation)
         name = invocation.name
         if _no_op(self._tracer):
             span = self._tracer.start_span(f"execute_tool {name}", kind=SpanKind.INTERNAL)
@@ -350,6 +360,16 @@ class TracingAdvisor(Advisor):
         span.set_status(Status(StatusCode.ERROR, kind))
 
     # -- shared -----------------------------------------------------------------------
+
+    def _unseen(self, *, metrics: bool = False) -> bool:
+        """Whether nothing a hook does could be seen: OpenTelemetry's no-op tracer (no SDK)
+        with no current span, whose span would be the invalid span (not made current,
+        every call on it doing nothing), and with `metrics` the no-op histograms too."""
+        if not _no_op(self._tracer) or trace.get_current_span() is not INVALID_SPAN:
+            return False
+        return not metrics or (
+            _no_op(self._duration) and _no_op(self._tokens) and _no_op(self._first_chunk)
+        )
 
     def _common(self, attributes: dict[str, Any], request: ChatRequest) -> None:
         provider = self._names.provider_name

@@ -734,3 +734,39 @@ async def test_with_an_sdk_the_sampler_sees_every_attribute_at_start(path: str) 
     tool_span = sampler.seen["execute_tool add"]
     assert tool_span["gen_ai.tool.name"] == "add" and tool_span["advisorchain.round"] == 1
     assert tool_span["gen_ai.tool.call.id"] == add_call().id
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_without_an_sdk_or_a_current_span_no_span_is_started(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not _no_global_sdk():
+        pytest.skip("a global tracer provider is set in this process")
+    started: list[str] = []
+    real = trace.NoOpTracer.start_span
+
+    def counted(self: trace.NoOpTracer, name: str, *args: Any, **kwargs: Any) -> trace.Span:
+        started.append(name)
+        return real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(trace.NoOpTracer, "start_span", counted)
+
+    async def run() -> None:
+        chain = Chain(
+            [TracingAdvisor(), ToolCallingAdvisor()],
+            model=ScriptedChatModel([add_call(), "5"]),
+            tools=[add],
+        )
+        if path == "call":
+            assert (await chain.call("2+3?")).text == "5"
+        else:
+            last = [e async for e in chain.stream("2+3?")][-1]
+            assert isinstance(last, ResponseCompleted) and last.response.text == "5"
+
+    await run()
+    assert started == []
+    parent = trace.SpanContext(trace_id=1, span_id=2, is_remote=True)
+    with trace.use_span(trace.NonRecordingSpan(parent)):
+        await run()
+    assert started == ["invoke_agent", "chat scripted", "execute_tool add", "chat scripted"]
