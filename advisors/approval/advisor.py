@@ -39,6 +39,7 @@ from .types import (
     StandingRule,
     arguments_fingerprint,
     audit_record,
+    canonical_arguments,
 )
 
 Policy: TypeAlias = Callable[[Tool, Mapping[str, Any], ToolContext], "bool | Mapping[str, Any]"]
@@ -81,7 +82,11 @@ class _Shown:
     def matches(self, arguments: Mapping[str, Any]) -> bool:
         """Whether `arguments` are those the approver saw (the same object, or the same
         fingerprint)."""
-        return arguments is self.source or arguments_fingerprint(arguments) == self.call.fingerprint
+        if arguments is self.source:
+            return True
+        # Equal fingerprints are equal canonical JSON texts: compared without the digests.
+        text = canonical_arguments(arguments)
+        return text is not None and text == canonical_arguments(self.call.arguments)
 
 
 @dataclass
