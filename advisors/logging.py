@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import FrameType
 from typing import Any, TypeAlias
 
@@ -380,9 +382,23 @@ def _handle(
     skips what costs most of a record and never changes: the walk up the stack for the
     caller (`findCaller`) and `makeRecord`'s check of each extra field one by one."""
     code = caller.f_code
-    record = logging.getLogRecordFactory()(
-        logger.name, level, code.co_filename, caller.f_lineno, text, args, None, code.co_name, None
-    )
+    factory = logging.getLogRecordFactory()
+    if factory is logging.LogRecord and _PLAIN_RECORDS:
+        record = _plain_record(
+            logger.name, level, code.co_filename, caller.f_lineno, text, args, code.co_name
+        )
+    else:
+        record = factory(
+            logger.name,
+            level,
+            code.co_filename,
+            caller.f_lineno,
+            text,
+            args,
+            None,
+            code.co_name,
+            None,
+        )
     values = record.__dict__
     if "message" in fields or "asctime" in fields or not values.keys().isdisjoint(fields):
         # a field would overwrite the record's own: makeRecord raises for it, as log() would
@@ -400,6 +416,68 @@ def _handle(
         )
     values.update(fields)
     logger.handle(record)
+
+
+_PLAIN_RECORDS = sys.version_info[:2] == (3, 11)
+"""Whether `_plain_record` knows this Python's `LogRecord.__init__` (3.12 added a field)."""
+
+_FILE_PARTS: dict[str, tuple[str, str]] = {}
+"""`(filename, module)` of each `pathname` a record was made for (a few source files)."""
+
+
+def _plain_record(
+    name: str, level: int, pathname: str, lineno: int, msg: str, args: Any, func: str
+) -> logging.LogRecord:
+    """`logging.LogRecord(name, level, pathname, lineno, msg, args, None, func, None)` as
+    Python 3.11 builds it: the same attributes, in the same order, with the same values
+    (the module-level `logging.logThreads`, `logMultiprocessing` and `logProcesses` read
+    each time), written in one update, with the file name and module of `pathname` kept
+    from the first record (they never change for a path)."""
+    created = time.time()
+    if args and len(args) == 1 and isinstance(args[0], Mapping) and args[0]:
+        args = args[0]
+    parts = _FILE_PARTS.get(pathname)
+    if parts is None:
+        filename = os.path.basename(pathname)
+        parts = _FILE_PARTS[pathname] = (filename, os.path.splitext(filename)[0])
+    if logging.logThreads:
+        thread: int | None = threading.get_ident()
+        thread_name: str | None = threading.current_thread().name
+    else:
+        thread = thread_name = None
+    process_name: str | None = None
+    if logging.logMultiprocessing:
+        process_name = "MainProcess"
+        mp = sys.modules.get("multiprocessing")
+        if mp is not None:
+            try:
+                process_name = mp.current_process().name
+            except Exception:  # as LogRecord: multiprocessing may not have finished loading
+                pass
+    record: logging.LogRecord = object.__new__(logging.LogRecord)
+    record.__dict__.update(
+        name=name,
+        msg=msg,
+        args=args,
+        levelname=logging.getLevelName(level),
+        levelno=level,
+        pathname=pathname,
+        filename=parts[0],
+        module=parts[1],
+        exc_info=None,
+        exc_text=None,
+        stack_info=None,
+        lineno=lineno,
+        funcName=func,
+        created=created,
+        msecs=int((created - int(created)) * 1000) + 0.0,
+        relativeCreated=(created - logging._startTime) * 1000,  # type: ignore[attr-defined]
+        thread=thread,
+        threadName=thread_name,
+        processName=process_name,
+        process=os.getpid() if logging.logProcesses else None,
+    )
+    return record
 
 
 def _failure(exc: BaseException | None, fields: dict[str, Any]) -> str:

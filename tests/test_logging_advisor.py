@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import anyio
@@ -664,3 +665,50 @@ async def test_records_nobody_would_see_are_not_made(
     await _run(chain(), path)
     assert [r.__dict__["event"] for r in keeping.records] == seen
     assert len(made) == 8
+
+
+_TIMED = {"created", "msecs", "relativeCreated"}
+
+
+def _same_record(got: logging.LogRecord, expected: logging.LogRecord) -> None:
+    assert list(got.__dict__) == list(expected.__dict__)  # the same attributes, in order
+    assert {k: v for k, v in got.__dict__.items() if k not in _TIMED} == {
+        k: v for k, v in expected.__dict__.items() if k not in _TIMED
+    }
+    assert got.msecs == int((got.created - int(got.created)) * 1000) + 0.0
+    start = logging._startTime  # type: ignore[attr-defined]
+    assert got.relativeCreated == (got.created - start) * 1000
+    assert got.getMessage() == expected.getMessage()
+
+
+@pytest.mark.parametrize(
+    "switched_off", [(), ("logThreads",), ("logMultiprocessing",), ("logProcesses",)]
+)
+@pytest.mark.parametrize("args", [("a", 1, 2.5), ({"x": 1},), ()])
+def test_a_plain_record_is_the_record_logrecord_makes(
+    switched_off: tuple[str, ...], args: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from advisorchain.advisors.logging import _PLAIN_RECORDS, _plain_record
+
+    if not _PLAIN_RECORDS:
+        pytest.skip("plain records are made on Python 3.11 only")
+    for name in switched_off:
+        monkeypatch.setattr(logging, name, False)
+    text = "x %s %d %.1f" if len(args) == 3 else ("x %(x)s" if args else "x")
+    call = ("app.plain", logging.WARNING, "/src/pkg/mod.py", 12, text, args)
+    _same_record(_plain_record(*call, "fn"), logging.LogRecord(*call, None, "fn", None))
+    odd = ("app.plain", 5, "weird", 0, text, args)  # no directory, no suffix, a custom level
+    _same_record(_plain_record(*odd, "g"), logging.LogRecord(*odd, None, "g", None))
+
+    seen: list[tuple[logging.LogRecord, logging.LogRecord]] = []
+    thread = threading.Thread(
+        target=lambda: seen.append(
+            (_plain_record(*call, "fn"), logging.LogRecord(*call, None, "fn", None))
+        ),
+        name="a-worker",
+    )
+    thread.start()
+    thread.join()
+    _same_record(*seen[0])
+    if not switched_off:
+        assert seen[0][0].threadName == "a-worker"
