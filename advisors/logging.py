@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import FrameType
 from typing import Any, TypeAlias
 
@@ -124,6 +126,8 @@ class LoggingAdvisor(Advisor):
         first: float | None,
         exc: BaseException | None,
     ) -> None:
+        if self._unheard(response is None and not isinstance(exc, GeneratorExit)):
+            return
         fields: dict[str, Any] = {
             "event": self._scope,
             "duration": time.perf_counter() - start,
@@ -229,6 +233,8 @@ class LoggingAdvisor(Advisor):
         first: float | None,
         exc: BaseException | None,
     ) -> None:
+        if self._unheard(response is None and not isinstance(exc, GeneratorExit)):
+            return
         model = (response.model if response else None) or request.options.model
         model = model or self._names.model_name
         fields: dict[str, Any] = {
@@ -283,6 +289,12 @@ class LoggingAdvisor(Advisor):
         result: ToolResult | None,
         exc: BaseException | None,
     ) -> None:
+        if result is None:
+            failed = not isinstance(exc, GeneratorExit)
+        else:
+            failed = result.outcome not in ("ok", "closed_early")
+        if self._unheard(failed):
+            return
         fields: dict[str, Any] = {
             "event": "tool_call",
             "tool": invocation.name,
@@ -307,6 +319,11 @@ class LoggingAdvisor(Advisor):
 
     # -- shared -----------------------------------------------------------------------
 
+    def _unheard(self, failed: bool) -> bool:
+        """Whether the record of a call that `failed` (or not) would have no effect at all,
+        so that neither its fields nor the record need to be made (`_no_effect`)."""
+        return _no_effect(self.logger, self.error_level if failed else self.level)
+
     def _emit(
         self, fields: dict[str, Any], text: str, args: list[Any], content: tuple[str, ...]
     ) -> None:
@@ -321,6 +338,33 @@ class LoggingAdvisor(Advisor):
             logger.log(level, text, *args, extra=fields)
         elif logger.isEnabledFor(level):
             _handle(logger, level, text, tuple(args), fields, sys._getframe())
+
+
+def _no_effect(logger: logging.Logger, level: int) -> bool:
+    """Whether `logger.log(level, ...)` would do nothing anyone can see: a plain
+    `logging.Logger` without filters, the stdlib's record factory, and the logger either
+    not enabled for `level` or every handler the record would reach a plain
+    `logging.NullHandler` (whose `handle` does nothing). Not when no handler is found at
+    all (`logging.lastResort` would write it), nor for a logger subclass, a filter, a
+    custom record factory or any other handler: those see every record."""
+    if (
+        type(logger) is not logging.Logger
+        or type(level) is not int
+        or logger.filters
+        or logging.getLogRecordFactory() is not logging.LogRecord
+    ):
+        return False
+    if not logger.isEnabledFor(level):
+        return True
+    found = False
+    current: logging.Logger | None = logger
+    while current is not None:  # what Logger.callHandlers walks
+        for handler in current.handlers:
+            found = True
+            if level >= handler.level and type(handler) is not logging.NullHandler:
+                return False
+        current = current.parent if current.propagate else None
+    return found
 
 
 def _handle(
@@ -338,9 +382,23 @@ def _handle(
     skips what costs most of a record and never changes: the walk up the stack for the
     caller (`findCaller`) and `makeRecord`'s check of each extra field one by one."""
     code = caller.f_code
-    record = logging.getLogRecordFactory()(
-        logger.name, level, code.co_filename, caller.f_lineno, text, args, None, code.co_name, None
-    )
+    factory = logging.getLogRecordFactory()
+    if factory is logging.LogRecord and _PLAIN_RECORDS:
+        record = _plain_record(
+            logger.name, level, code.co_filename, caller.f_lineno, text, args, code.co_name
+        )
+    else:
+        record = factory(
+            logger.name,
+            level,
+            code.co_filename,
+            caller.f_lineno,
+            text,
+            args,
+            None,
+            code.co_name,
+            None,
+        )
     values = record.__dict__
     if "message" in fields or "asctime" in fields or not values.keys().isdisjoint(fields):
         # a field would overwrite the record's own: makeRecord raises for it, as log() would
@@ -358,6 +416,68 @@ def _handle(
         )
     values.update(fields)
     logger.handle(record)
+
+
+_PLAIN_RECORDS = sys.version_info[:2] == (3, 11)
+"""Whether `_plain_record` knows this Python's `LogRecord.__init__` (3.12 added a field)."""
+
+_FILE_PARTS: dict[str, tuple[str, str]] = {}
+"""`(filename, module)` of each `pathname` a record was made for (a few source files)."""
+
+
+def _plain_record(
+    name: str, level: int, pathname: str, lineno: int, msg: str, args: Any, func: str
+) -> logging.LogRecord:
+    """`logging.LogRecord(name, level, pathname, lineno, msg, args, None, func, None)` as
+    Python 3.11 builds it: the same attributes, in the same order, with the same values
+    (the module-level `logging.logThreads`, `logMultiprocessing` and `logProcesses` read
+    each time), written in one update, with the file name and module of `pathname` kept
+    from the first record (they never change for a path)."""
+    created = time.time()
+    if args and len(args) == 1 and isinstance(args[0], Mapping) and args[0]:
+        args = args[0]
+    parts = _FILE_PARTS.get(pathname)
+    if parts is None:
+        filename = os.path.basename(pathname)
+        parts = _FILE_PARTS[pathname] = (filename, os.path.splitext(filename)[0])
+    if logging.logThreads:
+        thread: int | None = threading.get_ident()
+        thread_name: str | None = threading.current_thread().name
+    else:
+        thread = thread_name = None
+    process_name: str | None = None
+    if logging.logMultiprocessing:
+        process_name = "MainProcess"
+        mp = sys.modules.get("multiprocessing")
+        if mp is not None:
+            try:
+                process_name = mp.current_process().name
+            except Exception:  # as LogRecord: multiprocessing may not have finished loading
+                pass
+    record: logging.LogRecord = object.__new__(logging.LogRecord)
+    record.__dict__.update(
+        name=name,
+        msg=msg,
+        args=args,
+        levelname=logging.getLevelName(level),
+        levelno=level,
+        pathname=pathname,
+        filename=parts[0],
+        module=parts[1],
+        exc_info=None,
+        exc_text=None,
+        stack_info=None,
+        lineno=lineno,
+        funcName=func,
+        created=created,
+        msecs=int((created - int(created)) * 1000) + 0.0,
+        relativeCreated=(created - logging._startTime) * 1000,  # type: ignore[attr-defined]
+        thread=thread,
+        threadName=thread_name,
+        processName=process_name,
+        process=os.getpid() if logging.logProcesses else None,
+    )
+    return record
 
 
 def _failure(exc: BaseException | None, fields: dict[str, Any]) -> str:

@@ -11,8 +11,19 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
-from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.metrics import Histogram, MeterProvider, NoOpHistogram
+from opentelemetry.metrics._internal.instrument import _ProxyHistogram
+from opentelemetry.trace import (
+    INVALID_SPAN,
+    NoOpTracer,
+    ProxyTracer,
+    Span,
+    SpanKind,
+    Status,
+    StatusCode,
+    Tracer,
+    TracerProvider,
+)
 
 from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
@@ -127,7 +138,7 @@ class TracingAdvisor(Advisor):
     # -- the turn ---------------------------------------------------------------------
 
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
-        if not self._turn_spans:
+        if not self._turn_spans or self._unseen():
             return await next(request)
         span = self._start_turn(request)
         token = _enter(span)
@@ -144,7 +155,7 @@ class TracingAdvisor(Advisor):
             span.end()
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        if not self._turn_spans:
+        if not self._turn_spans or self._unseen():
             async with closing_stream(next(request)) as events:
                 async for event in events:
                     yield event
@@ -163,6 +174,9 @@ class TracingAdvisor(Advisor):
                 yield event
 
     def _start_turn(self, request: ChatRequest, *, stream: bool = False) -> Span:
+        name = f"invoke_agent {self.agent_name}" if self.agent_name else "invoke_agent"
+        if _no_op(self._tracer):
+            return self._tracer.start_span(name, kind=SpanKind.INTERNAL)
         attributes: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent"}
         self._common(attributes, request)
         if request.conversation_id:
@@ -175,7 +189,6 @@ class TracingAdvisor(Advisor):
             attributes["gen_ai.input.messages"] = messages_json(
                 request.messages, self.max_content_chars
             )
-        name = f"invoke_agent {self.agent_name}" if self.agent_name else "invoke_agent"
         return self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
 
     def _end_turn(self, span: Span, response: ChatResponse) -> None:
@@ -188,6 +201,8 @@ class TracingAdvisor(Advisor):
     # -- each model call --------------------------------------------------------------
 
     async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+        if self._unseen(metrics=True):
+            return await next(request)
         span, metric = self._start_chat(request)
         start = time.perf_counter()
         token = _enter(span)
@@ -206,6 +221,11 @@ class TracingAdvisor(Advisor):
     async def stream_model(
         self, request: ChatRequest, next: StreamNext
     ) -> AsyncIterator[StreamEvent]:
+        if self._unseen(metrics=True):
+            async with closing_stream(next(request)) as events:
+                async for event in events:
+                    yield event
+            return
         span, metric = self._start_chat(request, stream=True)
         start = time.perf_counter()
 
@@ -230,6 +250,10 @@ class TracingAdvisor(Advisor):
     ) -> tuple[Span, dict[str, Any]]:
         metric: dict[str, Any] = {"gen_ai.operation.name": "chat"}
         self._common(metric, request)
+        if _no_op(self._tracer):
+            model = metric.get("gen_ai.request.model")
+            name = f"chat {model}" if model else "chat"
+            return self._tracer.start_span(name, kind=SpanKind.CLIENT), metric
         attributes = dict(metric)  # metrics get only the low-cardinality attributes
         if request.conversation_id:
             attributes["gen_ai.conversation.id"] = request.conversation_id
@@ -259,9 +283,10 @@ class TracingAdvisor(Advisor):
     ) -> None:
         if response.model:
             metric["gen_ai.response.model"] = response.model
-        self._duration.record(time.perf_counter() - start, metric)
+        if not _no_op(self._duration):
+            self._duration.record(time.perf_counter() - start, metric)
         usage = response.usage
-        if usage.input_tokens or usage.output_tokens:
+        if (usage.input_tokens or usage.output_tokens) and not _no_op(self._tokens):
             self._tokens.record(usage.input_tokens, {**metric, "gen_ai.token.type": "input"})
             self._tokens.record(usage.output_tokens, {**metric, "gen_ai.token.type": "output"})
         if span.is_recording():
@@ -278,6 +303,28 @@ class TracingAdvisor(Advisor):
     # -- each tool call ---------------------------------------------------------------
 
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+        if self._unseen():
+            return await next(invocation)
+        name = invocation.name
+        if _no_op(self._tracer):
+            span = self._tracer.start_span(f"execute_tool {name}", kind=SpanKind.INTERNAL)
+        else:
+            span = self._start_tool(invocation)
+        token = _enter(span)
+        try:
+            result = await next(invocation)
+        except BaseException as exc:
+            self._failed(span, exc)
+            raise
+        else:
+            if span.is_recording():
+                self._tool_result(span, result)
+            return result
+        finally:
+            _exit(token)
+            span.end()
+
+    def _start_tool(self, invocation: ToolInvocation) -> Span:
         name = invocation.name
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
@@ -293,22 +340,9 @@ class TracingAdvisor(Advisor):
             attributes["gen_ai.tool.call.arguments"] = arguments_json(
                 invocation.arguments, self.max_content_chars
             )
-        span = self._tracer.start_span(
+        return self._tracer.start_span(
             f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes
         )
-        token = _enter(span)
-        try:
-            result = await next(invocation)
-        except BaseException as exc:
-            self._failed(span, exc)
-            raise
-        else:
-            if span.is_recording():
-                self._tool_result(span, result)
-            return result
-        finally:
-            _exit(token)
-            span.end()
 
     def _tool_result(self, span: Span, result: ToolResult) -> None:
         span.set_attribute(TOOL_OUTCOME, result.outcome)
@@ -326,6 +360,16 @@ class TracingAdvisor(Advisor):
         span.set_status(Status(StatusCode.ERROR, kind))
 
     # -- shared -----------------------------------------------------------------------
+
+    def _unseen(self, *, metrics: bool = False) -> bool:
+        """Whether nothing a hook does could be seen: OpenTelemetry's no-op tracer (no SDK)
+        with no current span, whose span would be the invalid span (not made current,
+        every call on it doing nothing), and with `metrics` the no-op histograms too."""
+        if not _no_op(self._tracer) or trace.get_current_span() is not INVALID_SPAN:
+            return False
+        return not metrics or (
+            _no_op(self._duration) and _no_op(self._tokens) and _no_op(self._first_chunk)
+        )
 
     def _common(self, attributes: dict[str, Any], request: ChatRequest) -> None:
         provider = self._names.provider_name
@@ -365,6 +409,20 @@ class TracingAdvisor(Advisor):
             span.record_exception(exc)
         else:
             span.set_status(Status(StatusCode.ERROR, kind))
+
+
+def _no_op(instrument: Tracer | Histogram) -> bool:
+    """Whether `instrument` is OpenTelemetry's no-op tracer or histogram (no SDK): the API's
+    own no-op classes, or its proxies before a global provider is set, whose spans ignore
+    the attributes they start with and whose records go nowhere. Anything else (an SDK's,
+    a subclass, a proxy once a provider is set) gets every attribute and every record."""
+    kind = type(instrument)
+    if kind is ProxyTracer:
+        # what ProxyTracer.start_span itself resolves to (the global provider's, once set)
+        return type(instrument._tracer) is NoOpTracer  # type: ignore[union-attr]
+    if kind is _ProxyHistogram:
+        return instrument._real_instrument is None  # type: ignore[union-attr]
+    return kind is NoOpTracer or kind is NoOpHistogram
 
 
 def _enter(span: Span) -> Token[otel_context.Context] | None:

@@ -6,8 +6,11 @@ of its work switched off, all chains interleaved in one process.
 The overhead scenario's turn (3 model calls, 3 tool calls in 2 rounds) through
 `[link, ToolCallingAdvisor]` (tool search: after the loop). For each link:
 
-- logging: hooks only (`_log_*` switched off), then fields and rounds built but no record
-  (`_emit` switched off), then everything (7 records: 1 turn, 3 model calls, 3 tool calls);
+- logging: hooks only (`_log_*` switched off); then everything into the benchmarks' logger
+  (only a `NullHandler`: the advisor sees that no record would have an effect and makes
+  none); then, into a logger whose handler takes every record and drops it, fields and
+  rounds built but no record (`_emit` switched off), then everything (7 records: 1 turn,
+  3 model calls, 3 tool calls);
 - tracing: the same three hooks passing through (an advisor with `call`, `call_model` and
   `call_tool` that only await `next`), then everything (7 spans: 1 turn, 3 chat, 3 tools);
 - approval: tools that need no approval (the hook runs, asks nobody), then every call
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import logging
 import statistics
 from typing import Any
 
@@ -49,6 +53,22 @@ class _HooksOnly(LoggingAdvisor):
 class _NoRecords(LoggingAdvisor):
     def _emit(self, *args: Any) -> None:
         pass
+
+
+class _Drop(logging.Handler):
+    """A handler that takes every record (so records are made) and writes nothing."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        pass
+
+
+def _dropping_logger() -> logging.Logger:
+    logger = logging.getLogger("benchmarks.links_items.dropping")
+    logger.setLevel(logging.INFO)
+    if not logger.handlers:
+        logger.addHandler(_Drop())
+    logger.propagate = False
+    return logger
 
 
 class _PassThrough(Advisor):
@@ -79,11 +99,13 @@ def configs() -> dict[str, tuple[list[Advisor], list[Advisor], bool]]:
     """name -> (links before the loop, links after it, tools require approval)."""
     outside, _ = advisorchain_agent.links()
     logger = bench_logger("advisorchain")
+    dropping = _dropping_logger()
     return {
         "bare loop": ([], [], False),
         "logging: hooks only": ([_HooksOnly(logger)], [], False),
-        "logging: fields, no records": ([_NoRecords(logger)], [], False),
-        "logging: all": ([LoggingAdvisor(logger)], [], False),
+        "logging: NullHandler only": ([LoggingAdvisor(logger)], [], False),
+        "logging: fields, no records": ([_NoRecords(dropping)], [], False),
+        "logging: all": ([LoggingAdvisor(dropping)], [], False),
         "tracing: hooks only": ([_PassThrough()], [], False),
         "tracing: all": ([outside[1]], [], False),
         "approval: nothing to approve": ([outside[2]], [], False),
@@ -118,14 +140,21 @@ def render(us: dict[str, float]) -> str:
         ("logging", "hooks (3 hook kinds, timing)", "logging: hooks only", "bare loop", 1),
         (
             "logging",
-            "fields, rounds, message text",
+            "NullHandler only: the check that no record would be seen",
+            "logging: NullHandler only",
+            "logging: hooks only",
+            7,
+        ),
+        (
+            "logging",
+            "with a handler: fields, rounds, message text",
             "logging: fields, no records",
             "logging: hooks only",
             7,
         ),
         (
             "logging",
-            "records (LogRecord, handlers)",
+            "with a handler: records (LogRecord, handler)",
             "logging: all",
             "logging: fields, no records",
             7,

@@ -70,13 +70,12 @@ class ChatResponse:
         suspension: Suspension | None = None,
         output: object = None,
     ) -> None:
-        found = _last_assistant(messages)
-        if not messages:
+        if not messages:  # a single answer (every model call): nothing to search
             if message is None:
                 raise ValueError("a ChatResponse needs its message or its messages")
             messages = (message,)
-            found = message
-        elif found is None:
+            found: AssistantMessage | None = message
+        elif (found := _last_assistant(messages)) is None:
             raise ValueError("a ChatResponse's messages must contain an assistant message")
         elif message is not None and message is not found and message != found:
             raise ValueError(

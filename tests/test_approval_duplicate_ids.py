@@ -412,3 +412,26 @@ async def test_a_racing_insert_of_the_same_approval_is_a_typed_error(tmp_path: P
     store.transaction = transaction  # type: ignore[method-assign]
     with pytest.raises(InvalidApprovalRecord, match="already exists"):
         await store.save(record)
+
+
+def test_a_shown_call_matches_exactly_the_arguments_with_its_fingerprint() -> None:
+    from advisorchain.advisors.approval.advisor import _Shown
+    from advisorchain.advisors.approval.types import ApprovalCall, arguments_fingerprint
+
+    source: dict[str, Any] = {"to": "bob", "amount": 5, "note": {"a": [1, 2.0, True]}}
+    shown = _Shown(source, ApprovalCall(id="a", name="transfer", arguments=dict(source)))
+    same = {"note": {"a": [1, 2.0, True]}, "amount": 5, "to": "bob"}  # key order differs
+    others: list[dict[str, Any]] = [
+        {**source, "amount": 5.0},
+        {**source, "amount": True},
+        {**source, "note": {"a": [1, 2, True]}},
+        {**source, "extra": None},
+        {**source, "amount": object()},  # cannot be serialized: matches nothing
+    ]
+    assert shown.matches(source) and shown.matches(same)
+    for other in others:
+        assert not shown.matches(other)
+        assert arguments_fingerprint(other) != shown.call.fingerprint
+    assert arguments_fingerprint(same) == shown.call.fingerprint
+    odd = _Shown({"x": object()}, ApprovalCall(id="b", name="t", arguments={"x": object()}))
+    assert not odd.matches({"x": object()})

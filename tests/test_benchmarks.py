@@ -217,7 +217,7 @@ def test_link_profiles_items_and_ab_run_on_a_tiny_scale() -> None:
 
     items = asyncio.run(links_items.run(turns=2, block=1))
     assert set(items) == set(links_items.configs())
-    assert "| logging | records" in links_items.render(items)
+    assert "| logging | with a handler: records" in links_items.render(items)
 
     report = links_ab.run([str(ROOT)], rounds=1, block=1, warmup=1)
     (tree,) = report["trees"]

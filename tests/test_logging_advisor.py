@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import anyio
@@ -561,3 +562,153 @@ async def test_without_caller_information_records_say_unknown(
     logger, kept = _kept_logger("app.nocaller")
     await Chain([LoggingAdvisor(logger)], model=ScriptedChatModel(["hi"])).call("hello")
     assert [(r.funcName, r.lineno) for r in kept.records] == [("(unknown function)", 0)] * 2
+
+
+class _Quiet(logging.NullHandler):
+    """A NullHandler subclass that does keep what it is handed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        self.records.append(record)
+        return True
+
+
+def test_a_record_has_no_effect_only_when_every_handler_it_reaches_is_a_null_handler() -> None:
+    from advisorchain.advisors.logging import _no_effect
+
+    def logger(*handlers: logging.Handler, propagate: bool = False) -> logging.Logger:
+        made = logging.Logger("app.effect")
+        made.setLevel(logging.INFO)
+        made.propagate = propagate
+        for handler in handlers:
+            made.addHandler(handler)
+        return made
+
+    assert _no_effect(logger(logging.NullHandler()), logging.INFO)
+    assert not _no_effect(logger(), logging.INFO)  # no handler: logging.lastResort writes it
+    assert not _no_effect(logger(logging.NullHandler(), _Keep()), logging.INFO)
+    assert not _no_effect(logger(_Quiet()), logging.INFO)  # a subclass may do anything
+    above = _Keep()
+    above.setLevel(logging.ERROR)
+    assert _no_effect(logger(logging.NullHandler(), above), logging.INFO)
+    assert not _no_effect(logger(logging.NullHandler(), above), logging.ERROR)
+    assert _no_effect(logger(logging.NullHandler()), logging.DEBUG)  # not enabled
+    filtered = logger(logging.NullHandler())
+    filtered.addFilter(lambda record: True)
+    assert not _no_effect(filtered, logging.INFO)
+
+    class Sub(logging.Logger):
+        pass
+
+    sub = Sub("app.sub")
+    sub.addHandler(logging.NullHandler())
+    sub.setLevel(logging.INFO)
+    assert not _no_effect(sub, logging.INFO)
+
+    parent = logger(_Keep())
+    child = logger(logging.NullHandler(), propagate=True)
+    child.parent = parent
+    assert not _no_effect(child, logging.INFO)
+    child.propagate = False
+    assert _no_effect(child, logging.INFO)
+
+    factory = logging.getLogRecordFactory()
+    logging.setLogRecordFactory(lambda *a, **k: factory(*a, **k))
+    try:
+        assert not _no_effect(logger(logging.NullHandler()), logging.INFO)
+    finally:
+        logging.setLogRecordFactory(factory)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_records_nobody_would_see_are_not_made(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from advisorchain.advisors import logging as logging_advisor
+
+    made: list[int] = []
+    real = logging_advisor._handle
+
+    def counted(*args: Any) -> None:
+        made.append(1)
+        real(*args)
+
+    monkeypatch.setattr(logging_advisor, "_handle", counted)
+    quiet = logging.Logger("app.quiet")
+    quiet.setLevel(logging.INFO)
+    quiet.addHandler(logging.NullHandler())
+
+    def chain() -> Chain:
+        model = ScriptedChatModel([add_call(), "5"], model_name="m-1")
+        return Chain([LoggingAdvisor(quiet), ToolCallingAdvisor()], model=model, tools=[add])
+
+    await _run(chain(), path)
+    assert made == []
+
+    # the same logger with a filter, or a NullHandler subclass, sees every record
+    seen: list[str] = []
+
+    def noting(record: logging.LogRecord) -> bool:
+        seen.append(record.__dict__["event"])
+        return True
+
+    quiet.addFilter(noting)
+    await _run(chain(), path)
+    assert seen == ["model_call", "tool_call", "model_call", "turn"]
+    quiet.filters.clear()
+    keeping = _Quiet()
+    quiet.addHandler(keeping)
+    await _run(chain(), path)
+    assert [r.__dict__["event"] for r in keeping.records] == seen
+    assert len(made) == 8
+
+
+_TIMED = {"created", "msecs", "relativeCreated"}
+
+
+def _same_record(got: logging.LogRecord, expected: logging.LogRecord) -> None:
+    assert list(got.__dict__) == list(expected.__dict__)  # the same attributes, in order
+    assert {k: v for k, v in got.__dict__.items() if k not in _TIMED} == {
+        k: v for k, v in expected.__dict__.items() if k not in _TIMED
+    }
+    assert got.msecs == int((got.created - int(got.created)) * 1000) + 0.0
+    start = logging._startTime  # type: ignore[attr-defined]
+    assert got.relativeCreated == (got.created - start) * 1000
+    assert got.getMessage() == expected.getMessage()
+
+
+@pytest.mark.parametrize(
+    "switched_off", [(), ("logThreads",), ("logMultiprocessing",), ("logProcesses",)]
+)
+@pytest.mark.parametrize("args", [("a", 1, 2.5), ({"x": 1},), ()])
+def test_a_plain_record_is_the_record_logrecord_makes(
+    switched_off: tuple[str, ...], args: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from advisorchain.advisors.logging import _PLAIN_RECORDS, _plain_record
+
+    if not _PLAIN_RECORDS:
+        pytest.skip("plain records are made on Python 3.11 only")
+    for name in switched_off:
+        monkeypatch.setattr(logging, name, False)
+    text = "x %s %d %.1f" if len(args) == 3 else ("x %(x)s" if args else "x")
+    call = ("app.plain", logging.WARNING, "/src/pkg/mod.py", 12, text, args)
+    _same_record(_plain_record(*call, "fn"), logging.LogRecord(*call, None, "fn", None))
+    odd = ("app.plain", 5, "weird", 0, text, args)  # no directory, no suffix, a custom level
+    _same_record(_plain_record(*odd, "g"), logging.LogRecord(*odd, None, "g", None))
+
+    seen: list[tuple[logging.LogRecord, logging.LogRecord]] = []
+    thread = threading.Thread(
+        target=lambda: seen.append(
+            (_plain_record(*call, "fn"), logging.LogRecord(*call, None, "fn", None))
+        ),
+        name="a-worker",
+    )
+    thread.start()
+    thread.join()
+    _same_record(*seen[0])
+    if not switched_off:
+        assert seen[0][0].threadName == "a-worker"

@@ -608,3 +608,165 @@ async def test_cancelled_turn_ends_every_span(otel: Telemetry) -> None:
         assert span.end_time is not None
         assert span.status.status_code is StatusCode.ERROR
         assert attrs(span)["error.type"] in ("CancelledError", "Cancelled")
+
+
+def test_only_the_apis_own_no_op_tracer_and_histograms_count_as_no_op(otel: Telemetry) -> None:
+    from opentelemetry.metrics import NoOpHistogram
+    from opentelemetry.metrics._internal.instrument import _ProxyHistogram
+    from opentelemetry.trace import NoOpTracer, ProxyTracer
+
+    from advisorchain.advisors.tracing import _no_op
+
+    class Mine(NoOpTracer):
+        pass
+
+    assert _no_op(NoOpTracer())
+    assert not _no_op(Mine())
+    assert not _no_op(otel.tracer_provider.get_tracer("x"))
+    proxy = ProxyTracer("x")
+    proxy._real_tracer = otel.tracer_provider.get_tracer("x")  # a global provider was set
+    assert not _no_op(proxy)
+
+    assert _no_op(NoOpHistogram("h"))
+    assert not _no_op(otel.meter_provider.get_meter("x").create_histogram("h"))
+    histogram = _ProxyHistogram("h")
+    assert _no_op(histogram)
+    histogram.on_meter_set(otel.meter_provider.get_meter("x"))
+    assert not _no_op(histogram)
+
+
+def _no_global_sdk() -> bool:
+    return type(trace.get_tracer_provider()) is trace.ProxyTracerProvider
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_without_an_sdk_no_attributes_are_built(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from advisorchain.advisors import tracing
+
+    if not _no_global_sdk():
+        pytest.skip("a global tracer provider is set in this process")
+    rounds: list[int] = []
+
+    def counted(request: ChatRequest) -> int:
+        rounds.append(1)
+        return 1
+
+    monkeypatch.setattr(tracing, "round_of", counted)
+    chain = Chain(
+        [TracingAdvisor(), ToolCallingAdvisor()],
+        model=ScriptedChatModel([add_call(), "5"]),
+        tools=[add],
+    )
+    if path == "call":
+        assert (await chain.call("2+3?")).text == "5"
+    else:
+        last = [e async for e in chain.stream("2+3?")][-1]
+        assert isinstance(last, ResponseCompleted) and last.response.text == "5"
+    assert rounds == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_without_an_sdk_a_remote_parent_still_reaches_the_tool(path: str) -> None:
+    if not _no_global_sdk():
+        pytest.skip("a global tracer provider is set in this process")
+    parent = trace.SpanContext(
+        trace_id=0x1234, span_id=0x5678, is_remote=True, trace_flags=trace.TraceFlags(1)
+    )
+    seen: list[trace.SpanContext] = []
+
+    @tool
+    async def probe() -> str:
+        """Record the span context the tool runs under."""
+        seen.append(trace.get_current_span().get_span_context())
+        return "ok"
+
+    chain = Chain(
+        [TracingAdvisor(), ToolCallingAdvisor()],
+        model=ScriptedChatModel([ToolCall.from_arguments("probe", {}), "done"]),
+        tools=[probe],
+    )
+    with trace.use_span(trace.NonRecordingSpan(parent)):
+        if path == "call":
+            await chain.call("go")
+        else:
+            async for _ in chain.stream("go"):
+                pass
+    assert seen == [parent]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_with_an_sdk_the_sampler_sees_every_attribute_at_start(path: str) -> None:
+    from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+
+    class Noting(Sampler):
+        def __init__(self) -> None:
+            self.seen: dict[str, dict[str, Any]] = {}
+
+        def should_sample(self, *args: Any, **kwargs: Any) -> SamplingResult:
+            name = args[2] if len(args) > 2 else kwargs["name"]
+            attributes = args[4] if len(args) > 4 else kwargs.get("attributes")
+            self.seen[name] = dict(attributes or {})
+            return SamplingResult(Decision.DROP)
+
+        def get_description(self) -> str:
+            return "noting"
+
+    sampler = Noting()
+    chain = Chain(
+        [TracingAdvisor(TracerProvider(sampler=sampler), MeterProvider()), ToolCallingAdvisor()],
+        model=ScriptedChatModel([add_call(), "5"], model_name="m-1"),
+        tools=[add],
+    )
+    if path == "call":
+        await chain.call("2+3?")
+    else:
+        async for _ in chain.stream("2+3?"):
+            pass
+    assert sampler.seen["invoke_agent"]["gen_ai.operation.name"] == "invoke_agent"
+    chat = sampler.seen["chat m-1"]
+    assert chat["gen_ai.request.model"] == "m-1" and chat["advisorchain.round"] == 2
+    assert chat["gen_ai.provider.name"] == "scripted"
+    tool_span = sampler.seen["execute_tool add"]
+    assert tool_span["gen_ai.tool.name"] == "add" and tool_span["advisorchain.round"] == 1
+    assert tool_span["gen_ai.tool.call.id"] == add_call().id
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_without_an_sdk_or_a_current_span_no_span_is_started(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not _no_global_sdk():
+        pytest.skip("a global tracer provider is set in this process")
+    started: list[str] = []
+    real = trace.NoOpTracer.start_span
+
+    def counted(self: trace.NoOpTracer, name: str, *args: Any, **kwargs: Any) -> trace.Span:
+        started.append(name)
+        return real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(trace.NoOpTracer, "start_span", counted)
+
+    async def run() -> None:
+        chain = Chain(
+            [TracingAdvisor(), ToolCallingAdvisor()],
+            model=ScriptedChatModel([add_call(), "5"]),
+            tools=[add],
+        )
+        if path == "call":
+            assert (await chain.call("2+3?")).text == "5"
+        else:
+            last = [e async for e in chain.stream("2+3?")][-1]
+            assert isinstance(last, ResponseCompleted) and last.response.text == "5"
+
+    await run()
+    assert started == []
+    parent = trace.SpanContext(trace_id=1, span_id=2, is_remote=True)
+    with trace.use_span(trace.NonRecordingSpan(parent)):
+        await run()
+    assert started == ["invoke_agent", "chat scripted", "execute_tool add", "chat scripted"]

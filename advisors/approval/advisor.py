@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 import uuid
 from collections import Counter
@@ -39,6 +40,7 @@ from .types import (
     StandingRule,
     arguments_fingerprint,
     audit_record,
+    canonical_arguments,
 )
 
 Policy: TypeAlias = Callable[[Tool, Mapping[str, Any], ToolContext], "bool | Mapping[str, Any]"]
@@ -81,7 +83,11 @@ class _Shown:
     def matches(self, arguments: Mapping[str, Any]) -> bool:
         """Whether `arguments` are those the approver saw (the same object, or the same
         fingerprint)."""
-        return arguments is self.source or arguments_fingerprint(arguments) == self.call.fingerprint
+        if arguments is self.source:
+            return True
+        # Equal fingerprints are equal canonical JSON texts: compared without the digests.
+        text = canonical_arguments(arguments)
+        return text is not None and text == canonical_arguments(self.call.arguments)
 
 
 @dataclass
@@ -310,7 +316,7 @@ class ApprovalAdvisor(Advisor):
         # A round is its request object (the loop makes a new one per round): call ids alone
         # may repeat across rounds with some models, and must never reuse a decision.
         round_request = invocation.request
-        key = (id(round_request), *(c.id for c in invocation.round_calls or (invocation.call,)))
+        key = (id(round_request), *[c.id for c in invocation.round_calls or (invocation.call,)])
         shared = turn.rounds.get(key)
         if shared is None or shared.request is not round_request:
             shared = turn.rounds[key] = _Round(round_request)
@@ -340,7 +346,8 @@ class ApprovalAdvisor(Advisor):
         """
         request = invocation.request
         round_calls = invocation.round_calls or (invocation.call,)
-        counts = Counter(c.id for c in round_calls)
+        ids = [c.id for c in round_calls]
+        counts = Counter(ids) if len(set(ids)) < len(ids) else None  # None: no id repeats
         items: list[ApprovalCall] = []
         ambiguous: list[ApprovalCall] = []
         shown: dict[str, _Shown] = {}
@@ -349,7 +356,7 @@ class ApprovalAdvisor(Advisor):
             if found is None:
                 continue
             source, item = found
-            if counts[call.id] == 1:
+            if counts is None or counts[call.id] == 1:
                 items.append(item)
                 shown[item.id] = _Shown(source, item)
             else:
@@ -372,14 +379,15 @@ class ApprovalAdvisor(Advisor):
                 item.name,
                 item.id,
             )
-        round_id = f"inline_{uuid.uuid4().hex}"
+        round_id = _round_id()
         audit = []
+        approver = _name(self.approver)
         for item in (*items, *ambiguous):
             decision = decisions[item.id]
             if isinstance(decision, Defer):
                 turn.deferred[item.id] = item
                 continue
-            default_by = _FAIL_CLOSED if decision.by == _FAIL_CLOSED else _name(self.approver)
+            default_by = _FAIL_CLOSED if decision.by == _FAIL_CLOSED else approver
             audit.append(
                 audit_record(
                     round_id,
@@ -394,7 +402,7 @@ class ApprovalAdvisor(Advisor):
         for item in asked:
             decision = decisions[item.id]
             if isinstance(decision, Approve) and decision.remember is not None:
-                await remember(self.store, item, decision, conversation_id, _name(self.approver))
+                await remember(self.store, item, decision, conversation_id, approver)
         return decisions, shown
 
     async def _apply_rules(
@@ -446,7 +454,8 @@ class ApprovalAdvisor(Advisor):
     ) -> tuple[Mapping[str, Any], ApprovalCall] | None:
         """`call` as the approver sees it, with the arguments object it is made from;
         `None` if it needs no approval (or cannot run)."""
-        if call == invocation.call:
+        this = invocation.call
+        if call is this or (call.id == this.id and call == this):
             tool, arguments, context = invocation.tool, invocation.arguments, invocation.context
         else:
             request = invocation.request
@@ -489,7 +498,7 @@ class ApprovalAdvisor(Advisor):
         await self.store.record(
             [
                 audit_record(
-                    f"inline_{uuid.uuid4().hex}",
+                    _round_id(),
                     shown,
                     refusal,
                     default_by=_FAIL_CLOSED,
@@ -514,21 +523,25 @@ class ApprovalAdvisor(Advisor):
                 request, f"the approver failed ({type(exc).__name__})", f"{exc!s:.500}"
             )
         ids = [c.id for c in request.calls]
-        if isinstance(answer, Mapping):
+        kind = type(answer)  # exact classes first: a negative isinstance of an ABC costs more
+        if kind is list or kind is tuple:
+            given = list(answer) if len(answer) == len(ids) else None
+        elif kind is dict or isinstance(answer, Mapping):
             given = [answer.get(i) for i in ids]
-        elif (
-            isinstance(answer, Sequence) and not isinstance(answer, str) and len(answer) == len(ids)
-        ):
-            given = list(answer)
+        elif isinstance(answer, Sequence) and not isinstance(answer, str):
+            given = list(answer) if len(answer) == len(ids) else None
         else:
+            given = None
+        if given is None:
             return self._fail_closed(request, "the approver's answer was malformed")
         decisions: dict[str, Decision] = {}
-        for call_id, decision in zip(ids, given, strict=True):
+        invalid = []
+        for call, decision in zip(request.calls, given, strict=True):
             if _valid(decision):
-                decisions[call_id] = decision
+                decisions[call.id] = decision
             else:
-                decisions[call_id] = Reject("no valid decision for this call", by=_FAIL_CLOSED)
-        invalid = [c for c, d in zip(request.calls, given, strict=True) if not _valid(d)]
+                decisions[call.id] = Reject("no valid decision for this call", by=_FAIL_CLOSED)
+                invalid.append(call)
         if invalid:
             _log_failure(self.approver, invalid, "no valid decision")
         return decisions
@@ -550,6 +563,12 @@ def _log_failure(approver: Approver, calls: Sequence[ApprovalCall], why: str) ->
         why,
         extra={"tool_names": [c.name for c in calls], "call_ids": [c.id for c in calls]},
     )
+
+
+def _round_id() -> str:
+    """A fresh id for an inline round's audit records: `inline_` and 128 random bits in hex
+    (as `uuid4().hex` gives, without building a `UUID`)."""
+    return f"inline_{os.urandom(16).hex()}"
 
 
 def _valid(decision: object) -> TypeGuard[Decision]:

@@ -43,11 +43,20 @@ def arguments_fingerprint(arguments: Mapping[str, Any]) -> str:
 
     Arguments that cannot be serialized get a fingerprint that matches nothing.
     """
-    try:
-        text = _CANONICAL.encode(arguments)
-    except (TypeError, ValueError, RecursionError):
+    text = canonical_arguments(arguments)
+    if text is None:
         return f"unmatchable:{uuid.uuid4().hex}"
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def canonical_arguments(arguments: Mapping[str, Any]) -> str | None:
+    """The canonical JSON that `arguments_fingerprint` digests, or `None` when the
+    arguments cannot be serialized (they then match nothing): two argument objects have
+    the same fingerprint exactly when they have the same canonical JSON."""
+    try:
+        return _CANONICAL.encode(arguments)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 Remember: TypeAlias = Literal["tool", "arguments"]
