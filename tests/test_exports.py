@@ -50,6 +50,7 @@ ROOT = {
     "ToolContext",
     "ToolDefinition",
     "ToolExecutionError",
+    "ToolIdleTimeoutError",
     "ToolInvocation",
     "ToolMessage",
     "ToolNext",
