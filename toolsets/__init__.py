@@ -4,6 +4,7 @@ Importing this package needs no optional extra; connecting an `McpToolset` needs
 """
 
 from ._mcp_content import ContentLimits, McpCallResult
+from ._mcp_elicitation import ConsoleElicitor, DeferredElicitation, InvalidElicitationAnswer
 from ._mcp_sampling import (
     ElicitationAnswer,
     ElicitationHandler,
@@ -31,10 +32,13 @@ from .mcp import (
 
 __all__ = [
     "ApprovalPolicy",
+    "ConsoleElicitor",
     "ContentLimits",
+    "DeferredElicitation",
     "ElicitationAnswer",
     "ElicitationHandler",
     "ElicitationRequest",
+    "InvalidElicitationAnswer",
     "McpCallResult",
     "McpConnectionError",
     "McpError",

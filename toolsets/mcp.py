@@ -324,6 +324,8 @@ class McpToolset:
         self._changed: anyio.Event | None = None
         self._resources: tuple[McpResource, ...] | None = None
         self._prompts: tuple[McpPrompt, ...] | None = None
+        self._running: dict[str, int] = {}
+        """The chain tool calls running on this connection (call id -> how many)."""
         self._given_values: tuple[str, ...] = ()
         """Values this process gives the server (env, headers): never shown to the model."""
 
@@ -444,7 +446,9 @@ class McpToolset:
                     sampling_callback(self.sampling, self.name) if self.sampling else None
                 ),
                 elicitation_callback=(
-                    elicitation_callback(self.elicitation, self.name) if self.elicitation else None
+                    elicitation_callback(self.elicitation, self.name, self._running_call)
+                    if self.elicitation
+                    else None
                 ),
             )
             await stack.enter_async_context(session)
@@ -599,11 +603,19 @@ class McpToolset:
         schema = _hide_arguments(definition.parameters, mapped)
 
         async def handler(arguments: dict[str, Any], context: ToolContext) -> McpCallResult:
-            return await self.call_result(
-                server_name,
-                _with_context(arguments, context, mapped),
-                on_progress=bound_reporter(context.call_id),
-            )
+            call_id = context.call_id
+            self._running[call_id] = self._running.get(call_id, 0) + 1
+            try:
+                return await self.call_result(
+                    server_name,
+                    _with_context(arguments, context, mapped),
+                    on_progress=bound_reporter(call_id),
+                )
+            finally:
+                if self._running[call_id] == 1:
+                    del self._running[call_id]
+                else:
+                    self._running[call_id] -= 1
 
         metadata: dict[str, Any] = {
             "mcp_server": self.name,
@@ -845,6 +857,14 @@ class McpToolset:
             raise McpProtocolError(
                 f"MCP server {self.name!r} failed {what}: {_describe(exc)}"
             ) from exc
+
+    def _running_call(self) -> str | None:
+        """The id of the one chain tool call running on this connection, if just one is."""
+        if len(self._running) == 1:
+            ((call_id, count),) = self._running.items()
+            if count == 1:
+                return call_id
+        return None
 
     def _server_text(self, text: str) -> str:
         """A server's error text as the model may read it: bounded, without a traceback,
