@@ -249,8 +249,9 @@ class McpToolset:
       completions (capped, optionally approved by a human); without it the client does
       not offer sampling.
     - `elicitation`: an `ElicitationHandler` answers the server's questions to the user
-      (an accepted answer is checked against the requested schema); without it the
-      client does not offer elicitation.
+      (an accepted answer is checked against the requested schema): a callback,
+      `ConsoleElicitor()` (a terminal), or `DeferredElicitation()` (the question suspends
+      the turn until `Chain.resume`); without it the client does not offer elicitation.
 
     Effects: a tool whose annotations say `readOnlyHint: true` is `read_only`, one that
     says `idempotentHint: true` is `idempotent` (`tool_hints`), so the result cache and
@@ -267,7 +268,11 @@ class McpToolset:
     `McpTimeoutError`, and a dead one `McpConnectionError`, inside the tool's handler:
     the tool loop reports each to the model as an error result and the turn goes on
     (with `on_tool_error="raise"` it stops with `ToolExecutionError`, whose cause is that
-    error). Once the connection is lost, every later call and `tools()` raise
+    error). What the server reported (`McpToolError`, and `McpProtocolError` from a
+    JSON-RPC error) reaches the model with its paths (they are the server's), bounded,
+    without tracebacks and scrubbed of the `env`/`headers` values given to the server and
+    of secret-looking environment values; local failures are path-redacted as any
+    exception. Once the connection is lost, every later call and `tools()` raise
     `McpConnectionError` at once.
 
     While `stream()` runs, each call sends a progress token; the server's progress
