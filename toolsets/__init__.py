@@ -3,6 +3,7 @@
 Importing this package needs no optional extra; connecting an `McpToolset` needs `mcp`.
 """
 
+from ..core._exports import publish
 from ._mcp_content import ContentLimits, McpCallResult
 from ._mcp_elicitation import ConsoleElicitor, DeferredElicitation, InvalidElicitationAnswer
 from ._mcp_sampling import (
@@ -57,3 +58,6 @@ __all__ = [
     "ToolHints",
     "result_text",
 ]
+
+publish(globals())
+del publish
