@@ -273,7 +273,6 @@ def test_errors_share_one_base() -> None:
     import advisorchain
     import advisorchain.advisors
     import advisorchain.providers
-
     import advisorchain.toolsets
 
     for module in (
