@@ -282,3 +282,46 @@ async def test_outside_a_chain_or_with_parallel_calls_the_question_is_cancelled(
         assert response.finish_reason != "approval_pending"
         assert all("not dropped: cancel" in m.text for m in _tool_messages(response))
         assert "cannot be tied to one tool call" in caplog.text
+
+
+# -- the SDK's own server, in process -----------------------------------------------------
+
+
+def _in_process(**options: Any) -> McpToolset:
+    from mcp.client._memory import InMemoryTransport
+
+    sys.path.insert(0, str(Path(RICH).parent))
+    try:
+        from rich_server import build_server
+    finally:
+        sys.path.remove(str(Path(RICH).parent))
+    server = build_server()
+    return McpToolset(lambda: InMemoryTransport(server), name="in-process", **options)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_deferred_elicitation_with_the_sdk_server_in_process(streamed: bool) -> None:
+    elicitation = DeferredElicitation()
+    async with _in_process(elicitation=elicitation) as toolset:
+        chain = _chain(await toolset.tools(), elicitation, _drop(), "Kept.")
+        if streamed:
+            response = await _completed([e async for e in chain.stream("drop users")])
+        else:
+            response = await chain.call("drop users")
+        assert response.suspension is not None
+        [question] = elicitation.questions(response.suspension.id).values()
+        assert question.server == "in-process"
+        answer = {"c1": ElicitationAnswer("accept", {"confirm": False, "reason": "in use"})}
+        if streamed:
+            events = [e async for e in chain.resume_stream(response.suspension.id, answer)]
+            resumed = await _completed(events)
+        else:
+            resumed = await chain.resume(response.suspension.id, answer)
+        assert _tool_messages(resumed)[0].text == "kept users (run 2)"
+        assert resumed.text == "Kept."
+
+
+async def test_the_console_with_the_sdk_server_in_process() -> None:
+    console, _ = _console(":decline")
+    async with _in_process(elicitation=console) as toolset:
+        assert await toolset.call("ask_user", {}) == "user chose decline"
