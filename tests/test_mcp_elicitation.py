@@ -5,6 +5,7 @@ over stdio; the real server-everything is in test_mcp_real_servers.py."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import logging
 import os
@@ -290,12 +291,11 @@ async def test_outside_a_chain_or_with_parallel_calls_the_question_is_cancelled(
 def _in_process(**options: Any) -> McpToolset:
     from mcp.client._memory import InMemoryTransport
 
-    sys.path.insert(0, str(Path(RICH).parent))
-    try:
-        from rich_server import build_server
-    finally:
-        sys.path.remove(str(Path(RICH).parent))
-    server = build_server()
+    spec = importlib.util.spec_from_file_location("rich_server", RICH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    server = module.build_server()
     return McpToolset(lambda: InMemoryTransport(server), name="in-process", **options)
 
 
