@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ._activity import report
+
 
 class ToolContext(Mapping[str, Any]):
     """Values a tool receives from the application, never from (or shown to) the model.
@@ -53,8 +55,6 @@ class ToolContext(Mapping[str, Any]):
         from threads of your own). `progress` and `total` are finite numbers (or `None`),
         `message` a string: anything else raises `TypeError` or `ValueError`.
         """
-        from ._progress import report
-
         report(self.call_id, progress, total, message)
 
     def __getitem__(self, key: str) -> Any:

@@ -19,8 +19,8 @@ import anyio.to_thread
 import pydantic_core
 from pydantic import ValidationError
 
+from ._activity import run_while_active
 from ._docstrings import parse_docstring
-from ._progress import run_while_active
 from ._schema import ArgumentsModel, check_json_schema, clean_schema, signature_model
 from .context import ToolContext
 from .errors import AdvisorChainError, ChainConfigurationError, ToolDefinitionError
