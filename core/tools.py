@@ -297,6 +297,8 @@ class Tool:
         if self.idle_timeout is not None:
             work = partial(self._execute, call)
             return await run_while_active(work, self.idle_timeout, self.name)
+        if self._is_async:  # the common case, without the extra frame of `_execute`
+            return await call()
         return await self._execute(call)
 
     async def _execute(self, call: Callable[[], Any]) -> Any:
