@@ -30,6 +30,7 @@ from .core.errors import (
     StreamInterruptedError,
     ToolCallLimitExceeded,
     ToolExecutionError,
+    ToolIdleTimeoutError,
 )
 from .core.events import (
     AnswerDiscarded,
@@ -107,6 +108,7 @@ __all__ = [
     "ToolContext",
     "ToolDefinition",
     "ToolExecutionError",
+    "ToolIdleTimeoutError",
     "ToolInvocation",
     "ToolMessage",
     "ToolNext",

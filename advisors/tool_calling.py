@@ -147,7 +147,8 @@ class ToolCallingAdvisor(Advisor):
             if reports_progress(tools):  # their ToolProgress events come while they run
                 done_round: list[ToolRound] = []
                 work = partial(turn.execute, self.manager, response, hooks)
-                async with closing_stream(with_progress(work, done_round)) as progress:
+                ids = [call.id for call in response.tool_calls]
+                async with closing_stream(with_progress(work, done_round, ids)) as progress:
                     async for update in progress:
                         yield update
                 tool_round = done_round[0]

@@ -1,20 +1,26 @@
 """How a running tool's progress reaches the stream: a sink in a context variable.
 
 The streaming tool loop opens a sink for a round whose tools report progress (a tool says
-so with `metadata={"reports_progress": True}`) and yields what arrives while the round
-runs; a tool reads the sink with `current_progress_sink()` in its own task and calls it
-from any task of the event loop. Outside a stream there is no sink and nothing is sent.
+so with `reports_progress=True`, or `metadata={"reports_progress": True}`) and yields what
+arrives while the round runs; the sink takes only the events of that round's calls.
+A tool author calls `ToolContext.report_progress(...)` (`core._activity.report`), from
+the tool's task, a task it started, or the worker thread of a sync tool (the report is
+handed to the event loop); internal tools read the sink with `current_progress_sink()`
+in their own task, or bind a reporter with `bound_reporter(call_id)` to call from
+another task. Reports also restart the activity clock of a tool with an `idle_timeout`
+(`core._activity`), on `call` and `stream` alike. Outside a stream there is no sink and
+nothing is sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextvars import ContextVar
-from typing import Protocol, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
+from typing import Protocol, TypeVar, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
+from . import _activity
 from .events import ToolProgress
 
 
@@ -32,17 +38,30 @@ T = TypeVar("T")
 
 # Progress is lossy: a consumer slower than the server drops events, it never stalls a call.
 _BUFFER = 256
-_sink: ContextVar[ProgressSink | None] = ContextVar("advisorchain_progress_sink", default=None)
+_MAX_MESSAGE_CHARS = 1000
+
+
+def bound_reporter(call_id: str) -> Callable[[float | None, float | None, str | None], None]:
+    """A reporter for the call `call_id` bound to this task's sink and clock, to call
+    later from any task of the loop (an SDK's callback task) or a worker thread."""
+    sink, clock = _activity.sink.get(), _activity.activity.get()
+
+    def bound(progress: float | None, total: float | None, message: str | None) -> None:
+        _activity.deliver(sink, clock, call_id, progress, total, message)
+
+    return bound
 
 
 def current_progress_sink() -> ProgressSink | None:
     """The sink of the stream this tool call runs in, or `None` (not streaming)."""
-    return _sink.get()
+    return cast("ProgressSink | None", _activity.sink.get())
 
 
 def reports_progress(tools: Iterable[object]) -> bool:
     """Whether any of `tools` (`Tool`s or `None`) declares that it reports progress."""
     for tool in tools:
+        if getattr(tool, "reports_progress", False) is True:
+            return True
         metadata = getattr(tool, "metadata", None)
         if metadata and metadata.get("reports_progress") is True:
             return True
@@ -50,18 +69,23 @@ def reports_progress(tools: Iterable[object]) -> bool:
 
 
 async def with_progress(
-    work: Callable[[], Awaitable[T]], into: list[T]
+    work: Callable[[], Awaitable[T]],
+    into: list[T],
+    call_ids: Collection[str] | None = None,
 ) -> AsyncIterator[ToolProgress]:
     """Run `work()` with a progress sink open, yielding progress events as they come.
 
+    The sink takes only the events of `call_ids` (all, when `None`): a nested turn's
+    calls that found this sink in their context never reach this stream as this turn's.
     When the iteration ends, `into` holds `work()`'s result; what `work()` raised is raised
     here. Closing the iterator early cancels `work()`.
     """
     send, receive = anyio.create_memory_object_stream[ToolProgress](_BUFFER)
     failure: list[BaseException] = []
+    accepted = None if call_ids is None else frozenset(call_ids)
 
     async def run(sender: MemoryObjectSendStream[ToolProgress]) -> None:
-        token = _sink.set(_sender(sender))
+        token = _activity.sink.set(_Sender(sender, accepted))
         try:
             into.append(await work())
         except anyio.get_cancelled_exc_class():
@@ -69,7 +93,7 @@ async def with_progress(
         except BaseException as exc:  # handed to the iterating task: never into the group
             failure.append(exc)
         finally:
-            _sink.reset(token)
+            _activity.sink.reset(token)
             sender.close()
 
     closed = False
@@ -91,23 +115,42 @@ class _Sender:
     """The sink of one round: `sink(event)` drops an event when the buffer is full,
     `await sink.send(event)` waits for room (for events that must not be lost)."""
 
-    __slots__ = ("_stream",)
+    __slots__ = ("_accepted", "_stream", "loop")
 
-    def __init__(self, stream: MemoryObjectSendStream[ToolProgress]) -> None:
+    def __init__(
+        self,
+        stream: MemoryObjectSendStream[ToolProgress],
+        accepted: frozenset[str] | None = None,
+    ) -> None:
         self._stream = stream
+        self._accepted = accepted
+        self.loop = _activity.Loop()
+
+    def report(
+        self, call_id: str, progress: float | None, total: float | None, message: str | None
+    ) -> None:
+        text = None if message is None else str(message)[:_MAX_MESSAGE_CHARS]
+        self(
+            ToolProgress(
+                call_id,
+                progress=None if progress is None else float(progress),
+                total=None if total is None else float(total),
+                message=text,
+            )
+        )
 
     def __call__(self, event: ToolProgress) -> None:
+        if self._accepted is not None and event.call_id not in self._accepted:
+            return
         try:
             self._stream.send_nowait(event)
         except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
 
     async def send(self, event: ToolProgress) -> None:
+        if self._accepted is not None and event.call_id not in self._accepted:
+            return
         try:
             await self._stream.send(event)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
-
-
-def _sender(stream: MemoryObjectSendStream[ToolProgress]) -> _Sender:
-    return _Sender(stream)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ._activity import report
+
 
 class ToolContext(Mapping[str, Any]):
     """Values a tool receives from the application, never from (or shown to) the model.
@@ -34,6 +36,26 @@ class ToolContext(Mapping[str, Any]):
     def idempotency_key(self) -> str:
         """A key that identifies this tool call across retries and resumes (the call id)."""
         return self.call_id
+
+    def report_progress(
+        self,
+        progress: float | None = None,
+        total: float | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Report how far this call is, for a UI: a `ToolProgress` event with this call's id.
+
+        While the chain streams and the tool declares `reports_progress=True`, the event
+        reaches the stream between the call's `ToolCallStarted` and `ToolCallFinished`;
+        otherwise (`call`, or a tool that did not declare it) nothing is sent and nothing
+        fails. For a tool with an `idle_timeout`, every report restarts that clock, on
+        both paths. Never blocks on the consumer: when a slow consumer lets 256 events
+        pile up, further ones are dropped; `message` is cut at 1000 characters. Call it
+        from the tool, a task it starts, or the worker thread a sync tool runs in (not
+        from threads of your own). `progress` and `total` are finite numbers (or `None`),
+        `message` a string: anything else raises `TypeError` or `ValueError`.
+        """
+        report(self.call_id, progress, total, message)
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]

@@ -44,6 +44,27 @@ class ToolExecutionError(AdvisorChainError):
         self.call_id = call_id
 
 
+class ServerReportedError(AdvisorChainError):
+    """An error a tool's server reported about itself (an MCP `isError` result or
+    JSON-RPC error), as opposed to an exception raised in this process.
+
+    `server_text` is what the model may read: the server's own words (bounded, with the
+    values this process gave the server scrubbed), shown as is, because the paths in it
+    are the server's, not this machine's; `None` means "a local failure": the tool loop
+    redacts file paths from the message as for any other exception.
+    """
+
+    server_text: str | None = None
+
+
+class ToolIdleTimeoutError(AdvisorChainError):
+    """A tool with an `idle_timeout` reported no progress for that long and was abandoned.
+
+    Not a `TimeoutError`: the tool loop reports it as an error result with this message
+    (how long the tool stayed silent), not as the tool's overall `timeout`.
+    """
+
+
 class ApprovalNotFound(AdvisorChainError, LookupError):
     """`Chain.resume` got a pending-approval id that no advisor of the chain knows."""
 

@@ -86,10 +86,10 @@ class ToolProgress:
     """Progress of a running tool call, for a UI to show; never part of the answer's text.
 
     `call_id` is the id of the call (as in `ToolCallStarted.call`). An MCP tool's
-    progress notifications arrive as `progress` (and `total`, when the server knows it)
-    with an optional `message`; a chain called as a tool (`Chain.as_tool`) forwards each
-    event of its own stream as `event` (nested: its text deltas stay out of the parent's
-    text). Only `stream()` yields them.
+    progress notifications, and a local tool's `ToolContext.report_progress(...)` calls,
+    arrive as `progress` (and `total`, when known) with an optional `message`; a chain
+    called as a tool (`Chain.as_tool`) forwards each event of its own stream as `event`
+    (nested: its text deltas stay out of the parent's text). Only `stream()` yields them.
     """
 
     call_id: str

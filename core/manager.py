@@ -30,7 +30,7 @@ import anyio
 
 from ._arguments import ArgumentsError, parse_arguments
 from .context import ToolContext
-from .errors import ToolCallLimitExceeded, ToolExecutionError
+from .errors import ServerReportedError, ToolCallLimitExceeded, ToolExecutionError
 from .invocation import ToolHook, ToolInvocation, ToolNext, ToolResult
 from .messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from .request import ChatRequest
@@ -68,8 +68,16 @@ def redact_paths(text: str) -> str:
 
 
 def describe_exception(exc: BaseException) -> str:
-    """`Type: message`, with file paths redacted and the length capped: what a model may see."""
-    message = redact_paths(str(exc)[: _MAX_ERROR_CHARS * 8]).strip()
+    """`Type: message`, with file paths redacted and the length capped: what a model may see.
+
+    A `ServerReportedError` with `server_text` shows that text instead, paths kept (they
+    are the server's), capped alike.
+    """
+    reported = exc.server_text if isinstance(exc, ServerReportedError) else None
+    if reported is not None:
+        message = reported[: _MAX_ERROR_CHARS * 8].strip()
+    else:
+        message = redact_paths(str(exc)[: _MAX_ERROR_CHARS * 8]).strip()
     if len(message) > _MAX_ERROR_CHARS:
         message = message[:_MAX_ERROR_CHARS] + "..."
     name = type(exc).__name__

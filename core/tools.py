@@ -19,6 +19,7 @@ import anyio.to_thread
 import pydantic_core
 from pydantic import ValidationError
 
+from ._activity import run_while_active
 from ._docstrings import parse_docstring
 from ._schema import ArgumentsModel, check_json_schema, clean_schema, signature_model
 from .context import ToolContext
@@ -81,6 +82,13 @@ class Tool:
       them (strings in the list are text), answers with those parts and the converter
       is not called; a converter may return parts too.
     - `timeout`: seconds before the call is abandoned and reported as timed out.
+    - `reports_progress`: the tool calls `ToolContext.report_progress(...)`; while the
+      chain streams, its reports arrive as `ToolProgress` events with the call's id
+      (undeclared, they are not carried).
+    - `idle_timeout`: seconds the call may go without a progress report before it is
+      abandoned (`ToolIdleTimeoutError`, an error result); each report restarts the clock,
+      on `call` and `stream` alike. Implies `reports_progress`. `timeout` still caps
+      the call in all.
     - `run_inline`: run a sync function on the event loop instead of a worker thread;
       only for functions that never block (pure computation, dict look-ups).
 
@@ -118,6 +126,8 @@ class Tool:
         read_only: bool = False,
         idempotent: bool = False,
         sequential: bool = False,
+        reports_progress: bool = False,
+        idle_timeout: float | None = None,
     ) -> None:
         if not name or not all(c.isalnum() or c in "_-." for c in name):
             raise ToolDefinitionError(
@@ -134,6 +144,10 @@ class Tool:
         self.read_only = read_only
         self.idempotent = idempotent
         self.sequential = sequential
+        if idle_timeout is not None and not idle_timeout > 0:
+            raise ToolDefinitionError(f"tool {name!r}: idle_timeout must be a positive number")
+        self.idle_timeout = idle_timeout
+        self.reports_progress = reports_progress or idle_timeout is not None
         self.metadata: Mapping[str, Any] = metadata or {}
         self._handler = handler
         self._function: Callable[..., Any] | None = None
@@ -174,6 +188,8 @@ class Tool:
         read_only: bool = False,
         idempotent: bool = False,
         sequential: bool = False,
+        reports_progress: bool = False,
+        idle_timeout: float | None = None,
     ) -> Tool:
         """A tool whose input schema comes from `fn`'s signature and docstring."""
         if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
@@ -201,6 +217,8 @@ class Tool:
             read_only=read_only,
             idempotent=idempotent,
             sequential=sequential,
+            reports_progress=reports_progress,
+            idle_timeout=idle_timeout,
         )
         tool._function = fn
         tool._model = model
@@ -276,6 +294,14 @@ class Tool:
             if self._handler is None:
                 raise ToolDefinitionError(f"tool {self.name!r} has no handler to run")
             call = partial(self._handler, validated, context)
+        if self.idle_timeout is not None:
+            work = partial(self._execute, call)
+            return await run_while_active(work, self.idle_timeout, self.name)
+        if self._is_async:  # the common case, without the extra frame of `_execute`
+            return await call()
+        return await self._execute(call)
+
+    async def _execute(self, call: Callable[[], Any]) -> Any:
         if self._is_async:
             return await call()
         if self.run_inline:
@@ -357,6 +383,8 @@ def tool(
     read_only: bool = False,
     idempotent: bool = False,
     sequential: bool = False,
+    reports_progress: bool = False,
+    idle_timeout: float | None = None,
 ) -> Callable[[F], Tool]: ...
 
 
@@ -375,6 +403,8 @@ def tool(
     read_only: bool = False,
     idempotent: bool = False,
     sequential: bool = False,
+    reports_progress: bool = False,
+    idle_timeout: float | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a function or method into a `Tool` (`@tool` or `@tool(...)`).
 
@@ -384,7 +414,7 @@ def tool(
     description from the docstring's text. A parameter annotated `ToolContext` receives
     the tool context and is not shown to the model. The result is still callable as
     the plain function. `read_only`, `idempotent` and `sequential` declare the tool's
-    effects (see `Tool`).
+    effects; `reports_progress` and `idle_timeout` its progress reports (see `Tool`).
     """
 
     def decorate(f: Callable[..., Any]) -> Tool:
@@ -401,6 +431,8 @@ def tool(
             read_only=read_only,
             idempotent=idempotent,
             sequential=sequential,
+            reports_progress=reports_progress,
+            idle_timeout=idle_timeout,
         )
 
     if fn is not None:

@@ -50,6 +50,7 @@ ROOT = {
     "ToolContext",
     "ToolDefinition",
     "ToolExecutionError",
+    "ToolIdleTimeoutError",
     "ToolInvocation",
     "ToolMessage",
     "ToolNext",
@@ -166,10 +167,40 @@ PROVIDERS = {
     "register_provider",
 }
 
+TOOLSETS = {
+    "ApprovalPolicy",
+    "ConsoleElicitor",
+    "ContentLimits",
+    "DeferredElicitation",
+    "ElicitationAnswer",
+    "ElicitationHandler",
+    "ElicitationRequest",
+    "InvalidElicitationAnswer",
+    "McpCallResult",
+    "McpConnectionError",
+    "McpError",
+    "McpOptions",
+    "McpPrompt",
+    "McpPromptArgument",
+    "McpProtocolError",
+    "McpResource",
+    "McpTaskRequiredError",
+    "McpTimeoutError",
+    "McpToolError",
+    "McpToolset",
+    "SamplingPolicy",
+    "SamplingRequest",
+    "ToolFilter",
+    "ToolHints",
+    "result_text",
+}
+"""What `from advisorchain.toolsets import ...` offers: MCP servers' tools and their handlers."""
+
 # Names other work of this release adds; counted only once they exist.
 ADDED_ELSEWHERE: dict[str, set[str]] = {
     "advisorchain": set(),
     "advisorchain.advisors": set(),
+    "advisorchain.toolsets": set(),
     "advisorchain.providers": {
         "GeminiChatModel",
         "GeminiWire",
@@ -182,6 +213,7 @@ EXPECTED = {
     "advisorchain": ROOT,
     "advisorchain.advisors": ADVISORS,
     "advisorchain.providers": PROVIDERS,
+    "advisorchain.toolsets": TOOLSETS,
 }
 
 
@@ -241,8 +273,14 @@ def test_errors_share_one_base() -> None:
     import advisorchain
     import advisorchain.advisors
     import advisorchain.providers
+    import advisorchain.toolsets
 
-    for module in (advisorchain, advisorchain.advisors, advisorchain.providers):
+    for module in (
+        advisorchain,
+        advisorchain.advisors,
+        advisorchain.providers,
+        advisorchain.toolsets,
+    ):
         for name in module.__all__:
             value = getattr(module, name)
             if inspect.isclass(value) and issubclass(value, Exception):

@@ -9,6 +9,7 @@ to install them; in CI (`CI` set) they fail instead.
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import socket
@@ -39,7 +40,12 @@ from advisorchain import (
     ToolProgress,
 )
 from advisorchain.providers import ScriptedChatModel
-from advisorchain.toolsets import McpToolset
+from advisorchain.toolsets import (
+    ConsoleElicitor,
+    DeferredElicitation,
+    ElicitationAnswer,
+    McpToolset,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = Path(os.environ.get("ADVISORCHAIN_MCP_SERVERS", ROOT / ".cache" / "mcp-servers"))
@@ -261,6 +267,76 @@ async def test_mcp_server_time_in_a_chain_turn(
     assert not converted.is_error and "21:00" in converted.text
     assert bad.is_error and "Not/AZone" in bad.text
     assert response.text == "done"
+
+
+@pytest.mark.anyio
+async def test_server_everything_elicitation_answered_at_the_console(
+    everything: list[str], errlog: TextIO
+) -> None:
+    lines = [
+        "Ada Lovelace",  # name
+        "y",  # check
+        "",  # firstLine: its default
+        "not-an-address",  # email: asked again
+        "ada@example.com",
+        "",  # homepage: optional, left out
+        "1815-12-10",  # birthdate
+        "101",  # integer: over its maximum, asked again
+        "7",
+        "",  # number: its default
+        "Rachel",  # single select by value
+        "2, 4",  # multiple select by number: Piano, Drums
+        "",  # titled single select: its default
+        "1",  # titled multiple select: fish-1
+        "pet-2",  # legacy titled enum
+    ]
+    shown = io.StringIO()
+    console = ConsoleElicitor(input=io.StringIO("\n".join(lines) + "\n"), output=shown)
+    command, *args = everything
+    async with McpToolset.stdio(
+        command, [*args, "stdio"], errlog=errlog, name="everything", elicitation=console
+    ) as toolset:
+        model = ScriptedChatModel([_call("trigger-elicitation-request", "c1"), "thanks"])
+        chain = Chain([ToolCallingAdvisor()], model=model, tools=await toolset.tools())
+        response = await chain.call("ask me")
+    [result] = _tool_messages(response)
+    assert not result.is_error, result.text
+    for line in (
+        "- Name: Ada Lovelace",
+        "- Agreed to terms: true",
+        "- Email: ada@example.com",
+        "- Birthdate: 1815-12-10",
+        "- Favorite Integer: 7",
+        "- Favorite Number: 3.14",
+    ):
+        assert line in result.text
+    assert '"untitledMultipleSelectEnum": [\n' in result.text and '"Drums"' in result.text
+    assert "not an e-mail address" in shown.getvalue() and "must be <= 100" in shown.getvalue()
+
+
+@pytest.mark.anyio
+async def test_server_everything_deferred_elicitation_suspends_and_resumes(
+    everything: list[str], errlog: TextIO
+) -> None:
+    elicitation = DeferredElicitation()
+    command, *args = everything
+    async with McpToolset.stdio(
+        command, [*args, "stdio"], errlog=errlog, name="everything", elicitation=elicitation
+    ) as toolset:
+        model = ScriptedChatModel([_call("trigger-elicitation-request", "c1"), "thanks"])
+        chain = Chain([ToolCallingAdvisor(), elicitation], model=model, tools=await toolset.tools())
+        events = [event async for event in chain.stream("ask me")]
+        last = events[-1]
+        assert isinstance(last, ResponseCompleted)
+        suspension = last.response.suspension
+        assert suspension is not None
+        [question] = elicitation.questions(suspension.id).values()
+        assert question.schema is not None and "birthdate" in question.schema["properties"]
+        answer = ElicitationAnswer("accept", {"name": "Ada", "integer": 7})
+        resumed = await chain.resume(suspension.id, {"c1": answer})
+    [result] = _tool_messages(resumed)
+    assert "- Name: Ada" in result.text and "- Favorite Integer: 7" in result.text
+    assert resumed.text == "thanks"
 
 
 def test_the_install_script_is_what_ci_can_call() -> None:

@@ -3,7 +3,9 @@
 Importing this package needs no optional extra; connecting an `McpToolset` needs `mcp`.
 """
 
+from ..core._exports import publish
 from ._mcp_content import ContentLimits, McpCallResult
+from ._mcp_elicitation import ConsoleElicitor, DeferredElicitation, InvalidElicitationAnswer
 from ._mcp_sampling import (
     ElicitationAnswer,
     ElicitationHandler,
@@ -31,10 +33,13 @@ from .mcp import (
 
 __all__ = [
     "ApprovalPolicy",
+    "ConsoleElicitor",
     "ContentLimits",
+    "DeferredElicitation",
     "ElicitationAnswer",
     "ElicitationHandler",
     "ElicitationRequest",
+    "InvalidElicitationAnswer",
     "McpCallResult",
     "McpConnectionError",
     "McpError",
@@ -53,3 +58,6 @@ __all__ = [
     "ToolHints",
     "result_text",
 ]
+
+publish(globals())
+del publish

@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from ..core._schema import check_json_schema
 from ..core.messages import AssistantMessage, Message, SystemMessage, UserMessage
 from ..core.model import ChatModel
 from ..core.options import ChatOptions
@@ -69,12 +68,17 @@ class SamplingPolicy:
 @dataclass(frozen=True, slots=True)
 class ElicitationRequest:
     """A server's question to the user: a form (`schema`, a flat JSON schema) or a URL
-    to open (`url`)."""
+    to open (`url`).
+
+    `call_id` is the id of the tool call the server asked during, when the toolset can
+    tell (exactly one of its calls was running); else `None`.
+    """
 
     server: str
     message: str
     schema: Mapping[str, Any] | None = None
     url: str | None = None
+    call_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,21 +189,30 @@ def _sampling_messages(
     return tuple(converted)
 
 
-def elicitation_callback(handler: ElicitationHandler, server: str) -> Any:
+def elicitation_callback(
+    handler: ElicitationHandler,
+    server: str,
+    running_call: Callable[[], str | None] = lambda: None,
+) -> Any:
     """The SDK callback that routes `elicitation/create` to `handler`, checking that an
-    accepted answer fits the requested schema before it goes back to the server."""
+    accepted answer fits the requested schema before it goes back to the server.
+    `running_call()` names the one tool call running on the connection, if there is one."""
 
     async def answer(
         context: ClientRequestContext, params: ElicitRequestParams
     ) -> ElicitResult | ErrorData:
         from mcp_types import INVALID_PARAMS, ElicitResult, ErrorData
 
+        from ._mcp_elicitation import check_answer
+
         schema = getattr(params, "requested_schema", None)
+        url = getattr(params, "url", None)
         request = ElicitationRequest(
             server=server,
             message=str(params.message)[:_MAX_MESSAGE_CHARS],
             schema=dict(schema) if schema is not None else None,
-            url=getattr(params, "url", None),
+            url=None if url is None else str(url)[:_MAX_MESSAGE_CHARS],
+            call_id=running_call(),
         )
         reply = handler(request)
         if inspect.isawaitable(reply):
@@ -210,7 +223,7 @@ def elicitation_callback(handler: ElicitationHandler, server: str) -> Any:
             return ElicitResult(action=reply.action)
         content = dict(reply.content or {})
         if request.schema is not None:
-            errors = check_json_schema(content, request.schema, "content")
+            errors = check_answer(content, request.schema)
             if errors:
                 return ErrorData(
                     code=INVALID_PARAMS,

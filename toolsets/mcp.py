@@ -19,10 +19,14 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from ..core._progress import ProgressSink, current_progress_sink
+from ..core._progress import bound_reporter
 from ..core.context import ToolContext
-from ..core.errors import AdvisorChainError, ChainConfigurationError, ToolDefinitionError
-from ..core.events import ToolProgress
+from ..core.errors import (
+    AdvisorChainError,
+    ChainConfigurationError,
+    ServerReportedError,
+    ToolDefinitionError,
+)
 from ..core.messages import AssistantMessage, UserMessage
 from ..core.tools import Tool, ToolDefinition
 from ._mcp_content import (
@@ -71,19 +75,36 @@ class McpConnectionError(McpError):
     """The MCP server cannot be reached: it failed to start, died, or closed the connection."""
 
 
-class McpProtocolError(McpError):
-    """The server answered a request with a protocol error (unknown tool, bad params, ...)."""
+class McpProtocolError(McpError, ServerReportedError):
+    """The server answered a request with a protocol error (unknown tool, bad params, ...).
+
+    When the server sent it (a JSON-RPC error), `server_text` is the message the model
+    reads, paths kept; when the SDK refused the server's answer here, it is `None` and the
+    message is redacted like any local exception's.
+    """
+
+    def __init__(self, message: str, *, server_text: str | None = None) -> None:
+        super().__init__(message)
+        self.server_text = server_text
 
 
-class McpToolError(McpError):
+class McpToolError(McpError, ServerReportedError):
     """The server's tool ran and reported a failure (`isError`); the message is its text.
 
     `result` is the whole result (parts, structured content, the raw `CallToolResult`).
+    `server_text` (what the model reads) is the message, paths kept: they are the server's.
     """
 
-    def __init__(self, message: str, result: McpCallResult | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        result: McpCallResult | None = None,
+        *,
+        server_text: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.result = result
+        self.server_text = message if server_text is None else server_text
 
 
 class McpTaskRequiredError(McpProtocolError):
@@ -171,6 +192,9 @@ _LOG_LEVELS: Mapping[str, int] = {
 }
 _MAX_LOG_CHARS = 2000
 _MAX_PROGRESS_MESSAGE = 1000
+_MAX_SERVER_TEXT = 2000
+_SECRET_NAMES = ("KEY", "TOKEN", "SECRET", "PASS", "AUTH", "CREDENTIAL", "COOKIE", "SESSION")
+_MIN_SECRET_CHARS = 6
 _MAX_TOOLS = 10_000
 server_logger = logging.getLogger("advisorchain.mcp.server")
 """Where the servers' log messages go (`notifications/message`), at the mapped level."""
@@ -225,8 +249,9 @@ class McpToolset:
       completions (capped, optionally approved by a human); without it the client does
       not offer sampling.
     - `elicitation`: an `ElicitationHandler` answers the server's questions to the user
-      (an accepted answer is checked against the requested schema); without it the
-      client does not offer elicitation.
+      (an accepted answer is checked against the requested schema): a callback,
+      `ConsoleElicitor()` (a terminal), or `DeferredElicitation()` (the question suspends
+      the turn until `Chain.resume`); without it the client does not offer elicitation.
 
     Effects: a tool whose annotations say `readOnlyHint: true` is `read_only`, one that
     says `idempotentHint: true` is `idempotent` (`tool_hints`), so the result cache and
@@ -243,7 +268,11 @@ class McpToolset:
     `McpTimeoutError`, and a dead one `McpConnectionError`, inside the tool's handler:
     the tool loop reports each to the model as an error result and the turn goes on
     (with `on_tool_error="raise"` it stops with `ToolExecutionError`, whose cause is that
-    error). Once the connection is lost, every later call and `tools()` raise
+    error). What the server reported (`McpToolError`, and `McpProtocolError` from a
+    JSON-RPC error) reaches the model with its paths (they are the server's), bounded,
+    without tracebacks and scrubbed of the `env`/`headers` values given to the server and
+    of secret-looking environment values; local failures are path-redacted as any
+    exception. Once the connection is lost, every later call and `tools()` raise
     `McpConnectionError` at once.
 
     While `stream()` runs, each call sends a progress token; the server's progress
@@ -300,6 +329,10 @@ class McpToolset:
         self._changed: anyio.Event | None = None
         self._resources: tuple[McpResource, ...] | None = None
         self._prompts: tuple[McpPrompt, ...] | None = None
+        self._running: dict[str, int] = {}
+        """The chain tool calls running on this connection (call id -> how many)."""
+        self._given_values: tuple[str, ...] = ()
+        """Values this process gives the server (env, headers): never shown to the model."""
 
     # -- construction ---------------------------------------------------------------------
 
@@ -335,7 +368,9 @@ class McpToolset:
             return stdio_client(parameters, errlog=errlog or sys.stderr)
 
         options.setdefault("name", os.path.basename(command))
-        return cls(connect, **options)
+        toolset = cls(connect, **options)
+        toolset._given_values = _long_values(env)
+        return toolset
 
     @classmethod
     def http(
@@ -370,7 +405,11 @@ class McpToolset:
 
         port = f":{parts.port}" if parts.port else ""
         options.setdefault("name", f"{parts.scheme}://{parts.hostname}{port}{parts.path}")
-        return cls(connect, **options)
+        toolset = cls(connect, **options)
+        toolset._given_values = _long_values(fixed_headers)
+        if parts.password:
+            toolset._given_values += (parts.password,)
+        return toolset
 
     def __repr__(self) -> str:
         return f"McpToolset({self.name!r}, prefix={self.prefix!r})"
@@ -412,7 +451,9 @@ class McpToolset:
                     sampling_callback(self.sampling, self.name) if self.sampling else None
                 ),
                 elicitation_callback=(
-                    elicitation_callback(self.elicitation, self.name) if self.elicitation else None
+                    elicitation_callback(self.elicitation, self.name, self._running_call)
+                    if self.elicitation
+                    else None
                 ),
             )
             await stack.enter_async_context(session)
@@ -567,11 +608,19 @@ class McpToolset:
         schema = _hide_arguments(definition.parameters, mapped)
 
         async def handler(arguments: dict[str, Any], context: ToolContext) -> McpCallResult:
-            sink = current_progress_sink()
-            report = None if sink is None else _progress_reporter(sink, context.call_id)
-            return await self.call_result(
-                server_name, _with_context(arguments, context, mapped), on_progress=report
-            )
+            call_id = context.call_id
+            self._running[call_id] = self._running.get(call_id, 0) + 1
+            try:
+                return await self.call_result(
+                    server_name,
+                    _with_context(arguments, context, mapped),
+                    on_progress=bound_reporter(call_id),
+                )
+            finally:
+                if self._running[call_id] == 1:
+                    del self._running[call_id]
+                else:
+                    self._running[call_id] -= 1
 
         metadata: dict[str, Any] = {
             "mcp_server": self.name,
@@ -772,7 +821,8 @@ class McpToolset:
             )
         result = convert_result(raw, self.limits)
         if result.is_error:
-            raise McpToolError(result.text or f"the MCP tool {name!r} reported an error", result)
+            message = self._server_text(result.text or f"the MCP tool {name!r} reported an error")
+            raise McpToolError(message, result)
         return result
 
     def _live_session(self) -> ClientSession:
@@ -800,9 +850,10 @@ class McpToolset:
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 raise self._connection_lost(exc) from exc
-            raise McpProtocolError(
+            message = self._server_text(
                 f"MCP server {self.name!r} failed {what}: {exc.message} (code {exc.code})"
-            ) from exc
+            )
+            raise McpProtocolError(message, server_text=message) from exc
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
             raise self._connection_lost(exc) from exc
         except (RuntimeError, ValueError) as exc:
@@ -811,6 +862,27 @@ class McpToolset:
             raise McpProtocolError(
                 f"MCP server {self.name!r} failed {what}: {_describe(exc)}"
             ) from exc
+
+    def _running_call(self) -> str | None:
+        """The id of the one chain tool call running on this connection, if just one is."""
+        if len(self._running) == 1:
+            ((call_id, count),) = self._running.items()
+            if count == 1:
+                return call_id
+        return None
+
+    def _server_text(self, text: str) -> str:
+        """A server's error text as the model may read it: bounded, without a traceback,
+        and with the values this process gave the server (`env`, `headers`) or holds in
+        secret-looking environment variables replaced by `<redacted>`."""
+        text = str(text)[:_MAX_SERVER_TEXT]
+        cut = text.find("Traceback (most recent call last)")
+        if cut >= 0:
+            text = text[:cut].rstrip() + " [traceback removed]"
+        secrets = [*self._given_values, *_secret_environment()]
+        for value in sorted(set(secrets), key=len, reverse=True):
+            text = text.replace(value, "<redacted>")
+        return text
 
     def _connection_lost(self, exc: BaseException) -> McpConnectionError:
         self._lost = f"the connection to MCP server {self.name!r} was lost ({_describe(exc)})"
@@ -823,11 +895,21 @@ ProgressCallback: TypeAlias = Callable[[float, "float | None", "str | None"], No
 _T = TypeVar("_T")
 
 
-def _progress_reporter(sink: ProgressSink, call_id: str) -> ProgressCallback:
-    def report(progress: float, total: float | None, message: str | None) -> None:
-        sink(ToolProgress(call_id, progress=progress, total=total, message=message))
+def _long_values(values: Mapping[str, str] | None) -> tuple[str, ...]:
+    """The values (and their words: `Bearer <token>`) long enough to be worth scrubbing."""
+    found: list[str] = []
+    for value in (values or {}).values():
+        found.extend(w for w in (str(value), *str(value).split()) if len(w) >= _MIN_SECRET_CHARS)
+    return tuple(found)
 
-    return report
+
+def _secret_environment() -> list[str]:
+    """The values of this process's environment variables whose names look secret."""
+    return [
+        value
+        for name, value in os.environ.items()
+        if len(value) >= _MIN_SECRET_CHARS and any(s in name.upper() for s in _SECRET_NAMES)
+    ]
 
 
 def _short(text: str | None, limit: int = 2000) -> str | None:

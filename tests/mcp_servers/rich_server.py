@@ -36,6 +36,11 @@ class Person(BaseModel):
     age: int
 
 
+class Confirm(BaseModel):
+    confirm: bool
+    reason: str
+
+
 class Total(BaseModel):
     total: int
     unit: str
@@ -162,6 +167,20 @@ def build_server() -> MCPServer:
         if answer.action != "accept":
             return f"user chose {answer.action}"
         return f"hello {answer.data.name}, {answer.data.age}"
+
+    runs = {"confirm_drop": 0}
+
+    @server.tool()
+    async def confirm_drop(table: str, ctx: Context) -> str:
+        """Ask the user to confirm (elicitation), then drop `table`; counts its runs."""
+        runs["confirm_drop"] += 1
+        run = runs["confirm_drop"]
+        answer = await ctx.elicit(f"Drop the table {table}?", schema=Confirm)
+        if answer.action != "accept":
+            return f"not dropped: {answer.action} (run {run})"
+        if not answer.data.confirm:
+            return f"kept {table} (run {run})"
+        return f"dropped {table}: {answer.data.reason} (run {run})"
 
     bad = server._tool_manager.get_tool("bad_count")
     assert bad is not None
