@@ -468,3 +468,28 @@ async def test_embedding_top_k_is_the_same_with_and_without_numpy() -> None:
     built._matrix = None
     slow = [await built.search(q, k) for q in ("thing 1", "x x", "does") for k in (1, 5, 60, 99)]
     assert fast == slow
+
+
+@pytest.mark.anyio
+async def test_query_vectors_are_remembered_across_builds_within_a_bound() -> None:
+    embed = CountingEmbed()
+    template = EmbeddingIndex(embed, query_cache=2)
+    built = await template.build(CATALOG)
+    first = await built.search("weather city", 3)
+    embed.texts.clear()
+    assert await built.search("weather city", 3) == first
+    rebuilt = await template.build(CATALOG[:2])  # another catalog, the same model
+    assert await rebuilt.search("weather city", 1) == ["get_weather"]
+    assert embed.texts[len(CATALOG[:2]) :] == []  # only the definitions were embedded
+    embed.texts.clear()
+    await built.search("mail", 1)
+    await built.search("zip", 1)  # two newer queries: "weather city" is forgotten
+    await built.search("weather city", 1)
+    assert embed.texts == ["mail", "zip", "weather city"]
+    none = await EmbeddingIndex(embed, query_cache=0).build(CATALOG)
+    embed.texts.clear()
+    await none.search("mail", 1)
+    await none.search("mail", 1)
+    assert embed.texts == ["mail", "mail"]
+    with pytest.raises(ValueError):
+        EmbeddingIndex(embed, query_cache=-1)
