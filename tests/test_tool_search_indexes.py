@@ -32,7 +32,7 @@ from advisorchain.advisors.tool_search.index import (
     split_identifier,
     words,
 )
-from advisorchain.advisors.tool_search.keyword import match_expression
+from advisorchain.advisors.tool_search.keyword import query_words
 
 CATALOG = [
     ToolDefinition(
@@ -198,12 +198,12 @@ async def test_allowed_values_of_parameters_are_searched() -> None:
     assert "v64" not in text
 
 
-def test_match_expression_quotes_every_word_and_caps_their_number() -> None:
-    assert match_expression('weather" OR NEAR(x*') == '"weather" OR "near" OR "x"'
-    assert match_expression("the weather in the city") == '"weather" OR "city"'
-    assert match_expression("of the") == '"of" OR "the"'  # nothing else to search with
-    assert match_expression("") == ""
-    assert match_expression(" ".join(f"w{i}" for i in range(500))).count(" OR ") == 63
+def test_query_words_drop_function_words_and_cap_their_number() -> None:
+    assert query_words('weather" OR NEAR(x*') == ["weather", "near", "x"]  # "or" is a stop word
+    assert query_words("the weather in the city") == ["weather", "city"]
+    assert query_words("of the") == ["of", "the"]  # nothing else to search with
+    assert query_words("") == []
+    assert len(query_words(" ".join(f"w{i}" for i in range(500)))) == 64
 
 
 def test_identifiers_split_on_separators_and_camel_case() -> None:
@@ -468,3 +468,28 @@ async def test_embedding_top_k_is_the_same_with_and_without_numpy() -> None:
     built._matrix = None
     slow = [await built.search(q, k) for q in ("thing 1", "x x", "does") for k in (1, 5, 60, 99)]
     assert fast == slow
+
+
+@pytest.mark.anyio
+async def test_query_vectors_are_remembered_across_builds_within_a_bound() -> None:
+    embed = CountingEmbed()
+    template = EmbeddingIndex(embed, query_cache=2)
+    built = await template.build(CATALOG)
+    first = await built.search("weather city", 3)
+    embed.texts.clear()
+    assert await built.search("weather city", 3) == first
+    rebuilt = await template.build(CATALOG[:2])  # another catalog, the same model
+    assert await rebuilt.search("weather city", 1) == ["get_weather"]
+    assert embed.texts[len(CATALOG[:2]) :] == []  # only the definitions were embedded
+    embed.texts.clear()
+    await built.search("mail", 1)
+    await built.search("zip", 1)  # two newer queries: "weather city" is forgotten
+    await built.search("weather city", 1)
+    assert embed.texts == ["mail", "zip", "weather city"]
+    none = await EmbeddingIndex(embed, query_cache=0).build(CATALOG)
+    embed.texts.clear()
+    await none.search("mail", 1)
+    await none.search("mail", 1)
+    assert embed.texts == ["mail", "mail"]
+    with pytest.raises(ValueError):
+        EmbeddingIndex(embed, query_cache=-1)

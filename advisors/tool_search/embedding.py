@@ -12,6 +12,7 @@ import os
 import sqlite3
 import struct
 import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -44,6 +45,11 @@ class EmbeddingIndex:
     With a `cache` (an `EmbeddingCache`), a definition whose text was embedded before,
     by this process or an earlier one, is read from it instead of being embedded again;
     new vectors are written to it after each batch.
+
+    The vectors of the last `query_cache` queries are kept in memory (by their text,
+    least recently used out first; 0 keeps none) and shared by every index built from
+    this one: a query searched again, by another conversation or over a changed
+    catalog, is not embedded again.
     """
 
     def __init__(
@@ -52,12 +58,17 @@ class EmbeddingIndex:
         *,
         batch_size: int = 64,
         cache: EmbeddingCache | None = None,
+        query_cache: int = 256,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        if query_cache < 0:
+            raise ValueError("query_cache must be at least 0")
         self.embed = embed
         self.batch_size = batch_size
         self.cache = cache
+        self.query_cache = query_cache
+        self._queries = _QueryVectors(query_cache)
         self._names: tuple[str, ...] = ()
         self._vectors: list[list[float]] = []
         self._matrix: Any = None
@@ -85,7 +96,10 @@ class EmbeddingIndex:
             if self.cache is not None:
                 await anyio.to_thread.run_sync(self.cache.put_many, fresh)
         vectors = [known[t] for t in texts]
-        built = EmbeddingIndex(self.embed, batch_size=self.batch_size, cache=self.cache)
+        built = EmbeddingIndex(
+            self.embed, batch_size=self.batch_size, cache=self.cache, query_cache=self.query_cache
+        )
+        built._queries = self._queries
         built._names = tuple(d.name for d in definitions)
         built._vectors = vectors
         built._matrix = _as_matrix(vectors)
@@ -96,10 +110,14 @@ class EmbeddingIndex:
         text = query.strip()[:MAX_QUERY_CHARS]
         if not text or not self._names or k < 1:
             return []
-        (vector,) = await self.embed([text])
+        vector = self._queries.get(text)
+        if vector is None:
+            (raw,) = await self.embed([text])
+            vector = _normalized(raw)
+            self._queries.put(text, vector)
         if self._matrix is not None:
-            return self._top_numpy(_normalized(vector), k)
-        scores = self.similarities(_normalized(vector))
+            return self._top_numpy(vector, k)
+        scores = self.similarities(vector)
         order = sorted(range(len(scores)), key=lambda i: -scores[i])
         return [self._names[i] for i in order[:k]]
 
@@ -127,6 +145,31 @@ class EmbeddingIndex:
         return [
             math.fsum(a * b for a, b in zip(row, vector, strict=False)) for row in self._vectors
         ]
+
+
+class _QueryVectors:
+    """The normalized vectors of the last `size` query texts (thread-safe LRU)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._vectors: OrderedDict[str, list[float]] = OrderedDict()
+
+    def get(self, text: str) -> list[float] | None:
+        with self._lock:
+            vector = self._vectors.get(text)
+            if vector is not None:
+                self._vectors.move_to_end(text)
+            return vector
+
+    def put(self, text: str, vector: list[float]) -> None:
+        if self.size < 1:
+            return
+        with self._lock:
+            self._vectors[text] = vector
+            self._vectors.move_to_end(text)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
 
 
 class EmbeddingCache:

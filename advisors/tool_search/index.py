@@ -50,6 +50,8 @@ class ToolIndex(Protocol):
 
 def split_identifier(identifier: str) -> list[str]:
     """Words of an identifier: split on `_`, `-`, `.`, spaces and camelCase, lowercased."""
+    if identifier.isalnum() and identifier.islower():  # the common case: one word
+        return [identifier]
     words: list[str] = []
     for part in _WORD.findall(identifier):
         for piece in part.split("_"):
@@ -72,9 +74,9 @@ def parameter_texts(schema: Mapping[str, Any], depth: int = 0) -> Iterator[tuple
     if depth > 5:
         return
     properties = schema.get("properties")
-    if isinstance(properties, Mapping):
+    if isinstance(properties, dict | Mapping):
         for name, prop in properties.items():
-            if not isinstance(prop, Mapping):
+            if not isinstance(prop, dict | Mapping):
                 continue
             description = prop.get("description")
             text = description if isinstance(description, str) else ""
@@ -82,7 +84,7 @@ def parameter_texts(schema: Mapping[str, Any], depth: int = 0) -> Iterator[tuple
             yield str(name), f"{text} {values}".strip() if values else text
             yield from parameter_texts(prop, depth + 1)
     items = schema.get("items")
-    if isinstance(items, Mapping):
+    if isinstance(items, dict | Mapping):
         yield from parameter_texts(items, depth + 1)
 
 
@@ -90,7 +92,7 @@ def allowed_values(prop: Mapping[str, Any]) -> str:
     """The `enum` values of a property or of its array items, space-separated (at most 64)."""
     found: list[str] = []
     for holder in (prop, prop.get("items")):
-        if isinstance(holder, Mapping) and isinstance(holder.get("enum"), list):
+        if isinstance(holder, dict | Mapping) and isinstance(holder.get("enum"), list):
             found.extend(str(v) for v in holder["enum"] if isinstance(v, str | int | float))
     return " ".join(found[:_MAX_VALUES])
 

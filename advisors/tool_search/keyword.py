@@ -1,17 +1,22 @@
-"""`KeywordIndex`: BM25 over tool names, descriptions and parameters (SQLite FTS5)."""
+"""`KeywordIndex`: BM25 over tool names, descriptions and parameters."""
 
 from __future__ import annotations
 
-import sqlite3
-import threading
+import math
+import re
 from collections.abc import Sequence
 
 import anyio.to_thread
 
 from ...core.tools import ToolDefinition
+from ._bm25 import Impacts
+from ._fts5_terms import Fts5Terms, shared_terms
 from .index import ToolIndex, document, words
 
 _MAX_TERMS = 64
+# Chunks that can also be query words (lowercase, no separators): their terms are kept
+# with the index, so most query words need no tokenizing at search time.
+_QUERY_WORD = re.compile(r"[^\W_A-Z]+")
 
 STOP_WORDS = frozenset(
     """a an and are as at be been but by can could do does for from had has have how i if in
@@ -23,23 +28,33 @@ STOP_WORDS = frozenset(
 class KeywordIndex:
     """Ranks tools by BM25 over their name words, description and parameters.
 
-    Uses SQLite's FTS5 from the standard library with the porter stemmer, so `forecasts`
+    Text is tokenized as SQLite's FTS5 does (`unicode61`, diacritics removed, then the
+    porter stemmer; the tokenizer of the standard library's sqlite3), so `forecasts`
     finds `forecast`. Names are split on `_`, `-`, `.` and camelCase before indexing;
     parameters are indexed with their descriptions and allowed (`enum`) values.
-    A query is reduced to its words, each quoted as a literal FTS5 string and joined with
-    OR: FTS5 operators typed by a model (`NEAR`, `OR`, `*`, quotes, parentheses) are
-    searched as words, never parsed. A query with no words finds nothing.
 
-    `weights` are the BM25 weights of the name, description and parameter fields.
-    The index is built in a worker thread; searching takes a lock, so one built index
-    may be shared by conversations on any thread.
+    Scores are those of FTS5's `bm25()` with `weights` as the column weights of the
+    name, description and parameter fields (the ranking of the FTS5 table this index
+    used up to 0.2, ties in catalog order). They are computed once per (term, tool)
+    when the index is built and kept in posting lists; a search adds up the lists of
+    the query's words, visiting the most telling words first and skipping the tools
+    that can no longer reach the first `k` (see `_bm25.Impacts.top`).
+
+    A query is reduced to its words (`index.words`): operators, quotes and punctuation
+    typed by a model are never syntax. English function words are left out unless the
+    query has nothing else; at most 64 distinct words are read. A query with no words
+    finds nothing. A built index is immutable: one may be shared by conversations on
+    any thread.
     """
 
     def __init__(self, *, weights: tuple[float, float, float] = (2.0, 1.0, 0.5)) -> None:
+        if len(weights) != 3 or not all(math.isfinite(w) and w >= 0 for w in weights):
+            raise ValueError("weights are three non-negative numbers: name, description, params")
         self.weights = weights
         self._names: tuple[str, ...] = ()
-        self._db: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._impacts: Impacts | None = None
+        self._words: dict[str, tuple[str, ...]] = {}
+        self._terms: Fts5Terms | None = None
 
     def __repr__(self) -> str:
         return f"KeywordIndex(tools={len(self._names)})"
@@ -57,50 +72,57 @@ class KeywordIndex:
         return built
 
     def _fill(self, definitions: tuple[ToolDefinition, ...]) -> None:
-        db = sqlite3.connect(":memory:", check_same_thread=False)
-        try:
-            db.execute(
-                "CREATE VIRTUAL TABLE tools USING fts5(name, description, params, "
-                "tokenize = 'porter unicode61 remove_diacritics 2')"
-            )
-        except sqlite3.OperationalError as exc:
-            db.close()
-            raise RuntimeError(
-                "KeywordIndex needs SQLite with FTS5, which this Python's sqlite3 lacks"
-            ) from exc
-        db.executemany(
-            "INSERT INTO tools (rowid, name, description, params) VALUES (?, ?, ?, ?)",
-            ((i, *document(d)) for i, d in enumerate(definitions)),
-        )
-        db.commit()
+        terms = shared_terms()
+        # Whitespace never falls inside an FTS5 token, so a field's terms are those of
+        # its whitespace-separated chunks; each distinct chunk is tokenized once.
+        chunked = [[text.split() for text in document(d)] for d in definitions]
+        distinct: set[str] = set()
+        for fields in chunked:
+            for chunks in fields:
+                distinct.update(chunks)
+        ordered = list(distinct)
+        terms_of = dict(zip(ordered, terms.terms(ordered), strict=True))
+        frequencies: list[dict[str, float]] = []
+        lengths: list[int] = []
+        for fields in chunked:
+            frequency: dict[str, float] = {}
+            get = frequency.get
+            length = 0
+            for weight, chunks in zip(self.weights, fields, strict=True):
+                # One addition per occurrence, in order, as FTS5 sums column weights.
+                for chunk in chunks:
+                    for term in terms_of[chunk]:
+                        frequency[term] = get(term, 0.0) + weight
+                        length += 1
+            frequencies.append(frequency)
+            lengths.append(length)
+        self._impacts = Impacts.build(frequencies, lengths)
+        self._words = {c: t for c, t in terms_of.items() if _QUERY_WORD.fullmatch(c)}
+        self._terms = terms
         self._names = tuple(d.name for d in definitions)
-        self._db = db
 
     async def search(self, query: str, k: int) -> list[str]:
         """Up to `k` tool names for `query`, best BM25 score first."""
         return self.search_sync(query, k)
 
     def search_sync(self, query: str, k: int) -> list[str]:
-        """The same as `search`, synchronously (a query takes well under a millisecond)."""
-        expression = match_expression(query)
-        if self._db is None or not expression or k < 1:
+        """The same as `search`, synchronously (a query takes about a millisecond)."""
+        chosen = query_words(query)
+        if self._impacts is None or self._terms is None or not chosen or k < 1:
             return []
-        name_w, description_w, params_w = self.weights
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT rowid FROM tools WHERE tools MATCH ? ORDER BY bm25(tools, ?, ?, ?) LIMIT ?",
-                (expression, name_w, description_w, params_w, k),
-            ).fetchall()
-        return [self._names[row[0]] for row in rows]
+        known = self._words
+        unknown = [w for w in chosen if w not in known]
+        extra = self._terms.cached(unknown) if unknown else {}
+        terms = [t for w in chosen for t in (known[w] if w in known else extra[w])]
+        return [self._names[i] for i in self._impacts.top(terms, k)]
 
 
-def match_expression(query: str) -> str:
-    """An FTS5 query matching any word of `query`: every word a quoted literal, OR-joined.
+def query_words(query: str) -> list[str]:
+    """The words of `query` a keyword search reads: distinct, in order, at most 64.
 
     English function words are left out (they match nearly every tool and cost time,
     not ranking), unless the query has nothing else.
     """
     unique = list(dict.fromkeys(words(query)))
     content = [w for w in unique if w not in STOP_WORDS]
-    unique = (content or unique)[:_MAX_TERMS]
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in unique)
+    return (content or unique)[:_MAX_TERMS]

@@ -1,7 +1,12 @@
 """Tool search latency and build time: keyword and hybrid, 1,287 and 10,000 tools.
 
-Run: `nice -n 10 .venv/bin/python benchmarks/tool_search/latency.py [--queries N]`.
-Writes `benchmarks/results/tool_search_latency.json`.
+Run: `nice -n 10 .venv/bin/python benchmarks/tool_search/latency.py [--queries N]
+[--baseline TREE] [--keyword-only]`. Writes `benchmarks/results/tool_search_latency.json`.
+
+`--baseline TREE` also times the keyword index of another checkout of the package
+(e.g. `git worktree add /tmp/base <commit>`), loaded as `advisorchain_base`, in the same
+run: builds alternate between the two, and each query is searched by both in turn, so
+both see the same load. `--keyword-only` skips the embedding rows (minutes of MiniLM).
 
 - Query latency: `await index.search(query, 5)` for N BFCL queries (p50/p99), on the
   pooled BFCL catalog (1,287 tools) and on 10,000 tools (the pool renamed `name__2`, ...).
@@ -19,10 +24,13 @@ Writes `benchmarks/results/tool_search_latency.json`.
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import os
 import random
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -63,23 +71,73 @@ async def timed(index: ToolIndex, queries: Sequence[str]) -> dict[str, float]:
     }
 
 
+def load_tree(tree: Path) -> Any:
+    """The package of another checkout, imported as `advisorchain_base`."""
+    spec = importlib.util.spec_from_file_location(
+        "advisorchain_base", tree / "__init__.py", submodule_search_locations=[str(tree)]
+    )
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"no package at {tree}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["advisorchain_base"] = module
+    spec.loader.exec_module(module)
+    return importlib.import_module("advisorchain_base.advisors.tool_search")
+
+
+def stats(latencies: list[float], cpu: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(percentile(latencies, 50) * 1000, 2),
+        "p99_ms": round(percentile(latencies, 99) * 1000, 2),
+        "cpu_p50_ms": round(percentile(cpu, 50) * 1000, 2),
+        "cpu_p99_ms": round(percentile(cpu, 99) * 1000, 2),
+    }
+
+
+async def keyword_rows(
+    kinds: dict[str, Any], pool: list[ToolDefinition], queries: Sequence[str]
+) -> dict[str, Any]:
+    """Build and query times of each kind of keyword index, interleaved."""
+    big = renamed(pool, 10_000)
+    out: dict[str, Any] = {}
+    walls: dict[str, list[float]] = {label: [] for label in kinds}
+    cpus: dict[str, list[float]] = {label: [] for label in kinds}
+    for _ in range(3):
+        for label, kind in kinds.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            await kind().build(big)
+            walls[label].append(time.perf_counter() - start)
+            cpus[label].append(time.process_time() - start_cpu)
+    for label in kinds:
+        out[f"{label}_build_10000_s"] = round(statistics.median(walls[label]), 3)
+        out[f"{label}_build_10000_cpu_s"] = round(statistics.median(cpus[label]), 3)
+    for size, catalog in (("1287", pool), ("10000", big)):
+        built = {label: await kind().build(catalog) for label, kind in kinds.items()}
+        times: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in kinds}
+        for q in queries:
+            for label, index in built.items():
+                start, start_cpu = time.perf_counter(), time.process_time()
+                await index.search(q, 5)
+                times[label][0].append(time.perf_counter() - start)
+                times[label][1].append(time.process_time() - start_cpu)
+        for label, (wall, cpu) in times.items():
+            out[f"{label}_{size}"] = stats(wall, cpu)
+    return out
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     pool, all_queries = bfcl.load()
     queries = [q.text for q in random.Random(3).sample(all_queries, args.queries)]
     big = renamed(pool, 10_000)
     out: dict[str, Any] = {"queries": len(queries), "load_average_at_start": os.getloadavg()[0]}
 
-    builds = []
-    for _ in range(3):
-        start = time.perf_counter()
-        await KeywordIndex().build(big)
-        builds.append(time.perf_counter() - start)
-    out["keyword_build_10000_s"] = round(statistics.median(builds), 3)
-    kw_pool = await KeywordIndex().build(pool)
-    kw_big = await KeywordIndex().build(big)
-    out["keyword_1287"] = await timed(kw_pool, queries)
-    out["keyword_10000"] = await timed(kw_big, queries)
-    print("keyword", out["keyword_build_10000_s"], out["keyword_1287"], out["keyword_10000"])
+    kinds: dict[str, Any] = {"keyword": KeywordIndex}
+    if args.baseline:
+        kinds["baseline_keyword"] = args.baseline.KeywordIndex
+    out.update(await keyword_rows(kinds, pool, queries))
+    print(json.dumps(out, indent=2))
+    if args.keyword_only:
+        out["load_average_at_end"] = os.getloadavg()[0]
+        return out
 
     embed = minilm_embedder(threads=2)
     with tempfile.TemporaryDirectory() as folder:
@@ -141,7 +199,12 @@ if __name__ == "__main__":
     parser.add_argument(
         "--warm-only", action="store_true", help="read embeddings from benchmarks/data's cache"
     )
-    outcome = anyio.run(main, parser.parse_args())
+    parser.add_argument("--baseline", help="another checkout whose keyword index to time too")
+    parser.add_argument("--keyword-only", action="store_true", help="skip the embedding rows")
+    arguments = parser.parse_args()
+    if arguments.baseline:
+        arguments.baseline = load_tree(Path(arguments.baseline).resolve())
+    outcome = anyio.run(main, arguments)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(outcome, indent=2) + "\n")
     print(json.dumps(outcome, indent=2))

@@ -1,0 +1,130 @@
+"""The keyword index scores like FTS5's bm25(), and its pruned top-k is exact."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import pytest
+
+from advisorchain import ToolDefinition
+from advisorchain.advisors import KeywordIndex
+from advisorchain.advisors.tool_search import _fts5_terms
+from advisorchain.advisors.tool_search._bm25 import Impacts
+from advisorchain.advisors.tool_search._fts5_terms import TOKENIZE, Fts5Terms
+from advisorchain.advisors.tool_search.index import document
+from advisorchain.advisors.tool_search.keyword import query_words
+
+VOCABULARY = (
+    "weather forecast forecasts city send email emails message file files delete list "
+    "customer record lookup zip code stock price convert currency image resize translate "
+    "text user id name value get set update create"
+).split()
+
+
+def catalog(size: int, seed: int) -> list[ToolDefinition]:
+    rng = random.Random(seed)
+
+    def text(n: int) -> str:
+        return " ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(0, n)))
+
+    tools = []
+    for i in range(size):
+        name = "_".join(rng.sample(VOCABULARY, rng.randint(1, 3))) + f"_{i}"
+        params = {
+            "type": "object",
+            "properties": {
+                rng.choice(VOCABULARY): {"type": "string", "description": text(6)}
+                for _ in range(rng.randint(0, 3))
+            },
+        }
+        tools.append(ToolDefinition(name, f"{text(12)}, {text(4)}. Café-près!", params))
+    return tools
+
+
+class Fts5Reference:
+    """The reference: an FTS5 table over the same fields, ordered by bm25()."""
+
+    def __init__(self, definitions: list[ToolDefinition]) -> None:
+        self.names = [d.name for d in definitions]
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute(
+            f"CREATE VIRTUAL TABLE t USING fts5(name, description, params, tokenize='{TOKENIZE}')"
+        )
+        self.db.executemany(
+            "INSERT INTO t (rowid, name, description, params) VALUES (?, ?, ?, ?)",
+            ((i, *document(d)) for i, d in enumerate(definitions)),
+        )
+
+    def search(self, query: str, k: int, weights: tuple[float, float, float]) -> list[str]:
+        expression = " OR ".join('"' + w.replace('"', '""') + '"' for w in query_words(query))
+        if not expression:
+            return []
+        rows = self.db.execute(
+            "SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t, ?, ?, ?) LIMIT ?",
+            (expression, *weights, k),
+        ).fetchall()
+        return [self.names[r[0]] for r in rows]
+
+
+@pytest.mark.parametrize("weights", [(2.0, 1.0, 0.5), (1.0, 1.0, 1.0), (3.0, 0.5, 2.0)])
+def test_keyword_ranking_is_fts5_bm25_with_ties_in_catalog_order(
+    weights: tuple[float, float, float],
+) -> None:
+    tools = catalog(300, seed=7)
+    reference = Fts5Reference(tools)
+    built = KeywordIndex(weights=weights).build_sync(tools)
+    rng = random.Random(11)
+    queries = [
+        " ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(1, 25))) for _ in range(60)
+    ]
+    queries += ["forecasts and emails", "the of", "CAFE pres", "zip-code!", "nothing matches here"]
+    for query in queries:
+        for k in (1, 5, 50):
+            assert built.search_sync(query, k) == reference.search(query, k, weights), query
+
+
+def test_pruned_top_k_equals_scoring_every_tool() -> None:
+    rng = random.Random(3)
+    terms = [f"t{i}" for i in range(40)]
+    frequencies = []
+    for _ in range(500):
+        # Few distinct frequencies: many exact ties, which must keep catalog order.
+        chosen = rng.sample(terms, rng.randint(1, 12))
+        frequencies.append({t: float(rng.choice((1, 1, 2, 3))) for t in chosen})
+    impacts = Impacts.build(frequencies, [int(sum(f.values())) for f in frequencies])
+    for _ in range(80):
+        query = [rng.choice([*terms, "unknown"]) for _ in range(rng.randint(1, 30))]
+        every = sorted(
+            (-impacts.score(query, tool), tool)
+            for tool in range(500)
+            if any(t in frequencies[tool] for t in query)
+        )
+        for k in (1, 3, 10, 100, 600):
+            assert impacts.top(query, k) == [tool for _, tool in every[:k]]
+    assert impacts.top([], 5) == [] and impacts.top(["t1"], 0) == []
+
+
+def test_query_words_are_stemmed_by_fts5_and_remembered_within_a_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    terms = Fts5Terms()
+    assert terms.terms(["Forecasts,", "café-Près", "--", ""]) == [
+        ("forecast",),
+        ("cafe", "pre"),
+        (),
+        (),
+    ]
+    monkeypatch.setattr(_fts5_terms, "_MAX_REMEMBERED", 3)
+    assert terms.cached(["emails", "running"]) == {"emails": ("email",), "running": ("run",)}
+    terms.cached(["a1", "b1", "c1"])
+    assert list(terms._remembered) == ["a1", "b1", "c1"]
+    # A word not in the catalog is stemmed at search time: `forecasting` finds `forecast`.
+    built = KeywordIndex().build_sync([ToolDefinition("weather", "A forecast.", {})])
+    assert built.search_sync("forecasting", 1) == ["weather"]
+
+
+def test_weights_must_be_three_non_negative_numbers() -> None:
+    for bad in [(1.0, 1.0), (1.0, -1.0, 1.0), (1.0, float("nan"), 1.0)]:
+        with pytest.raises(ValueError, match="non-negative"):
+            KeywordIndex(weights=bad)  # type: ignore[arg-type]
