@@ -183,9 +183,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         return await embed(texts)
 
     for size, catalog in (("1287", pool), ("10000", big)):
-        hybrid = await HybridIndex(KeywordIndex(), EmbeddingIndex(reuse, batch_size=512)).build(
-            catalog
-        )
+        hybrid = await HybridIndex(
+            KeywordIndex(), EmbeddingIndex(reuse, batch_size=512, query_cache=0)
+        ).build(catalog)
         await hybrid.search("warm up", 5)
         out[f"hybrid_{size}"] = await timed(hybrid, queries)
         print("hybrid", size, out[f"hybrid_{size}"])
