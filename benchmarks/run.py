@@ -119,7 +119,7 @@ def _run_section(name: str, quick: bool) -> tuple[dict[str, Any], str]:
         report = asyncio.run(streaming.run(repeat=50 if quick else 300))
         return report, streaming.render(report)
     if name == "concurrency":
-        report = concurrency.run(ns=(1, 100) if quick else (1, 100, 1000))
+        report = concurrency.run(ns=(1, 100) if quick else (1, 100, 1000, 5000))
         return report, concurrency.render(report)
     if name == "profile":
         report = asyncio.run(profiling.run(turns=500 if quick else 3000))
