@@ -371,6 +371,7 @@ def run(
                     row = _row(n, samples[worker.name], repeat, memory["peak"])
                     row["failures"] += memory["failures"] + warm_failures[worker.name]
                     results.setdefault(worker.name, []).append(row)
+                    print(f"{worker.name}: {json.dumps(row)}", file=sys.stderr, flush=True)
             elapsed = time.perf_counter() - started
             load_end = os.getloadavg()
         finally:
@@ -446,6 +447,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--worker", nargs=2, metavar=("CLIENT", "URL"), help=argparse.SUPPRESS)
     parser.add_argument("--ns", default="1,100,1000,5000", help="comma-separated N")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--min-conversations", type=int, default=200, help="per round and N")
     parser.add_argument("--base", help="another source tree of advisorchain to compare")
     parser.add_argument("--json", help="also write the report here")
     args = parser.parse_args(argv)
@@ -453,7 +455,9 @@ def main(argv: list[str] | None = None) -> None:
         anyio.run(_worker, *args.worker, backend="asyncio")
         return
     ns = tuple(int(n) for n in args.ns.split(","))
-    report = run(ns=ns, rounds=args.rounds, base=args.base)
+    report = run(
+        ns=ns, rounds=args.rounds, min_conversations=args.min_conversations, base=args.base
+    )
     print(render(report))
     if args.json:
         with open(args.json, "w") as f:
