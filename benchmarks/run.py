@@ -122,7 +122,7 @@ def _run_section(name: str, quick: bool) -> tuple[dict[str, Any], str]:
         report = asyncio.run(streaming.run(repeat=50 if quick else 300))
         return report, streaming.render(report)
     if name == "concurrency":
-        report = concurrency.run(ns=(1, 100) if quick else (1, 100, 1000))
+        report = concurrency.run(ns=(1, 100) if quick else (1, 100, 1000, 5000))
         return report, concurrency.render(report)
     if name == "providers":
         report = asyncio.run(provider_overhead.run(calls=300 if quick else 2000))

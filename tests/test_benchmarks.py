@@ -192,7 +192,7 @@ def test_concurrency_runs_n_conversations_without_failures() -> None:
     else:
         from benchmarks import concurrency
 
-    report = concurrency.run(ns=(1, 5))
+    report = concurrency.run(ns=(1, 5), rounds=1, min_conversations=5)
     rows = report["results"]["handwritten"]
     assert [r["n"] for r in rows] == [1, 5]
     assert all(r["failures"] == 0 for r in rows)
