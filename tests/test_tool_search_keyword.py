@@ -67,7 +67,9 @@ class Fts5Reference:
         return [self.names[r[0]] for r in rows]
 
 
-@pytest.mark.parametrize("weights", [(2.0, 1.0, 0.5), (1.0, 1.0, 1.0), (3.0, 0.5, 2.0)])
+@pytest.mark.parametrize(
+    "weights", [(2.0, 1.0, 0.5), (1.0, 1.0, 1.0), (3.0, 0.5, 2.0), (0.3, 1.7, 0.45)]
+)
 def test_keyword_ranking_is_fts5_bm25_with_ties_in_catalog_order(
     weights: tuple[float, float, float],
 ) -> None:

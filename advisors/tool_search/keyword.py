@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
+from itertools import chain
 
 import anyio.to_thread
 
@@ -84,16 +86,23 @@ class KeywordIndex:
         terms_of = dict(zip(ordered, terms.terms(ordered), strict=True))
         frequencies: list[dict[str, float]] = []
         lengths: list[int] = []
+        exact = all(_counts_exactly(w) for w in self.weights)
         for fields in chunked:
             frequency: dict[str, float] = {}
             get = frequency.get
             length = 0
             for weight, chunks in zip(self.weights, fields, strict=True):
+                field_terms = chain.from_iterable(map(terms_of.__getitem__, chunks))
+                if exact:  # count times weight is the sum FTS5 makes, to the last bit
+                    counts = Counter(field_terms)
+                    for term, count in counts.items():
+                        frequency[term] = get(term, 0.0) + count * weight
+                    length += sum(counts.values())
+                    continue
                 # One addition per occurrence, in order, as FTS5 sums column weights.
-                for chunk in chunks:
-                    for term in terms_of[chunk]:
-                        frequency[term] = get(term, 0.0) + weight
-                        length += 1
+                for term in field_terms:
+                    frequency[term] = get(term, 0.0) + weight
+                    length += 1
             frequencies.append(frequency)
             lengths.append(length)
         self._impacts = Impacts.build(frequencies, lengths)
@@ -115,6 +124,14 @@ class KeywordIndex:
         extra = self._terms.cached(unknown) if unknown else {}
         terms = [t for w in chosen for t in (known[w] if w in known else extra[w])]
         return [self._names[i] for i in self._impacts.top(terms, k)]
+
+
+def _counts_exactly(weight: float) -> bool:
+    """Whether `count * weight` equals `weight` added `count` times, in any order and
+    mixed with other such weights: true of a multiple of 1/1024 below 2**20 (2, 1, 0.5),
+    whose sums of up to 2**23 occurrences are all exact in a double."""
+    scaled = weight * 1024
+    return weight < 2**20 and scaled == int(scaled)
 
 
 def query_words(query: str) -> list[str]:
