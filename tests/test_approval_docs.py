@@ -1,16 +1,12 @@
-"""docs/approvals.md: its examples print what the page shows; the second-process resume runs
-as two real processes sharing a SQLite file."""
+"""docs/approvals.md: the second-process resume runs as two real processes sharing a SQLite
+file (tests/test_docs.py runs every block of the page in one process)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 import advisorchain
 
@@ -27,22 +23,6 @@ def examples() -> list[tuple[str, str]]:
         output = rest.removeprefix("\nprints\n\n```\n").split("```\n", 1)[0]
         found.append((code, output))
     return found
-
-
-def test_the_page_has_its_examples() -> None:
-    assert len(examples()) == 4
-
-
-@pytest.mark.parametrize("index", [0, 3])
-def test_an_example_prints_what_the_page_shows(
-    index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)  # an example's default store is a file in the working folder
-    code, expected = examples()[index]
-    output = io.StringIO()
-    with contextlib.redirect_stdout(output):
-        exec(compile(code, f"docs/approvals.md#{index}", "exec"), {"__name__": "docs"})
-    assert output.getvalue() == expected
 
 
 def test_a_second_process_resumes_what_the_first_suspended(tmp_path: Path) -> None:
