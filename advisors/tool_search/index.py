@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from ...core.errors import AdvisorChainError
 from ...core.tools import ToolDefinition
@@ -74,9 +74,9 @@ def parameter_texts(schema: Mapping[str, Any], depth: int = 0) -> Iterator[tuple
     if depth > 5:
         return
     properties = schema.get("properties")
-    if isinstance(properties, dict | Mapping):
+    if _is_mapping(properties):
         for name, prop in properties.items():
-            if not isinstance(prop, dict | Mapping):
+            if not _is_mapping(prop):
                 continue
             description = prop.get("description")
             text = description if isinstance(description, str) else ""
@@ -84,15 +84,23 @@ def parameter_texts(schema: Mapping[str, Any], depth: int = 0) -> Iterator[tuple
             yield str(name), f"{text} {values}".strip() if values else text
             yield from parameter_texts(prop, depth + 1)
     items = schema.get("items")
-    if isinstance(items, dict | Mapping):
+    if _is_mapping(items):
         yield from parameter_texts(items, depth + 1)
+
+
+def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """`isinstance(value, Mapping)`, told at once for a dict and for `None` (most values
+    here: the ABC check of a value that is not one is slow)."""
+    if type(value) is dict:
+        return True
+    return value is not None and isinstance(value, Mapping)
 
 
 def allowed_values(prop: Mapping[str, Any]) -> str:
     """The `enum` values of a property or of its array items, space-separated (at most 64)."""
     found: list[str] = []
     for holder in (prop, prop.get("items")):
-        if isinstance(holder, dict | Mapping) and isinstance(holder.get("enum"), list):
+        if _is_mapping(holder) and isinstance(holder.get("enum"), list):
             found.extend(str(v) for v in holder["enum"] if isinstance(v, str | int | float))
     return " ".join(found[:_MAX_VALUES])
 
