@@ -3,12 +3,8 @@ parent turn; `Chain.resume` of the parent resumes the child through the call, on
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -38,64 +34,17 @@ from advisorchain.advisors import (
     DeferredApprover,
     InMemoryApprovalStore,
     InvalidApprovalDecisions,
-    PostgresApprovalStore,
     Reject,
-    SQLiteApprovalStore,
 )
 from advisorchain.core.subchain import SUBCHAIN_APPROVAL
 from advisorchain.core.suspension import PendingApproval
 from advisorchain.providers import ScriptedChatModel
 
-StoreFactory = Callable[..., ApprovalStore]
-POSTGRES_DSN = "ADVISORCHAIN_TEST_POSTGRES_DSN"
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
-    """A factory of store objects that all see the same data (one per worker)."""
-    if request.param == "memory":
-        shared = InMemoryApprovalStore()
-
-        def memory(clock: Callable[[], float] | None = None) -> ApprovalStore:
-            if clock is not None:
-                shared.clock = clock
-            return shared
-
-        yield memory
-    elif request.param == "sqlite":
-        path = tmp_path / "approvals.db"
-
-        def sqlite(clock: Callable[[], float] | None = None) -> ApprovalStore:
-            if clock is None:
-                return SQLiteApprovalStore(path)
-            return SQLiteApprovalStore(path, clock=clock)
-
-        yield sqlite
-    else:
-        dsn = os.environ.get(POSTGRES_DSN)
-        if not dsn:
-            if os.environ.get("CI") == "true":
-                pytest.fail(f"{POSTGRES_DSN} is not set: CI must run the PostgreSQL tests")
-            pytest.skip(f"{POSTGRES_DSN} is not set (run .ci/postgres.sh)")
-        prefix = f"t{uuid.uuid4().hex[:10]}_"
-        made: list[PostgresApprovalStore] = []
-
-        def postgres(clock: Callable[[], float] | None = None) -> ApprovalStore:
-            if clock is None:
-                store = PostgresApprovalStore(dsn, table_prefix=prefix)
-            else:
-                store = PostgresApprovalStore(dsn, table_prefix=prefix, clock=clock)
-            made.append(store)
-            return store
-
-        yield postgres
-        import psycopg
-
-        for store in made:
-            store._pool.close_idle()
-        with psycopg.connect(dsn, autocommit=True) as connection:
-            for table in ("approvals", "approval_calls", "approval_audit", "approval_rules"):
-                connection.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
+# the memory/SQLite/PostgreSQL store factory the deferred-approval tests use
+if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
+    from advisorchain.tests.test_approval_deferred import StoreFactory, stores
+else:
+    from test_approval_deferred import StoreFactory, stores  # noqa: F401 (a fixture)
 
 
 def _call(name: str, call_id: str, **arguments: Any) -> ToolCall:
