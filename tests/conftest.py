@@ -7,9 +7,14 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
+    from advisorchain.tests.postgres_support import require_postgres_dsn
+else:
+    from postgres_support import require_postgres_dsn
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
@@ -79,11 +84,4 @@ def postgres_dsn() -> str:
     Skipped when `ADVISORCHAIN_TEST_POSTGRES_DSN` is unset, except with `CI=true`, where
     the PostgreSQL tests must run.
     """
-    dsn = os.environ.get("ADVISORCHAIN_TEST_POSTGRES_DSN")
-    if not dsn:
-        if os.environ.get("CI") == "true":
-            pytest.fail(
-                "ADVISORCHAIN_TEST_POSTGRES_DSN is not set: CI must run the PostgreSQL tests"
-            )
-        pytest.skip("ADVISORCHAIN_TEST_POSTGRES_DSN is not set (run .ci/postgres.sh)")
-    return dsn
+    return require_postgres_dsn()

@@ -4,11 +4,10 @@ every store: in memory, SQLite, and a real PostgreSQL server."""
 from __future__ import annotations
 
 import logging
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -51,20 +50,17 @@ from advisorchain.advisors import (
 from advisorchain.advisors.approval import Defer, StoredResult
 from advisorchain.providers import ScriptedChatModel
 
+if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
+    from advisorchain.tests.postgres_support import (
+        POSTGRES_DSN,
+        drop_approval_tables,
+        require_postgres_dsn,
+    )
+else:
+    from postgres_support import POSTGRES_DSN, drop_approval_tables, require_postgres_dsn
+
 StoreFactory = Callable[..., ApprovalStore]
 """Makes a fresh store object on the same data: `factory(clock=...)`."""
-
-POSTGRES_DSN = "ADVISORCHAIN_TEST_POSTGRES_DSN"
-
-
-def postgres_dsn() -> str:
-    """The test server's DSN; skipped without one, except in CI, where it must be there."""
-    dsn = os.environ.get(POSTGRES_DSN)
-    if not dsn:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{POSTGRES_DSN} is not set: CI must run the PostgreSQL tests")
-        pytest.skip(f"{POSTGRES_DSN} is not set (run .ci/postgres.sh)")
-    return dsn
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -89,7 +85,7 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFact
 
         yield sqlite
     else:
-        dsn = postgres_dsn()
+        dsn = require_postgres_dsn()
         prefix = f"t{uuid.uuid4().hex[:10]}_"
         made: list[PostgresApprovalStore] = []
 
@@ -102,13 +98,9 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFact
             return store
 
         yield postgres
-        import psycopg
-
         for store in made:
             store._pool.close_idle()
-        with psycopg.connect(dsn, autocommit=True) as connection:
-            for table in ("approvals", "approval_calls", "approval_audit", "approval_rules"):
-                connection.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
+        drop_approval_tables(dsn, prefix)
 
 
 class Bank:
@@ -539,10 +531,10 @@ def test_postgres_tests_fail_in_ci_without_a_server(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv(POSTGRES_DSN, raising=False)
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="CI must run"):
-        postgres_dsn()
+        require_postgres_dsn()
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception):
-        postgres_dsn()
+        require_postgres_dsn()
 
 
 def test_postgres_store_names_its_extra_when_psycopg_is_missing(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,6 @@ from advisorchain.advisors import (
     DeferredApprover,
     InMemoryApprovalStore,
     InvalidApprovalDecisions,
-    PostgresApprovalStore,
     Reject,
     SQLiteApprovalStore,
 )
@@ -59,9 +58,11 @@ from advisorchain.core.request import ChatRequest
 from advisorchain.providers import ScriptedChatModel
 
 if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
-    from advisorchain.tests.test_approval_deferred import postgres_dsn
+    from advisorchain.tests.test_approval_deferred import StoreFactory, stores
 else:
-    from test_approval_deferred import postgres_dsn
+    from test_approval_deferred import StoreFactory, stores
+
+__all__ = ["stores"]  # the fixture, shared with the deferred tests
 
 
 class Bank:
@@ -157,38 +158,6 @@ async def test_inline_approval_never_runs_the_call_hidden_behind_a_duplicate_id(
 
 
 # -- deferred, on every store -------------------------------------------------------------
-
-
-StoreFactory = Callable[[], ApprovalStore]
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
-    """Store objects that all see the same data."""
-    if request.param == "memory":
-        shared = InMemoryApprovalStore()
-        yield lambda: shared
-    elif request.param == "sqlite":
-        path = tmp_path / "approvals.db"
-        yield lambda: SQLiteApprovalStore(path)
-    else:
-        dsn = postgres_dsn()
-        prefix = f"t{uuid.uuid4().hex[:10]}_"
-        made: list[PostgresApprovalStore] = []
-
-        def postgres() -> ApprovalStore:
-            store = PostgresApprovalStore(dsn, table_prefix=prefix)
-            made.append(store)
-            return store
-
-        yield postgres
-        import psycopg
-
-        for store in made:
-            store._pool.close_idle()
-        with psycopg.connect(dsn, autocommit=True) as connection:
-            for table in ("approvals", "approval_calls", "approval_audit", "approval_rules"):
-                connection.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
 
 
 def deferred_chain(store: ApprovalStore, placement: str, replies: list[Any]) -> Chain:

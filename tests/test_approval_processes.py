@@ -9,7 +9,6 @@ sync functions; each worker runs its resume with `anyio.run` on asyncio.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -34,20 +33,14 @@ from advisorchain.advisors import (
 )
 from advisorchain.providers import ScriptedChatModel
 
+if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
+    from advisorchain.tests.postgres_support import drop_approval_tables, require_postgres_dsn
+else:
+    from postgres_support import drop_approval_tables, require_postgres_dsn
+
 WORKER = Path(__file__).parent / "approval_workers" / "resume_worker.py"
-POSTGRES_DSN = "ADVISORCHAIN_TEST_POSTGRES_DSN"
 DEADLINE = 60.0
 """Seconds the test waits for a worker to get somewhere: a liveness bound, not a timing."""
-
-
-def postgres_dsn() -> str:
-    """The test server's DSN; skipped without one, except in CI, where it must be there."""
-    dsn = os.environ.get(POSTGRES_DSN)
-    if not dsn:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{POSTGRES_DSN} is not set: CI must run the PostgreSQL tests")
-        pytest.skip(f"{POSTGRES_DSN} is not set (run .ci/postgres.sh)")
-    return dsn
 
 
 @dataclass
@@ -64,14 +57,10 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
         path = tmp_path / "approvals.db"
         yield Database(f"sqlite:{path}", lambda: SQLiteApprovalStore(path))
         return
-    dsn = postgres_dsn()
+    dsn = require_postgres_dsn()
     prefix = f"x{uuid.uuid4().hex[:10]}_"
     yield Database(f"postgres:{prefix}", lambda: PostgresApprovalStore(dsn, table_prefix=prefix))
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as connection:
-        for table in ("approvals", "approval_calls", "approval_audit", "approval_rules"):
-            connection.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
+    drop_approval_tables(dsn, prefix)
 
 
 async def run_in_store(database: Database, fn: Callable[[ApprovalStore], Any]) -> Any:

@@ -28,9 +28,9 @@ from advisorchain.advisors import (
 from advisorchain.providers import ScriptedChatModel
 
 if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
-    from advisorchain.tests.test_approval_deferred import postgres_dsn
+    from advisorchain.tests.postgres_support import drop_approval_tables, require_postgres_dsn
 else:
-    from test_approval_deferred import postgres_dsn
+    from postgres_support import drop_approval_tables, require_postgres_dsn
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -40,16 +40,12 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ApprovalSt
     elif request.param == "sqlite":
         yield SQLiteApprovalStore(tmp_path / "approvals.db")
     else:
-        dsn = postgres_dsn()
+        dsn = require_postgres_dsn()
         prefix = f"t{uuid.uuid4().hex[:10]}_"
         pg = PostgresApprovalStore(dsn, table_prefix=prefix)
         yield pg
-        import psycopg
-
         pg._pool.close_idle()
-        with psycopg.connect(dsn, autocommit=True) as connection:
-            for table in ("approvals", "approval_calls", "approval_audit", "approval_rules"):
-                connection.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
+        drop_approval_tables(dsn, prefix)
 
 
 @pytest.fixture(params=["call", "stream"])

@@ -3,6 +3,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
@@ -32,6 +33,11 @@ from advisorchain.advisors import (
 )
 from advisorchain.providers import ScriptedChatModel
 
+if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
+    from advisorchain.tests.postgres_support import drop_tables
+else:
+    from postgres_support import drop_tables
+
 EVERY_KIND: list[Message] = [
     SystemMessage(content="sys"),
     UserMessage(content="héllo ✓"),
@@ -48,14 +54,6 @@ EVERY_KIND: list[Message] = [
 ]
 
 
-def drop_table(dsn: str, table: str) -> None:
-    """Remove a PostgreSQL test table."""
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as connection:
-        connection.execute(f"DROP TABLE IF EXISTS {table}")
-
-
 @pytest.fixture(params=["memory", "sqlite-memory", "sqlite-file", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ChatMemoryStore]:
     if request.param == "memory":
@@ -66,7 +64,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         prefix = f"t{uuid.uuid4().hex[:10]}_"
         async with PostgresChatMemoryStore(dsn, table_prefix=prefix) as postgres_store:
             yield postgres_store
-        await anyio.to_thread.run_sync(drop_table, dsn, postgres_store.table)
+        await anyio.to_thread.run_sync(drop_tables, dsn, postgres_store.table)
         return
     path = ":memory:" if request.param == "sqlite-memory" else tmp_path / "memory.db"
     async with SQLiteChatMemoryStore(path) as sqlite_store:

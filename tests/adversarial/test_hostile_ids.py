@@ -24,6 +24,7 @@ from advisorchain.advisors import (
 )
 
 if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
+    from advisorchain.tests.postgres_support import drop_tables
     from advisorchain.tests.test_approval_deferred import (
         Bank,
         StoreFactory,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it t
         stores,
     )
 else:
+    from postgres_support import drop_tables
     from test_approval_deferred import Bank, StoreFactory, call, fresh_chain, stores
 
 __all__ = ["stores"]  # the approval-store fixture (memory, SQLite, PostgreSQL)
@@ -140,13 +142,7 @@ async def memory_store(
             yield store
         finally:
             await store.aclose()
-            import psycopg
-
-            def drop() -> None:
-                with psycopg.connect(dsn, autocommit=True) as connection:
-                    connection.execute(f"DROP TABLE IF EXISTS {prefix}memory")
-
-            await anyio.to_thread.run_sync(drop)
+            await anyio.to_thread.run_sync(drop_tables, dsn, f"{prefix}memory")
 
 
 @pytest.mark.anyio
