@@ -111,7 +111,11 @@ def deliver(
     message: str | None,
 ) -> None:
     """Touch `clock` and hand the report to `to`, on their loop."""
-    if to is None and clock is None:
+    if clock is not None:
+        loop = clock.loop
+    elif to is not None:
+        loop = to.loop
+    else:
         return
 
     def now() -> None:
@@ -120,9 +124,7 @@ def deliver(
         if to is not None:
             to.report(call_id, progress, total, message)
 
-    loop = clock.loop if clock is not None else to.loop if to is not None else None
-    if loop is not None:
-        loop.run(now)
+    loop.run(now)
 
 
 def check(progress: object, total: object, message: object) -> None:

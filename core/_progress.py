@@ -139,8 +139,11 @@ class _Sender:
             )
         )
 
+    def _wants(self, event: ToolProgress) -> bool:
+        return self._accepted is None or event.call_id in self._accepted
+
     def __call__(self, event: ToolProgress) -> None:
-        if self._accepted is not None and event.call_id not in self._accepted:
+        if not self._wants(event):
             return
         try:
             self._stream.send_nowait(event)
@@ -148,7 +151,7 @@ class _Sender:
             pass
 
     async def send(self, event: ToolProgress) -> None:
-        if self._accepted is not None and event.call_id not in self._accepted:
+        if not self._wants(event):
             return
         try:
             await self._stream.send(event)
