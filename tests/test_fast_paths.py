@@ -1,0 +1,122 @@
+"""The hot path's shortcuts give what the general code gives (issue 13 item 10).
+
+The bare tool loop takes written-out fast paths (tool-call ids, argument bounds, ...);
+each test here runs a fast path and the general code it stands for over many generated
+inputs and requires the same answer, so a shortcut that is wrong fails here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisorchain import AssistantMessage, ChatResponse, ToolCall, ToolMessage, UserMessage
+from advisorchain.core._call_ids import (
+    MAX_CALL_ID_CHARS,
+    CallIds,
+    _kind,
+    _uses,
+    is_valid_call_id,
+    unique_response,
+)
+from advisorchain.core.messages import Message, SystemMessage
+
+# -- tool-call ids (core/_call_ids.py) ------------------------------------------------------
+
+_REGEX = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _valid_by_regex(value: object) -> bool:
+    """The rule as first written: a regex over the id, and the length cap."""
+    return (
+        isinstance(value, str)
+        and len(value) <= MAX_CALL_ID_CHARS
+        and _REGEX.fullmatch(value) is not None
+    )
+
+
+_ID_CHARS = st.sampled_from(list("aZ09_-") + [" ", '"', "\x00", "é", "/", "\n", "٣", "ａ"])
+ids = st.one_of(
+    st.text(_ID_CHARS, max_size=5),
+    st.text(max_size=45),
+    st.builds(lambda c, n: c * n, st.sampled_from(["a", "_", "é"]), st.integers(38, 42)),
+)
+
+
+@given(ids)
+@settings(max_examples=600)
+def test_the_char_set_check_is_the_regex(value: str) -> None:
+    assert is_valid_call_id(value) == _valid_by_regex(value)
+
+
+class _Assistant(AssistantMessage):
+    pass
+
+
+class _Tool(ToolMessage):
+    pass
+
+
+def _message(kind: str, call_ids: list[str]) -> Message:
+    calls = tuple(ToolCall(id=i, name="t") for i in call_ids)
+    if kind == "assistant":
+        return AssistantMessage(tool_calls=calls)
+    if kind == "assistant_sub":
+        return _Assistant(tool_calls=calls)
+    if kind == "tool":
+        return ToolMessage(tool_call_id=call_ids[0] if call_ids else "", name="t", content="ok")
+    if kind == "tool_sub":
+        return _Tool(tool_call_id=call_ids[0] if call_ids else "", name="t", content="ok")
+    if kind == "system":
+        return SystemMessage(content="s")
+    return UserMessage(content="u")
+
+
+_SMALL_IDS = st.text(st.sampled_from(list("ab_") + [" ", "é"]), max_size=3)
+messages = st.lists(
+    st.builds(
+        _message,
+        st.sampled_from(["assistant", "assistant_sub", "tool", "tool_sub", "system", "user"]),
+        st.lists(_SMALL_IDS, max_size=3),
+    ),
+    max_size=6,
+)
+
+
+def _uses_by_kind(transcript: list[Message], taken: set[str]) -> bool:
+    """`_uses` as first written, through `_kind` for every message."""
+    for message in transcript:
+        kind = _kind(message)
+        if kind is AssistantMessage:
+            if any(c.id in taken for c in message.tool_calls):  # type: ignore[union-attr]
+                return True
+        elif kind is ToolMessage and message.tool_call_id in taken:  # type: ignore[union-attr]
+            return True
+    return False
+
+
+@given(messages, st.sets(_SMALL_IDS, max_size=3))
+@settings(max_examples=400)
+def test_the_transcript_scan_is_the_one_through_kind(
+    transcript: list[Message], taken: set[str]
+) -> None:
+    assert _uses(transcript, taken) == _uses_by_kind(transcript, taken)
+
+
+@given(messages, st.lists(_SMALL_IDS, min_size=1, max_size=4))
+@settings(max_examples=400)
+def test_a_response_is_kept_exactly_when_the_general_rules_keep_every_id(
+    transcript: list[Message], call_ids: list[str]
+) -> None:
+    calls = tuple(ToolCall(id=i, name="t") for i in call_ids)
+    response = ChatResponse(message=AssistantMessage(tool_calls=calls))
+    general = CallIds.of(transcript).calls(calls)  # claims every id, in order
+    kept = [c.id for c in general] == call_ids
+    out = unique_response(response, transcript)
+    assert (out is response) == kept
+    got = [c.id for c in out.message.tool_calls]
+    assert len(set(got)) == len(got) and all(is_valid_call_id(i) for i in got)
+    taken = CallIds.of(transcript)
+    assert not any(i in taken for i in got)
