@@ -7,12 +7,15 @@ inputs and requires the same answer, so a shortcut that is wrong fails here.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisorchain import AssistantMessage, ChatResponse, ToolCall, ToolMessage, UserMessage
+from advisorchain.core._arguments import ArgumentsError, _deeper_than, parse_arguments
 from advisorchain.core._call_ids import (
     MAX_CALL_ID_CHARS,
     CallIds,
@@ -120,3 +123,59 @@ def test_a_response_is_kept_exactly_when_the_general_rules_keep_every_id(
     assert len(set(got)) == len(got) and all(is_valid_call_id(i) for i in got)
     taken = CallIds.of(transcript)
     assert not any(i in taken for i in got)
+
+
+# -- argument bounds (core/_arguments.py) --------------------------------------------------
+
+
+def _parse_checking_depth_always(text: str, max_depth: int) -> object:
+    """`parse_arguments` as first written: the depth walk whenever brackets could nest."""
+    value = parse_arguments(text, max_depth=10**9)
+    stripped = text.strip()
+    if stripped.count("[") + stripped.count("{") > max_depth and _deeper_than(value, max_depth):
+        raise ArgumentsError(f"too deeply nested (at most {max_depth} levels)")
+    return value
+
+
+def _nested(wrappers: list[str], leaf: object, siblings: int) -> object:
+    value = leaf
+    for kind in wrappers:
+        value = [value] * (1 + siblings % 2) if kind == "list" else {"k": value}
+        siblings //= 2
+    return value
+
+
+leaves = st.none() | st.integers(-5, 5) | st.text("ab[{", max_size=3) | st.just([])
+json_values = st.one_of(
+    st.recursive(
+        leaves,
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text("k", max_size=2), inner)
+        ),
+        max_leaves=12,
+    ),
+    # chains of brackets around a leaf: as deep as the text is long, near every limit
+    st.builds(
+        _nested,
+        st.lists(st.sampled_from(["list", "dict"]), max_size=12),
+        leaves,
+        st.integers(0, 63),
+    ),
+)
+
+
+@given(json_values, st.integers(0, 8), st.sampled_from(["", " ", "\n", "\x0c"]))
+@settings(max_examples=500)
+def test_the_depth_check_skipped_for_short_text_changes_no_answer(
+    value: object, max_depth: int, pad: str
+) -> None:
+    text = pad + json.dumps(value, separators=(",", ":")) + pad
+
+    def outcome(parse: Callable[[], object]) -> object:
+        try:
+            return ("value", parse())
+        except ArgumentsError as exc:
+            return ("error", str(exc))
+
+    fast = outcome(lambda: parse_arguments(text, max_depth=max_depth))
+    assert fast == outcome(lambda: _parse_checking_depth_always(text, max_depth))
