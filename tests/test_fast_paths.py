@@ -145,7 +145,9 @@ def _nested(wrappers: list[str], leaf: object, siblings: int) -> object:
     return value
 
 
-leaves = st.none() | st.integers(-5, 5) | st.text("ab[{", max_size=3) | st.just([])
+leaves: st.SearchStrategy[object] = (
+    st.none() | st.integers(-5, 5) | st.text("ab[{", max_size=3) | st.just([])
+)
 json_values = st.one_of(
     st.recursive(
         leaves,
