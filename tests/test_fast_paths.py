@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -181,3 +182,37 @@ def test_the_depth_check_skipped_for_short_text_changes_no_answer(
 
     fast = outcome(lambda: parse_arguments(text, max_depth=max_depth))
     assert fast == outcome(lambda: _parse_checking_depth_always(text, max_depth))
+
+
+# -- the derived answer (core/response.py) ----------------------------------------------------
+
+
+def _derived(response: ChatResponse, name: str) -> object:
+    """What the descriptor computes (its function), not the value `__init__` wrote."""
+    descriptor = vars(ChatResponse)[name]
+    return descriptor.func(response)
+
+
+@given(messages, st.text(max_size=3), st.lists(_SMALL_IDS, max_size=2))
+@settings(max_examples=300)
+def test_the_answer_written_by_init_is_the_derived_one(
+    transcript: list[Message], text: str, call_ids: list[str]
+) -> None:
+    answer = AssistantMessage(
+        content=text or None, tool_calls=tuple(ToolCall(id=i, name="t") for i in call_ids)
+    )
+    for response in (
+        ChatResponse(message=answer),
+        ChatResponse(messages=(*transcript, answer)),
+        ChatResponse(messages=(answer, *transcript)),
+        ChatResponse(message=answer).with_message(AssistantMessage(content="other")),
+        replace(ChatResponse(message=answer), messages=(*transcript, answer)),
+    ):
+        assert response.message is _derived(response, "message")
+        assert response.tool_calls is _derived(response, "tool_calls")
+        assert (
+            response.message
+            is response.messages[
+                max(i for i, m in enumerate(response.messages) if isinstance(m, AssistantMessage))
+            ]
+        )
