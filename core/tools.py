@@ -33,6 +33,8 @@ ResultConverter: TypeAlias = Callable[[Any], str | Sequence[TextPart | ImagePart
 """Turns a tool's return value into what the model reads: text, or content parts."""
 
 _TOOL_PARTS = (TextPart, ImagePart, DocumentPart)
+_NEVER_PARTS = frozenset({str, bytes, int, float, bool, type(None), dict})
+"""Exact types that are neither a part nor a list or tuple (`result_parts` is `None`)."""
 
 ToolHandler: TypeAlias = Callable[[dict[str, Any], ToolContext], Any]
 """The callable behind a schema-declared `Tool`: `(arguments, context) -> result`; may be async."""
@@ -333,6 +335,8 @@ class Tool:
 def result_parts(value: Any) -> tuple[TextPart | ImagePart | DocumentPart, ...] | None:
     """`value` as tool-result parts if it is a part or a list of parts (and strings);
     `None` if it is anything else."""
+    if type(value) in _NEVER_PARTS:  # most results: no negative isinstance against parts
+        return None
     if isinstance(value, _TOOL_PARTS):
         return (value,)
     if not isinstance(value, (list, tuple)) or not value:

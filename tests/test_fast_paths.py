@@ -26,6 +26,8 @@ from advisorchain.core._call_ids import (
     unique_response,
 )
 from advisorchain.core.messages import Message, SystemMessage
+from advisorchain.core.parts import DocumentPart, ImagePart, TextPart
+from advisorchain.core.tools import result_parts
 
 # -- tool-call ids (core/_call_ids.py) ------------------------------------------------------
 
@@ -216,3 +218,51 @@ def test_the_answer_written_by_init_is_the_derived_one(
                 max(i for i, m in enumerate(response.messages) if isinstance(m, AssistantMessage))
             ]
         )
+
+
+# -- tool results (core/tools.py) -------------------------------------------------------------
+
+
+class _Str(str):
+    pass
+
+
+def _parts_by_isinstance(value: object) -> object:
+    """`result_parts` as first written, without the exact-type shortcut."""
+    if isinstance(value, (TextPart, ImagePart, DocumentPart)):
+        return (value,)
+    if not isinstance(value, (list, tuple)) or not value:
+        return None
+    if not any(isinstance(item, (TextPart, ImagePart, DocumentPart)) for item in value):
+        return None
+    if not all(isinstance(item, (str, TextPart, ImagePart, DocumentPart)) for item in value):
+        return None
+    return tuple(TextPart(text=item) if isinstance(item, str) else item for item in value)
+
+
+_part_items = st.one_of(
+    st.text(max_size=2),
+    st.builds(TextPart, text=st.text(max_size=2)),
+    st.just(ImagePart(url="https://example.com/a.png")),
+    st.integers(),
+    st.none(),
+)
+results = st.one_of(
+    st.text(max_size=3),
+    st.builds(_Str, st.text(max_size=3)),
+    st.binary(max_size=3),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.booleans(),
+    st.none(),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+    _part_items,
+    st.lists(_part_items, max_size=3),
+    st.lists(_part_items, max_size=3).map(tuple),
+)
+
+
+@given(results)
+@settings(max_examples=400)
+def test_result_parts_with_the_exact_type_shortcut_is_unchanged(value: object) -> None:
+    assert result_parts(value) == _parts_by_isinstance(value)
