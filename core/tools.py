@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from ._activity import run_while_active
 from ._docstrings import parse_docstring
+from ._no_suspend import never_suspends
 from ._schema import ArgumentsModel, check_json_schema, clean_schema, signature_model
 from .context import ToolContext
 from .errors import AdvisorChainError, ChainConfigurationError, ToolDefinitionError
@@ -313,6 +314,20 @@ class Tool:
         if inspect.isawaitable(result):
             return await result
         return result
+
+    def _never_suspends(self) -> bool:
+        """Whether `run` (this class's) of an async function whose code cannot suspend
+        (`core/_no_suspend.py`): then a call runs to its end in one step. Computed once."""
+        known: bool | None = self.__dict__.get("_no_suspend")
+        if known is None:
+            known = self.__dict__["_no_suspend"] = (
+                type(self).run is Tool.run
+                and self._is_async
+                and self.idle_timeout is None
+                and not self._unbound_method
+                and never_suspends(self._function if self._model is not None else self._handler)
+            )
+        return known
 
     def convert_result(self, value: Any) -> ToolContent:
         """What the model reads for a return value: text, or content parts."""
