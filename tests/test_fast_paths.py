@@ -12,10 +12,22 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisorchain import AssistantMessage, ChatResponse, ToolCall, ToolMessage, UserMessage
+from advisorchain import (
+    AssistantMessage,
+    Chain,
+    ChatOptions,
+    ChatResponse,
+    Tool,
+    ToolCall,
+    ToolCallingAdvisor,
+    ToolMessage,
+    UserMessage,
+    tool,
+)
 from advisorchain.core._arguments import ArgumentsError, _deeper_than, parse_arguments
 from advisorchain.core._call_ids import (
     MAX_CALL_ID_CHARS,
@@ -25,9 +37,11 @@ from advisorchain.core._call_ids import (
     is_valid_call_id,
     unique_response,
 )
+from advisorchain.core.errors import ChainConfigurationError
 from advisorchain.core.messages import Message, SystemMessage
 from advisorchain.core.parts import DocumentPart, ImagePart, TextPart
-from advisorchain.core.tools import result_parts
+from advisorchain.core.tools import merge_tools, result_parts
+from advisorchain.providers import ScriptedChatModel
 
 # -- tool-call ids (core/_call_ids.py) ------------------------------------------------------
 
@@ -266,3 +280,30 @@ results = st.one_of(
 @settings(max_examples=400)
 def test_result_parts_with_the_exact_type_shortcut_is_unchanged(value: object) -> None:
     assert result_parts(value) == _parts_by_isinstance(value)
+
+
+# -- a chain's request (core/chain.py, core/options.py) ---------------------------------------
+
+
+def test_a_request_without_extra_tools_or_options_is_the_merged_one() -> None:
+    @tool
+    async def one(city: str) -> str:
+        """One."""
+        return city
+
+    @tool
+    async def two(city: str) -> str:
+        """Two."""
+        return city
+
+    chain = Chain([ToolCallingAdvisor()], model=ScriptedChatModel(["ok"]), tools=[one, two])
+    options = ChatOptions(temperature=0.5)
+    assert options.merged() is options and options.merged(None) is options
+    assert options.merged(ChatOptions()) == options
+    request = chain.request("go")
+    assert request.tools == merge_tools(chain.tools) == (one, two)
+    assert request.options == chain.options.merged(None).merged(None)
+    chain.tools = (two, one, two)  # a changed attribute is merged again (and refused here)
+    with pytest.raises(ChainConfigurationError):
+        chain.request("go", tools=[Tool("two", "Another tool named two.")])
+    assert chain.request("go").tools == (two, one)
