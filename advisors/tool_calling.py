@@ -110,7 +110,8 @@ class ToolCallingAdvisor(Advisor):
 
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         turn = _Turn(request, self.reset_tool_choice)
-        hooks = self._hooks()
+        chain = self._chain  # `_hooks()`, inline
+        hooks = chain.tool_hooks if chain is not None else ()
         while True:
             response = await next(turn.request)
             done = turn.model_answered(response)
@@ -194,6 +195,11 @@ def _unsaved_subchains(tool_round: ToolRound) -> ToolRound:
     )
 
 
+_NO_USAGE = Usage()
+_FREE_CHOICES = (None, "auto", "none")
+"""Tool choices that force no tool call: nothing to relax after a round."""
+
+
 class _Turn:
     """The state of one turn of the loop: transcript so far, messages added, usage.
 
@@ -214,7 +220,7 @@ class _Turn:
 
     def __init__(self, request: ChatRequest, reset_tool_choice: bool = True) -> None:
         self.reset_tool_choice = reset_tool_choice
-        self.usage = Usage()
+        self.usage = _NO_USAGE
         resumption = self.resumption = request.resumption
         if resumption is None:
             self.initial = self.request = request
@@ -258,11 +264,13 @@ class _Turn:
         """Append a round's messages; the final response if the round was return-direct
         or waits for a decision (then suspended: its handlers have saved it)."""
         self.added.extend(response.messages)
-        results = tool_round.results
-        for result in results:
+        pending = False
+        for result in tool_round.results:  # one loop, no generator: run every round
             if isinstance(result.value, ChatResponse):  # a chain called as a tool
                 self.usage += result.value.usage
-        if any(result.outcome == "pending" for result in results):
+            if result.outcome == "pending":
+                pending = True
+        if pending:
             return await self._suspend(response, tool_round)
         self.added.extend(tool_round.messages)
         if tool_round.return_direct:
@@ -276,8 +284,9 @@ class _Turn:
                     id=response.id,
                 )
             )
-        self.request = self.request.appended(*response.messages, *tool_round.messages)
-        self._relax_tool_choice()
+        request = self.request = self.request.appended(*response.messages, *tool_round.messages)
+        if self.reset_tool_choice and request.options.tool_choice not in _FREE_CHOICES:
+            self._relax_tool_choice()
         return None
 
     async def _suspend(self, response: ChatResponse, tool_round: ToolRound) -> ChatResponse:
@@ -316,11 +325,7 @@ class _Turn:
 
     def _relax_tool_choice(self) -> None:
         """After tools ran, stop forcing the model to call one (or it never answers)."""
-        if self.reset_tool_choice and self.request.options.tool_choice not in (
-            None,
-            "auto",
-            "none",
-        ):
+        if self.reset_tool_choice and self.request.options.tool_choice not in _FREE_CHOICES:
             self.request = self.request.with_options(tool_choice="auto")
 
     def _final(self, response: ChatResponse) -> ChatResponse:

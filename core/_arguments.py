@@ -42,8 +42,13 @@ def parse_arguments(
         raise ArgumentsError(f"too deeply nested (at most {max_depth} levels)") from None
     except ValueError as exc:
         raise ArgumentsError(f"not valid JSON ({exc})") from None
-    # Nesting needs an opening bracket per level: text with few of them cannot be too deep.
-    if text.count("[") + text.count("{") > max_depth and _deeper_than(value, max_depth):
+    # Nesting needs an opening bracket per level: text with few of them cannot be too deep
+    # (and text no longer than the limit has few: the usual arguments are not counted).
+    if (
+        len(text) > max_depth
+        and text.count("[") + text.count("{") > max_depth
+        and _deeper_than(value, max_depth)
+    ):
         raise ArgumentsError(f"too deeply nested (at most {max_depth} levels)")
     return value
 

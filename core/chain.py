@@ -99,6 +99,7 @@ class Chain:
         self._links: tuple[Advisor, ...] = self._bind_links()
         self._advisor_tools = merge_tools(*(a.tools for a in self._links))
         self.tools: tuple[Tool, ...] = merge_tools(tools, self._advisor_tools)
+        self._merged_tools = self.tools  # (`request` re-merges a `tools` set afterwards)
         self.tool_context: Mapping[str, Any] = dict(tool_context or {})
         self.options = options or ChatOptions()
         self.tool_hooks = tuple(a.call_tool for a in self._links if overrides(a, "call_tool"))
@@ -220,7 +221,10 @@ class Chain:
                 messages = (UserMessage(content=prompt),)
             else:
                 messages = tuple(prompt)
-        request_tools = merge_tools(self.tools, base.tools if base else (), tools)
+        if base is None and tools == () and self.tools is self._merged_tools:
+            request_tools = self.tools  # the chain's own tools, as merged when it was built
+        else:
+            request_tools = merge_tools(self.tools, base.tools if base else (), tools)
         values = dict(self.tool_context)
         if base is not None:
             values.update(base.tool_context)

@@ -206,7 +206,10 @@ class ToolCallingManager:
                 (i, self._invocation(request, calls[i], tool, arguments, validated, round_calls))
                 for i, tool, arguments, validated in resolved
             ]
-            await self._run_all(self.pipeline(hooks), pending, slots, durations)
+            if not hooks and self._never_suspend(pending):
+                _run_inline(self.invoke, pending, slots, durations)
+            else:
+                await self._run_all(self.pipeline(hooks), pending, slots, durations)
         done = tuple([r if r is not None else _cancelled() for r in slots])
         return ToolRound(
             calls=calls,
@@ -319,6 +322,18 @@ class ToolCallingManager:
             self._pipelines.clear()
         self._pipelines[hooks] = step
         return step
+
+    def _never_suspend(self, pending: list[tuple[int, ToolInvocation]]) -> bool:
+        """Whether no call of `pending` can suspend: this class's `invoke` (no hooks run
+        first) of tools whose code cannot (`Tool._never_suspends`), more than one of them
+        and none `sequential` (one call, or segments, take `_run_all`'s own paths)."""
+        if len(pending) < 2 or self.max_concurrency or type(self).invoke is not _INVOKE:
+            return False
+        for _, invocation in pending:
+            tool = invocation.tool
+            if tool.sequential or not tool._never_suspends():
+                return False
+        return True
 
     async def _run_all(
         self,
@@ -469,6 +484,8 @@ class ToolPipeline:
         return await self.manager.pipeline(self.hooks)(invocation)
 
 
+_INVOKE = ToolCallingManager.invoke
+
 _ITERATORS = (Iterator, AsyncIterator)
 # Exact built-in types that are no iterators: what most tools return, told apart without
 # the ABC checks of `isinstance(value, _ITERATORS)`.
@@ -551,6 +568,34 @@ def _segments(
     if together:
         segments.append(together)
     return segments
+
+
+def _run_inline(
+    run: Callable[[ToolInvocation], Coroutine[Any, Any, ToolResult]],
+    pending: list[tuple[int, ToolInvocation]],
+    slots: list[ToolResult | None],
+    durations: list[float],
+) -> None:
+    """A round whose calls cannot suspend (`ToolCallingManager._never_suspend`), as
+    `_run_all` runs it when no call suspends, without the task group it would open and
+    never use: each call in order, each in a copy of the context taken before the first
+    starts, to its end in one step. A call that raises (a `BaseException` such as
+    `SystemExit`) leaves the later ones unstarted and is raised as itself."""
+    contexts = [copy_context() for _ in pending]
+    for position, (i, invocation) in enumerate(pending):
+        start = time.perf_counter()
+        coro = run(invocation)
+        try:
+            contexts[position].run(coro.send, None)
+        except StopIteration as stop:
+            slots[i] = stop.value
+        except BaseException:
+            durations[i] = time.perf_counter() - start
+            raise
+        else:  # pragma: no cover - the code was read: it has no instruction to suspend at
+            coro.close()
+            raise RuntimeError(f"tool {invocation.name!r} suspended, which it cannot")
+        durations[i] = time.perf_counter() - start
 
 
 def _cancelled() -> ToolResult:

@@ -86,6 +86,8 @@ class ChatOptions:
 
     def merged(self, overrides: ChatOptions | None = None, **values: Any) -> ChatOptions:
         """Return these options with the non-`None` fields of `overrides` and `values` applied."""
+        if overrides is None and not values:  # nothing to merge (twice per chain call)
+            return self
         updates: dict[str, Any] = {}
         if overrides is not None:
             for f in fields(overrides):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Literal, TypeAlias, TypeVar, cast, get_origin
 
 from .messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
@@ -74,16 +75,20 @@ class ChatResponse:
             if message is None:
                 raise ValueError("a ChatResponse needs its message or its messages")
             messages = (message,)
-            found: AssistantMessage | None = message
-        elif (found := _last_assistant(messages)) is None:
-            raise ValueError("a ChatResponse's messages must contain an assistant message")
-        elif message is not None and message is not found and message != found:
-            raise ValueError(
-                "message must be the last assistant message of messages (the answer is held "
-                "once); change it with response.with_message(...)"
-            )
+            found = message
+        else:
+            last = _last_assistant(messages)
+            if last is None:
+                raise ValueError("a ChatResponse's messages must contain an assistant message")
+            if message is not None and message is not last and message != last:
+                raise ValueError(
+                    "message must be the last assistant message of messages (the answer is "
+                    "held once); change it with response.with_message(...)"
+                )
+            found = last
         # Frozen: the fields are written straight into the instance, once (a dict update
-        # costs a fifth of seven object.__setattr__ calls, on a path taken every model call).
+        # costs a fifth of seven object.__setattr__ calls, on a path taken every model call),
+        # with the derived `message` and `tool_calls`: read from the instance, as fields are.
         self.__dict__.update(
             messages=messages if type(messages) is tuple else tuple(messages),
             finish_reason=finish_reason,
@@ -92,13 +97,19 @@ class ChatResponse:
             id=id,
             suspension=suspension,
             output=output,
-            _message=found,
+            message=found,
+            tool_calls=found.tool_calls,
         )
 
-    @property
+    # Both are written by `__init__` into the instance, which shadows these (non-data)
+    # descriptors: a read is an attribute read, not a call. They compute the value only
+    # for an instance that bypassed `__init__`.
+    @cached_property
     def message(self) -> AssistantMessage:
         """The answer: the last assistant message of `messages`."""
-        found: AssistantMessage = self.__dict__["_message"]
+        found = _last_assistant(self.messages)
+        if found is None:  # pragma: no cover - __init__ refuses such messages
+            raise ValueError("a ChatResponse's messages must contain an assistant message")
         return found
 
     @property
@@ -113,7 +124,7 @@ class ChatResponse:
         """The final answer's text."""
         return self.message.text
 
-    @property
+    @cached_property
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """The tool calls the final message asks for (empty once a tool loop has run them)."""
         return self.message.tool_calls

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from ._activity import run_while_active
 from ._docstrings import parse_docstring
+from ._no_suspend import never_suspends
 from ._schema import ArgumentsModel, check_json_schema, clean_schema, signature_model
 from .context import ToolContext
 from .errors import AdvisorChainError, ChainConfigurationError, ToolDefinitionError
@@ -33,6 +34,8 @@ ResultConverter: TypeAlias = Callable[[Any], str | Sequence[TextPart | ImagePart
 """Turns a tool's return value into what the model reads: text, or content parts."""
 
 _TOOL_PARTS = (TextPart, ImagePart, DocumentPart)
+_NEVER_PARTS = frozenset({str, bytes, int, float, bool, type(None), dict})
+"""Exact types that are neither a part nor a list or tuple (`result_parts` is `None`)."""
 
 ToolHandler: TypeAlias = Callable[[dict[str, Any], ToolContext], Any]
 """The callable behind a schema-declared `Tool`: `(arguments, context) -> result`; may be async."""
@@ -312,6 +315,20 @@ class Tool:
             return await result
         return result
 
+    def _never_suspends(self) -> bool:
+        """Whether `run` (this class's) of an async function whose code cannot suspend
+        (`core/_no_suspend.py`): then a call runs to its end in one step. Computed once."""
+        known: bool | None = self.__dict__.get("_no_suspend")
+        if known is None:
+            known = self.__dict__["_no_suspend"] = (
+                type(self).run is Tool.run
+                and self._is_async
+                and self.idle_timeout is None
+                and not self._unbound_method
+                and never_suspends(self._function if self._model is not None else self._handler)
+            )
+        return known
+
     def convert_result(self, value: Any) -> ToolContent:
         """What the model reads for a return value: text, or content parts."""
         if value is None and self._returns_none:
@@ -333,6 +350,8 @@ class Tool:
 def result_parts(value: Any) -> tuple[TextPart | ImagePart | DocumentPart, ...] | None:
     """`value` as tool-result parts if it is a part or a list of parts (and strings);
     `None` if it is anything else."""
+    if type(value) in _NEVER_PARTS:  # most results: no negative isinstance against parts
+        return None
     if isinstance(value, _TOOL_PARTS):
         return (value,)
     if not isinstance(value, (list, tuple)) or not value:
