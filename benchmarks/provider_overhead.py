@@ -1,6 +1,12 @@
 """Provider overhead: each HTTP provider's `call` and `stream` against raw httpx.
 
     python -m benchmarks.provider_overhead [--calls 2000] [--block 50]
+    python -m benchmarks.provider_overhead --base OLD_TREE [--rounds 3]   # before/after
+
+With `--base`, each round runs the measurement once in a worker process importing
+advisorchain from this tree and once from `OLD_TREE`, in alternating order; the table
+gives each tree's median over the rounds, and the ratio of this tree's added cost and
+CPU per call to the base's.
 
 For each provider (OpenAI Chat Completions, OpenAI Responses, Anthropic, Gemini) one
 request (a user message and two tools) is answered from the recorded fixture of
@@ -25,7 +31,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +53,8 @@ from advisorchain.providers import (
 
 from .stats import cpu_per_turn, table
 
-FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
 KEY = "bench-key-0123456789"
 
 
@@ -184,12 +195,103 @@ def render(report: dict[str, Any]) -> str:
     return table(("provider", "path", "advisorchain us", "raw httpx us", "added us", "ratio"), rows)
 
 
+def _in_worker(tree: Path, *, calls: int, block: int) -> dict[str, Any]:
+    """`run` in a process importing advisorchain from `tree` (the benchmark's own code
+    is this tree's)."""
+    with tempfile.TemporaryDirectory(prefix="provider-overhead-") as links:
+        os.symlink(tree.resolve(), os.path.join(links, "advisorchain"))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([links, str(ROOT)]))
+        command = [sys.executable, "-m", "benchmarks.provider_overhead", "--worker"]
+        command += ["--calls", str(calls), "--block", str(block)]
+        out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    report: dict[str, Any] = json.loads(out.stdout)
+    return report
+
+
+def compare(base: Path, *, calls: int, block: int, rounds: int) -> dict[str, Any]:
+    """This tree against `base`: `rounds` runs of each, alternating which goes first."""
+    trees = {"new": ROOT, "base": base}
+    runs: dict[str, list[dict[str, Any]]] = {"new": [], "base": []}
+    load_start = os.getloadavg()
+    for r in range(rounds):
+        for name in ("new", "base") if r % 2 == 0 else ("base", "new"):
+            runs[name].append(_in_worker(trees[name], calls=calls, block=block)["providers"])
+    medians = {
+        name: {
+            provider: {
+                key: statistics.median(run[provider][key] for run in reports)
+                for key in reports[0][provider]
+            }
+            for provider in reports[0]
+        }
+        for name, reports in runs.items()
+    }
+    return {
+        "calls": calls,
+        "rounds": rounds,
+        "base": str(base),
+        "load": [load_start, os.getloadavg()],
+        "trees": medians,
+    }
+
+
+def render_compare(report: dict[str, Any]) -> str:
+    new, base = report["trees"]["new"], report["trees"]["base"]
+    rows = []
+    for name in new:
+        for path in ("call", "stream"):
+            b, n = base[name], new[name]
+            added_b, added_n = b[path] - b[f"raw {path}"], n[path] - n[f"raw {path}"]
+            rows.append(
+                (
+                    name,
+                    path,
+                    b[path],
+                    n[path],
+                    b[f"raw {path}"],
+                    n[f"raw {path}"],
+                    b[path] / b[f"raw {path}"],
+                    n[path] / n[f"raw {path}"],
+                    n[path] / b[path],
+                    added_n / added_b if added_b else float("nan"),
+                )
+            )
+    headers = (
+        "provider",
+        "path",
+        "base us",
+        "new us",
+        "raw us (base run)",
+        "raw us (new run)",
+        "base / raw",
+        "new / raw",
+        "new / base",
+        "added new / base",
+    )
+    load = report["load"]
+    return (
+        table(headers, rows)
+        + f"\n\n{report['rounds']} rounds of {report['calls']} calls per tree, alternating; "
+        + f"base: {report['base']}; load average {load[0][0]:.2f} at the start, "
+        + f"{load[1][0]:.2f} at the end"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--block", type=int, default=50)
+    parser.add_argument("--base", type=Path, help="another source tree of advisorchain to compare")
+    parser.add_argument("--rounds", type=int, default=3, help="runs per tree with --base")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    print(render(asyncio.run(run(calls=args.calls, block=args.block))))
+    if args.worker:
+        print(json.dumps(asyncio.run(run(calls=args.calls, block=args.block))))
+    elif args.base is not None:
+        report = compare(args.base, calls=args.calls, block=args.block, rounds=args.rounds)
+        print(render_compare(report))
+    else:
+        print(render(asyncio.run(run(calls=args.calls, block=args.block))))
 
 
 if __name__ == "__main__":
