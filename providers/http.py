@@ -593,8 +593,27 @@ async def close_response(response: httpx.Response) -> None:
         await response.aclose()
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
-    """`value` with every mapping made a dict and every tuple a list, ready for JSON."""
+    """`value` with every mapping made a dict and every tuple a list, ready for JSON.
+
+    Exact dicts, lists, tuples and JSON scalars (what schemas are made of) take a
+    shortcut past the ABC checks; anything else goes through `plain_general`, and both
+    give the same result (tests/test_provider_fast_paths.py compares them)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else str(k): plain(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [plain(v) for v in value]
+    return plain_general(value)
+
+
+def plain_general(value: Any) -> Any:
+    """`plain` by the ABCs alone: any mapping a dict, any sequence but text a list."""
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
