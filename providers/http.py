@@ -45,6 +45,9 @@ logger = logging.getLogger("advisorchain.providers")
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 """Timeout of the client a provider creates itself: long answers can take minutes."""
 
+MAX_CACHED_URLS = 64
+"""Parsed request URLs an `HTTPClient` keeps (one per model and path, as a rule)."""
+
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _sleep = anyio.sleep  # module attribute, so tests can record the waits instead of waiting
 
@@ -416,6 +419,7 @@ class HTTPClient:
         self._client = http_client
         self._owned = http_client is None
         self._timeout = timeout
+        self._urls: dict[str, httpx.URL] = {}  # parsed once: httpx.URL is immutable
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -454,6 +458,16 @@ class HTTPClient:
             provider=self.provider,
         )
 
+    def _url(self, url: str) -> httpx.URL:
+        """`url` parsed, from a small cache (parsing costs as much as building the body)."""
+        parsed = self._urls.get(url)
+        if parsed is None:
+            parsed = httpx.URL(url)
+            if len(self._urls) >= MAX_CACHED_URLS:
+                self._urls.clear()
+            self._urls[url] = parsed
+        return parsed
+
     async def send(
         self,
         url: str,
@@ -477,7 +491,7 @@ class HTTPClient:
             try:
                 request = client.build_request(
                     "POST",
-                    url,
+                    self._url(url),
                     content=json_body(body),
                     headers=_json_headers(headers),
                     timeout=timeout,

@@ -21,13 +21,12 @@ from .http import (
     Secret,
     api_key_from_env,
     clean_api_key,
-    close_response,
     json_excerpt,
     redact,
     redact_error,
     safe_cause,
 )
-from .sse import ServerSentEvent, SSEDecoder
+from .sse import SSEDecoder
 from .wire import StreamReader, WireCall, WireFormat
 
 _T = TypeVar("_T")
@@ -187,16 +186,16 @@ class HTTPChatModel:
             broken: BaseException | None = None
             try:
                 async for chunk in chunks:
-                    for event in decoder.feed(chunk):
-                        for delta in self._receive(state, event, key):
+                    for kind, data, _, _ in decoder.feed_fields(chunk):
+                        for delta in self._receive(state, data, kind, key):
                             yield delta
                         if state.done:
                             break
                     if state.done:
                         break
                 else:
-                    for event in decoder.close():
-                        for delta in self._receive(state, event, key):
+                    for kind, data, _, _ in decoder.close_fields():
+                        for delta in self._receive(state, data, kind, key):
                             yield delta
                         if state.done:
                             break
@@ -214,15 +213,15 @@ class HTTPChatModel:
             redact_error(exc, key)  # an error event may quote the request
             raise
         finally:
-            with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):  # closed even while being cancelled
                 await chunks.aclose()  # type: ignore[attr-defined]
-            await close_response(response)
+                await response.aclose()
         yield completed
 
-    def _receive(self, state: StreamReader, event: ServerSentEvent, key: str | None) -> list[Any]:
+    def _receive(self, state: StreamReader, data: str, event: str, key: str | None) -> list[Any]:
         """`state.receive` of one event; failures as `_read` says."""
         try:
-            return state.receive(event.data, event.event)
+            return state.receive(data, event)
         except ProviderError as exc:
             redact_error(exc, key)
             raise

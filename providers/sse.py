@@ -14,11 +14,15 @@ import codecs
 import re
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from ..core.errors import StreamInterruptedError
 
 MAX_EVENT_SIZE = 16 * 1024 * 1024
 """Default bound, in characters, of one line or one event's data (`SSEDecoder`)."""
+
+EventFields: TypeAlias = tuple[str, str, str | None, int | None]
+"""One event's `(event, data, id, retry)`: a `ServerSentEvent`'s fields (`feed_fields`)."""
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _MAX_RETRY_DIGITS = 10
@@ -76,10 +80,19 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Parse `chunk`; return the events it completed."""
-        return self._text(self._decoder.decode(chunk))
+        return [ServerSentEvent(*fields) for fields in self.feed_fields(chunk)]
 
     def close(self) -> list[ServerSentEvent]:
         """Flush at the end of the stream; an event without its blank line is discarded."""
+        return [ServerSentEvent(*fields) for fields in self.close_fields()]
+
+    def feed_fields(self, chunk: bytes) -> list[EventFields]:
+        """`feed` without the event objects: each completed event's `(event, data, id,
+        retry)`, the fields of its `ServerSentEvent` in order."""
+        return self._text(self._decoder.decode(chunk))
+
+    def close_fields(self) -> list[EventFields]:
+        """`close` without the event objects (see `feed_fields`)."""
         events = self._text(self._decoder.decode(b"", final=True))
         self._line.clear()
         self._data.clear()
@@ -87,7 +100,7 @@ class SSEDecoder:
         self._event = ""
         return events
 
-    def _text(self, text: str) -> list[ServerSentEvent]:
+    def _text(self, text: str) -> list[EventFields]:
         if self._start and text:
             self._start = False
             text = text.removeprefix("\ufeff")
@@ -95,10 +108,11 @@ class SSEDecoder:
             self._skip_lf = False
             if text[0] == "\n":
                 text = text[1:]
-        events: list[ServerSentEvent] = []
+        events: list[EventFields] = []
         if "\r" not in text:  # LF-only line ends (nearly every server): split, no regex
             lines = text.split("\n")
             rest = lines.pop()
+            data = self._data
             for line in lines:
                 if self._line:
                     self._grow(len(line))
@@ -108,9 +122,16 @@ class SSEDecoder:
                     self._line_size = 0
                 elif len(line) + self._data_size > self.max_event_size:
                     self._grow(len(line))
-                event = self._line_done(line)
-                if event is not None:
-                    events.append(event)
+                # the two commonest lines inline; `_line_done` reads them the same way
+                if line.startswith("data: "):
+                    self._data_size += len(line) - 5
+                    data.append(line[6:])
+                elif not line and data:
+                    events.append(self._dispatch())  # type: ignore[arg-type]
+                else:
+                    event = self._line_done(line)
+                    if event is not None:
+                        events.append(event)
             if rest:
                 self._grow(len(rest))
                 self._line.append(rest)
@@ -140,7 +161,7 @@ class SSEDecoder:
                 f"server-sent event larger than {self.max_event_size} characters"
             )
 
-    def _line_done(self, line: str) -> ServerSentEvent | None:
+    def _line_done(self, line: str) -> EventFields | None:
         if not line:
             return self._dispatch()
         if line[0] == ":":
@@ -165,16 +186,11 @@ class SSEDecoder:
             self._retry = int(value)
         return None
 
-    def _dispatch(self) -> ServerSentEvent | None:
+    def _dispatch(self) -> EventFields | None:
         if not self._data:
             self._event = ""
             return None
-        event = ServerSentEvent(
-            event=self._event or "message",
-            data="\n".join(self._data),
-            id=self._last_id,
-            retry=self._retry,
-        )
+        event = (self._event or "message", "\n".join(self._data), self._last_id, self._retry)
         self._event = ""
         self._data.clear()
         self._data_size = 0

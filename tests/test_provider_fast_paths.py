@@ -14,7 +14,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from advisorchain.providers.http import plain
+import httpx
+import pytest
+
+from advisorchain import ChatRequest, UserMessage
+from advisorchain.core.errors import StreamInterruptedError
+from advisorchain.providers import GeminiChatModel, ProviderError
+from advisorchain.providers.http import MAX_CACHED_URLS, plain
+from advisorchain.providers.sse import ServerSentEvent, SSEDecoder
 
 
 def _reference_plain(value: Any) -> Any:
@@ -102,3 +109,80 @@ def test_plain_copies_every_container_of_a_schema() -> None:
     assert out is not schema and out["properties"] is not schema["properties"]
     out["properties"]["a"]["enum"].append("z")
     assert schema["properties"]["a"]["enum"] == ("x", "y")
+
+
+def _random_sse(rng: random.Random) -> str:
+    lines = []
+    for _ in range(rng.randrange(1, 12)):
+        lines.append(
+            rng.choice(
+                [
+                    "data: {}",
+                    'data: {"a": "ü"}',
+                    "data:tight",
+                    "data:  two spaces",
+                    "data",
+                    "data: ",
+                    "event: delta",
+                    "event:",
+                    "id: 3",
+                    "retry: 10",
+                    ": comment",
+                    "dat: typo",
+                    "",
+                    "",
+                ]
+            )
+        )
+    return "\n".join(lines) + "\n" * rng.randrange(3)
+
+
+def _events_in_chunks(text: bytes, cuts: list[int], *, max_event_size: int) -> list[Any]:
+    decoder = SSEDecoder(max_event_size=max_event_size)
+    events: list[Any] = []
+    bounds = [0, *sorted(cuts), len(text)]
+    try:
+        for start, end in zip(bounds, bounds[1:], strict=False):
+            events += decoder.feed(text[start:end])
+        events += decoder.close()
+    except StreamInterruptedError:
+        events.append("too large")
+    return events
+
+
+def test_sse_lf_fast_path_agrees_with_the_cr_path_at_random_splits() -> None:
+    # LF-only text takes the inlined split path; the same text with CRLF (or CR) line
+    # ends takes the general one; fields via `feed_fields` are the events' own
+    rng = random.Random(9)
+    for _ in range(1500):
+        text = _random_sse(rng).encode()
+        bound = rng.choice([8, 20, 1000])
+        cuts = [rng.randrange(len(text) + 1) for _ in range(rng.randrange(4))]
+        fast = _events_in_chunks(text, cuts, max_event_size=bound)
+        crlf_cuts = [c + text[:c].count(b"\n") for c in cuts]  # the same places
+        crlf = _events_in_chunks(text.replace(b"\n", b"\r\n"), crlf_cuts, max_event_size=bound)
+        cr = _events_in_chunks(text.replace(b"\n", b"\r"), cuts, max_event_size=bound)
+        assert crlf == fast and cr == fast, (text, cuts)
+        fields = SSEDecoder(max_event_size=10**6).feed_fields(text)
+        objects = SSEDecoder(max_event_size=10**6).feed(text)
+        assert [ServerSentEvent(*f) for f in fields] == objects
+
+
+@pytest.mark.anyio
+async def test_parsed_urls_are_reused_and_bounded() -> None:
+    # Gemini puts the model in the path: each model its own URL, each request to its own
+    seen: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(400, json={"error": {"message": "no"}})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handle)) as client:
+        model = GeminiChatModel("g", api_key="k" * 20, http_client=client, max_retries=0)
+        names = [f"m{i}" for i in range(MAX_CACHED_URLS + 5)] + ["m0", "m1"]
+        for name in names:
+            request = ChatRequest(messages=(UserMessage(content="hi"),)).with_options(model=name)
+            with pytest.raises(ProviderError):
+                await model.call(request)
+        assert [url.split("/models/")[1].split(":")[0] for url in seen] == names
+        assert 0 < len(model._http._urls) <= MAX_CACHED_URLS
