@@ -8,6 +8,7 @@ the odd ones the shortcut hands over to the general path.
 from __future__ import annotations
 
 import enum
+import json
 import random
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,7 +21,7 @@ import pytest
 from advisorchain import ChatRequest, UserMessage
 from advisorchain.core.errors import StreamInterruptedError
 from advisorchain.providers import GeminiChatModel, ProviderError
-from advisorchain.providers.http import MAX_CACHED_URLS, plain
+from advisorchain.providers.http import MAX_CACHED_URLS, json_loads, plain
 from advisorchain.providers.sse import ServerSentEvent, SSEDecoder
 
 
@@ -82,6 +83,13 @@ def _random_value(rng: random.Random, depth: int = 0) -> Any:
             lambda: range(len(items)),
         ]
     )()
+
+
+def _json_value(rng: random.Random, depth: int = 0) -> Any:
+    if depth > 3 or rng.random() < 0.4:
+        return rng.choice(["x", "ü}", 'q"', 0, 1.5, -2, True, None, ""])
+    items = [_json_value(rng, depth + 1) for _ in range(rng.randrange(3))]
+    return rng.choice([items, {f"k{i}": v for i, v in enumerate(items)}])
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -186,3 +194,50 @@ async def test_parsed_urls_are_reused_and_bounded() -> None:
                 await model.call(request)
         assert [url.split("/models/")[1].split(":")[0] for url in seen] == names
         assert 0 < len(model._http._urls) <= MAX_CACHED_URLS
+
+
+def _loads_outcome(load: Any, text: str) -> Any:
+    try:
+        return ("value", load(text))
+    except Exception as exc:  # the same class and message
+        return ("error", type(exc), str(exc))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1}',
+        "{}",
+        ' {"a": 1}',
+        '{"a": 1} ',
+        '{"a": 1}{"b": 2}',
+        '{"a": 1}}',
+        '{"a": }',
+        '{"a": [1, 2}',
+        "{",
+        "}",
+        "{}}",
+        '{"a": NaN}',
+        '{"a": "\\ud800"}',
+        '{"a": "ctrl\x01"}',
+        "[1]",
+        '"text"',
+        "",
+        "[DONE]",
+        "\ufeff{}",
+        '{"a": {"b": 1}, "c": "x}"}',
+        "{" * 5000 + "}" * 5000,
+    ],
+)
+def test_json_loads_agrees_with_the_stdlib(text: str) -> None:
+    assert _loads_outcome(json_loads, text) == _loads_outcome(json.loads, text)
+
+
+def test_json_loads_agrees_with_the_stdlib_on_random_objects() -> None:
+    rng = random.Random(5)
+    for _ in range(500):
+        text = json.dumps({"k": _json_value(rng)}, separators=rng.choice([(",", ":"), None]))
+        if rng.random() < 0.3:
+            cut = rng.randrange(len(text))
+            text = text[:cut] + rng.choice(["", "}", "{", ",", '"']) + text[cut + 1 :]
+        assert _loads_outcome(json_loads, text) == _loads_outcome(json.loads, text), text
