@@ -250,7 +250,8 @@ def json_excerpt(payload: Any) -> str:
         return repr(payload)[:BODY_EXCERPT_CHARS]
 
 
-_scan_once = json.JSONDecoder().scan_once  # what `json.loads` runs, without its layers
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+# (what `json.loads` runs, without its layers)
 
 
 def json_loads(text: str) -> Any:

@@ -11,7 +11,7 @@ import enum
 import json
 import random
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -72,17 +72,16 @@ def _random_value(rng: random.Random, depth: int = 0) -> Any:
     items = [_random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
     keys: list[Any] = ["a", "type", 1, True, None, _Color.RED, 2.5]
     pairs = {rng.choice(keys): v for v in items}
-    return rng.choice(
-        [
-            lambda: items,
-            lambda: tuple(items),
-            lambda: pairs,
-            lambda: OrderedDict(pairs),
-            lambda: MappingProxyType(pairs),
-            lambda: _Frozen({str(k): v for k, v in pairs.items()}),
-            lambda: range(len(items)),
-        ]
-    )()
+    makers: list[Callable[[], Any]] = [
+        lambda: items,
+        lambda: tuple(items),
+        lambda: pairs,
+        lambda: OrderedDict(pairs),
+        lambda: MappingProxyType(pairs),
+        lambda: _Frozen({str(k): v for k, v in pairs.items()}),
+        lambda: range(len(items)),
+    ]
+    return rng.choice(makers)()
 
 
 def _json_value(rng: random.Random, depth: int = 0) -> Any:
