@@ -179,6 +179,7 @@ class HTTPChatModel:
         except ProviderError as exc:
             redact_error(exc, key)
             raise
+        del url, headers, body  # sent: not kept alive (memory) while the answer streams
         state = self.wire.stream_reader()
         decoder = SSEDecoder()
         chunks = response.aiter_bytes()

@@ -49,7 +49,7 @@ class SSEDecoder:
     __slots__ = (
         "_data",
         "_data_size",
-        "_decoder",
+        "_undecoded",
         "_event",
         "_last_id",
         "_line",
@@ -64,7 +64,7 @@ class SSEDecoder:
         self.max_event_size = max_event_size
         self._line_size = 0  # characters in `_line`
         self._data_size = 0  # characters in `_data`
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._undecoded = b""  # the start of a UTF-8 character cut off by a chunk's end
         self._line: list[str] = []  # pieces of the current, unfinished line
         self._skip_lf = False  # the previous piece ended with CR: a leading LF is its pair
         self._start = True  # nothing decoded yet: a byte-order mark may come
@@ -89,16 +89,25 @@ class SSEDecoder:
     def feed_fields(self, chunk: bytes) -> list[EventFields]:
         """`feed` without the event objects: each completed event's `(event, data, id,
         retry)`, the fields of its `ServerSentEvent` in order."""
-        return self._text(self._decoder.decode(chunk))
+        return self._text(self._decode(chunk, final=False))
 
     def close_fields(self) -> list[EventFields]:
         """`close` without the event objects (see `feed_fields`)."""
-        events = self._text(self._decoder.decode(b"", final=True))
+        events = self._text(self._decode(b"", final=True))
         self._line.clear()
         self._data.clear()
         self._line_size = self._data_size = 0
         self._event = ""
         return events
+
+    def _decode(self, chunk: bytes, *, final: bool) -> str:
+        """What the stdlib's incremental UTF-8 decoder (`errors="replace"`) returns for
+        `chunk`: its own buffering, without its layers."""
+        if self._undecoded:
+            chunk = self._undecoded + chunk
+        text, used = codecs.utf_8_decode(chunk, "replace", final)
+        self._undecoded = chunk[used:] if used != len(chunk) else b""
+        return text
 
     def _text(self, text: str) -> list[EventFields]:
         if self._start and text:

@@ -7,6 +7,7 @@ the odd ones the shortcut hands over to the general path.
 
 from __future__ import annotations
 
+import codecs
 import enum
 import json
 import random
@@ -240,3 +241,33 @@ def test_json_loads_agrees_with_the_stdlib_on_random_objects() -> None:
             cut = rng.randrange(len(text))
             text = text[:cut] + rng.choice(["", "}", "{", ",", '"']) + text[cut + 1 :]
         assert _loads_outcome(json_loads, text) == _loads_outcome(json.loads, text), text
+
+
+def test_sse_utf8_decoding_agrees_with_the_stdlib_incremental_decoder() -> None:
+    rng = random.Random(3)
+    alphabet = [
+        b"a",
+        b"\n",
+        "ü".encode(),
+        "🌦".encode(),
+        "…".encode(),
+        b"\xff",
+        b"\xc3",
+        b"\xe2\x80",
+    ]
+    for _ in range(2000):
+        raw = b"data: " + b"".join(rng.choice(alphabet) for _ in range(rng.randrange(12))) + b"\n\n"
+        cuts = sorted(rng.randrange(len(raw) + 1) for _ in range(rng.randrange(5)))
+        bounds = [0, *cuts, len(raw)]
+        chunks = [raw[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+        stdlib = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        expected = "".join(stdlib.decode(c) for c in chunks) + stdlib.decode(b"", final=True)
+        decoder = SSEDecoder()
+        got = [decoder._decode(c, final=False) for c in chunks] + [decoder._decode(b"", final=True)]
+        assert "".join(got) == expected, raw
+        # and per chunk, the same pieces as the stdlib gives (events come out as early)
+        stdlib = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        decoder = SSEDecoder()
+        assert [decoder._decode(c, final=False) for c in chunks] == [
+            stdlib.decode(c) for c in chunks
+        ]
