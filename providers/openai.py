@@ -510,7 +510,7 @@ class _StreamState:
         self._slots: dict[int, int] = {}  # wire index -> call number
         self._by_id: dict[str, int] = {}  # call id -> call number
         self._ids: dict[int, str] = {}  # call number -> its id
-        self._named: set[int] = set()  # call numbers that got a name
+        self._named: dict[int, None] = {}  # call numbers that got a name (a dict: smaller)
         self._row: list[int] = []  # the calls of the last chunk with tool calls, in order
         self._calls = 0
 
@@ -631,7 +631,7 @@ class _StreamState:
             self._by_id.setdefault(call_id, number)
             self._ids.setdefault(number, call_id)
         if name:
-            self._named.add(number)
+            self._named[number] = None
         return number
 
     def response(self) -> ChatResponse:

@@ -89,7 +89,25 @@ class SSEDecoder:
     def feed_fields(self, chunk: bytes) -> list[EventFields]:
         """`feed` without the event objects: each completed event's `(event, data, id,
         retry)`, the fields of its `ServerSentEvent` in order."""
-        return self._text(self._decode(chunk, final=False))
+        if self._undecoded:
+            return self._text(self._decode(chunk, final=False))
+        text, used = codecs.utf_8_decode(chunk, "replace", False)
+        if used != len(chunk):
+            self._undecoded = chunk[used:]
+        elif (  # one whole `data: ...` event and nothing pending: what most chunks are
+            not self._start
+            and not self._skip_lf
+            and not self._line
+            and not self._data
+            and not self._event
+            and text[:6] == "data: "
+            and text[-2:] == "\n\n"
+            and text.count("\n") == 2
+            and "\r" not in text
+            and len(text) - 2 <= self.max_event_size
+        ):
+            return [("message", text[6:-2], self._last_id, self._retry)]
+        return self._text(text)
 
     def close_fields(self) -> list[EventFields]:
         """`close` without the event objects (see `feed_fields`)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import enum
+import itertools
 import json
 import random
 from collections import OrderedDict
@@ -271,3 +272,41 @@ def test_sse_utf8_decoding_agrees_with_the_stdlib_incremental_decoder() -> None:
         assert [decoder._decode(c, final=False) for c in chunks] == [
             stdlib.decode(c) for c in chunks
         ]
+
+
+def test_sse_one_event_chunks_agree_with_byte_by_byte_feeding() -> None:
+    # a chunk holding exactly one `data: ...` event takes a shortcut; byte by byte never
+    # does: both must give the same events, ids, retries, errors and final state
+    rng = random.Random(12)
+    pieces = [
+        b"data: {}\n\n",
+        b'data: {"t": "\xc3\xbc"}\n\n',
+        b"data:  spaced\n\n",
+        b"data: \n\n",
+        b"data: " + b"x" * 30 + b"\n\n",
+        b"data: " + b"y" * 19 + b"\n\n",  # a 25-character line: at the bound of 25
+        b"data: " + b"y" * 20 + b"\n\n",  # one over it
+        b"data: a\ndata: b\n\n",
+        b"event: delta\n",
+        b"id: 4\n",
+        b"retry: 9\n",
+        b": keep-alive\n\n",
+        b"data: half",
+        b"\n\n",
+        b"\xef\xbb\xbfdata: bom\n\n",
+        b"data: cut \xe2\x80",
+        b"\xa6\n\n",
+        b"data: x\r\n\r\n",
+        b"data: lone cr\r",
+    ]
+    for _ in range(1500):
+        chunks = [rng.choice(pieces) for _ in range(rng.randrange(1, 8))]
+        bound = rng.choice([10, 25, 1000])
+        ours = _events_in_chunks(
+            b"".join(chunks),
+            list(itertools.accumulate(map(len, chunks)))[:-1],
+            max_event_size=bound,
+        )
+        joined = b"".join(chunks)
+        byte_cuts = list(range(1, len(joined)))
+        assert ours == _events_in_chunks(joined, byte_cuts, max_event_size=bound), chunks
