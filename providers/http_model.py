@@ -181,18 +181,27 @@ class HTTPChatModel:
             raise
         del url, headers, body  # sent: not kept alive (memory) while the answer streams
         state = self.wire.stream_reader()
+        receive = state.receive
         decoder = SSEDecoder()
         chunks = response.aiter_bytes()
         try:
             broken: BaseException | None = None
+            failure: BaseException | None = None  # what `receive` raised but a ProviderError
             try:
                 async for chunk in chunks:
                     for kind, data, _, _ in decoder.feed_fields(chunk):
-                        for delta in self._receive(state, data, kind, key):
+                        try:  # `_receive`, inlined: this runs for every event
+                            deltas = receive(data, kind)
+                        except ProviderError:
+                            raise  # redacted below
+                        except _STREAM_FAILURES as exc:
+                            failure = exc
+                            break
+                        for delta in deltas:
                             yield delta
                         if state.done:
                             break
-                    if state.done:
+                    if failure is not None or state.done:
                         break
                 else:
                     for kind, data, _, _ in decoder.close_fields():
@@ -202,6 +211,8 @@ class HTTPChatModel:
                             break
             except (httpx.HTTPError, httpx.StreamError) as exc:
                 broken = exc
+            if failure is not None:  # raised here, outside `except`, to chain only a safe cause
+                raise self._failure(failure, key) from safe_cause(failure, key)
             if broken is not None:
                 raise ProviderStreamError(
                     f"{self.provider_name}: the stream broke off ({type(broken).__name__})",
