@@ -269,13 +269,18 @@ def json_loads(text: str) -> Any:
     return json.loads(text)
 
 
+_BODY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""What `json.dumps(..., ensure_ascii=False, separators=(",", ":"), allow_nan=False)` does,
+built once."""
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def json_body(body: Mapping[str, Any]) -> bytes:
     """`body` as UTF-8 JSON; lone surrogates (from `os.listdir`, a tool, a model), which
     UTF-8 cannot encode, are sent as U+FFFD instead of failing the request."""
-    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _BODY_JSON.encode(body)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
@@ -656,4 +661,4 @@ def plain_general(value: Any) -> Any:
 
 def json_dumps(value: Any) -> str:
     """Compact JSON text, non-ASCII kept: how tool-call arguments are written."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT_JSON.encode(value)

@@ -23,7 +23,7 @@ import pytest
 from advisorchain import ChatRequest, UserMessage
 from advisorchain.core.errors import StreamInterruptedError
 from advisorchain.providers import GeminiChatModel, ProviderError
-from advisorchain.providers.http import MAX_CACHED_URLS, json_loads, plain
+from advisorchain.providers.http import MAX_CACHED_URLS, json_body, json_dumps, json_loads, plain
 from advisorchain.providers.sse import ServerSentEvent, SSEDecoder
 
 
@@ -310,3 +310,33 @@ def test_sse_one_event_chunks_agree_with_byte_by_byte_feeding() -> None:
         joined = b"".join(chunks)
         byte_cuts = list(range(1, len(joined)))
         assert ours == _events_in_chunks(joined, byte_cuts, max_event_size=bound), chunks
+
+
+def test_json_writers_built_once_write_what_json_dumps_writes() -> None:
+    circular: list[Any] = []
+    circular.append(circular)
+    values: list[Any] = [
+        {"a": "ü", "b": [1, 2.5, None, True], "c": {"d": ("t", 1)}, 3: "int key"},
+        {"nan": float("nan")},
+        {"inf": float("inf")},
+        {"s": "\ud800 lone"},
+        {"obj": object()},
+        circular,
+        "🌦",
+    ]
+    for value in values:
+        for ours, theirs in [
+            (
+                json_body,
+                lambda v: json.dumps(
+                    v, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+                ).encode(),
+            ),
+            (json_dumps, lambda v: json.dumps(v, separators=(",", ":"), ensure_ascii=False)),
+        ]:
+            expected = _loads_outcome(theirs, value)
+            got = _loads_outcome(ours, value)
+            if expected[0] == "error" and expected[1] is UnicodeEncodeError:
+                assert got == ("value", json_body(value))  # lone surrogates: U+FFFD (json_body)
+                continue
+            assert got == expected, value
