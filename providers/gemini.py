@@ -94,6 +94,7 @@ from .http import (
     error_message,
     json_dumps,
     json_excerpt,
+    json_loads,
     plain,
     token_count,
 )
@@ -831,7 +832,7 @@ class GeminiStreamReader:
     def receive(self, data: str, event: str = "message") -> list[ModelDelta]:
         """Take one chunk; return the deltas it carries."""
         try:
-            chunk = json.loads(data)
+            chunk = json_loads(data)
         except (ValueError, RecursionError) as exc:
             raise StreamInterruptedError(
                 f"{PROVIDER}: malformed JSON in the stream: {exc}"

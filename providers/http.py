@@ -45,6 +45,9 @@ logger = logging.getLogger("advisorchain.providers")
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 """Timeout of the client a provider creates itself: long answers can take minutes."""
 
+MAX_CACHED_URLS = 64
+"""Parsed request URLs an `HTTPClient` keeps (one per model and path, as a rule)."""
+
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _sleep = anyio.sleep  # module attribute, so tests can record the waits instead of waiting
 
@@ -247,13 +250,37 @@ def json_excerpt(payload: Any) -> str:
         return repr(payload)[:BODY_EXCERPT_CHARS]
 
 
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+# (what `json.loads` runs, without its layers)
+
+
+def json_loads(text: str) -> Any:
+    """`json.loads(text)`, with a shortcut for what streams carry: one compact object.
+
+    The same value, and the same error, as `json.loads` for every input (anything the
+    shortcut does not read to its end goes to `json.loads`; tests compare the two)."""
+    if text[:1] == "{" and text[-1:] == "}":
+        try:
+            value, end = _scan_once(text, 0)
+        except StopIteration:  # pragma: no cover - cannot happen at a "{"
+            return json.loads(text)
+        if end == len(text):
+            return value
+    return json.loads(text)
+
+
+_BODY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""What `json.dumps(..., ensure_ascii=False, separators=(",", ":"), allow_nan=False)` does,
+built once."""
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def json_body(body: Mapping[str, Any]) -> bytes:
     """`body` as UTF-8 JSON; lone surrogates (from `os.listdir`, a tool, a model), which
     UTF-8 cannot encode, are sent as U+FFFD instead of failing the request."""
-    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _BODY_JSON.encode(body)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
@@ -416,6 +443,7 @@ class HTTPClient:
         self._client = http_client
         self._owned = http_client is None
         self._timeout = timeout
+        self._urls: dict[str, httpx.URL] = {}  # parsed once: httpx.URL is immutable
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -454,6 +482,16 @@ class HTTPClient:
             provider=self.provider,
         )
 
+    def _url(self, url: str) -> httpx.URL:
+        """`url` parsed, from a small cache (parsing costs as much as building the body)."""
+        parsed = self._urls.get(url)
+        if parsed is None:
+            parsed = httpx.URL(url)
+            if len(self._urls) >= MAX_CACHED_URLS:
+                self._urls.clear()
+            self._urls[url] = parsed
+        return parsed
+
     async def send(
         self,
         url: str,
@@ -477,7 +515,7 @@ class HTTPClient:
             try:
                 request = client.build_request(
                     "POST",
-                    url,
+                    self._url(url),
                     content=json_body(body),
                     headers=_json_headers(headers),
                     timeout=timeout,
@@ -593,8 +631,27 @@ async def close_response(response: httpx.Response) -> None:
         await response.aclose()
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
-    """`value` with every mapping made a dict and every tuple a list, ready for JSON."""
+    """`value` with every mapping made a dict and every tuple a list, ready for JSON.
+
+    Exact dicts, lists, tuples and JSON scalars (what schemas are made of) take a
+    shortcut past the ABC checks; anything else goes through `plain_general`, and both
+    give the same result (tests/test_provider_fast_paths.py compares them)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else str(k): plain(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [plain(v) for v in value]
+    return plain_general(value)
+
+
+def plain_general(value: Any) -> Any:
+    """`plain` by the ABCs alone: any mapping a dict, any sequence but text a list."""
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
@@ -604,4 +661,4 @@ def plain(value: Any) -> Any:
 
 def json_dumps(value: Any) -> str:
     """Compact JSON text, non-ASCII kept: how tool-call arguments are written."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT_JSON.encode(value)

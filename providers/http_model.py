@@ -21,13 +21,12 @@ from .http import (
     Secret,
     api_key_from_env,
     clean_api_key,
-    close_response,
     json_excerpt,
     redact,
     redact_error,
     safe_cause,
 )
-from .sse import ServerSentEvent, SSEDecoder
+from .sse import SSEDecoder
 from .wire import StreamReader, WireCall, WireFormat
 
 _T = TypeVar("_T")
@@ -180,28 +179,40 @@ class HTTPChatModel:
         except ProviderError as exc:
             redact_error(exc, key)
             raise
+        del url, headers, body  # sent: not kept alive (memory) while the answer streams
         state = self.wire.stream_reader()
+        receive = state.receive
         decoder = SSEDecoder()
         chunks = response.aiter_bytes()
         try:
             broken: BaseException | None = None
+            failure: BaseException | None = None  # what `receive` raised but a ProviderError
             try:
                 async for chunk in chunks:
-                    for event in decoder.feed(chunk):
-                        for delta in self._receive(state, event, key):
+                    for kind, data, _, _ in decoder.feed_fields(chunk):
+                        try:  # `_receive`, inlined: this runs for every event
+                            deltas = receive(data, kind)
+                        except ProviderError:
+                            raise  # redacted below
+                        except _STREAM_FAILURES as exc:
+                            failure = exc
+                            break
+                        for delta in deltas:
                             yield delta
                         if state.done:
                             break
-                    if state.done:
+                    if failure is not None or state.done:
                         break
                 else:
-                    for event in decoder.close():
-                        for delta in self._receive(state, event, key):
+                    for kind, data, _, _ in decoder.close_fields():
+                        for delta in self._receive(state, data, kind, key):
                             yield delta
                         if state.done:
                             break
             except (httpx.HTTPError, httpx.StreamError) as exc:
                 broken = exc
+            if failure is not None:  # raised here, outside `except`, to chain only a safe cause
+                raise self._failure(failure, key) from safe_cause(failure, key)
             if broken is not None:
                 raise ProviderStreamError(
                     f"{self.provider_name}: the stream broke off ({type(broken).__name__})",
@@ -214,15 +225,15 @@ class HTTPChatModel:
             redact_error(exc, key)  # an error event may quote the request
             raise
         finally:
-            with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):  # closed even while being cancelled
                 await chunks.aclose()  # type: ignore[attr-defined]
-            await close_response(response)
+                await response.aclose()
         yield completed
 
-    def _receive(self, state: StreamReader, event: ServerSentEvent, key: str | None) -> list[Any]:
+    def _receive(self, state: StreamReader, data: str, event: str, key: str | None) -> list[Any]:
         """`state.receive` of one event; failures as `_read` says."""
         try:
-            return state.receive(event.data, event.event)
+            return state.receive(data, event)
         except ProviderError as exc:
             redact_error(exc, key)
             raise

@@ -70,6 +70,7 @@ from .http import (
     error_message,
     json_dumps,
     json_excerpt,
+    json_loads,
     plain,
     token_count,
 )
@@ -509,7 +510,7 @@ class _StreamState:
         self._slots: dict[int, int] = {}  # wire index -> call number
         self._by_id: dict[str, int] = {}  # call id -> call number
         self._ids: dict[int, str] = {}  # call number -> its id
-        self._named: set[int] = set()  # call numbers that got a name
+        self._named: dict[int, None] = {}  # call numbers that got a name (a dict: smaller)
         self._row: list[int] = []  # the calls of the last chunk with tool calls, in order
         self._calls = 0
 
@@ -523,12 +524,12 @@ class _StreamState:
             self.done = True
             return []
         try:
-            chunk = json.loads(data)
+            chunk = json_loads(data)
         except (ValueError, RecursionError) as exc:
             raise StreamInterruptedError(f"openai: malformed JSON in the stream: {exc}") from exc
-        if not isinstance(chunk, dict):
+        if type(chunk) is not dict:
             raise StreamInterruptedError("openai: a stream event is not a JSON object")
-        if _is_error(chunk):
+        if chunk.get("error") is not None or chunk.get("object") == "error":  # `_is_error`
             raise _payload_error(chunk)
         try:
             return self._chunk(chunk)
@@ -538,36 +539,40 @@ class _StreamState:
             ) from exc
 
     def _chunk(self, chunk: Mapping[str, Any]) -> list[ModelDelta]:
-        self.id = self.id or chunk.get("id")
-        self.model = self.model or chunk.get("model")
-        if chunk.get("usage"):
-            self.usage = wire_usage(chunk["usage"])
+        if not self.id:
+            self.id = chunk.get("id")
+        if not self.model:
+            self.model = chunk.get("model")
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = wire_usage(usage)
         deltas: list[ModelDelta] = []
         for choice in chunk.get("choices") or ():
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            deltas.extend(self._reasoning(delta))
+            reasoning = delta.get("reasoning_content")
+            if reasoning and isinstance(reasoning, str):
+                self.assembler.reasoning_detail(0, provider=PROVIDER)
+                deltas.append(ReasoningDelta(reasoning, 0))
             text = delta.get("content")
             if text is None and isinstance(delta.get("refusal"), str):
                 text = delta["refusal"]
-            if text is not None and not isinstance(text, str):
-                raise TypeError(f"content is a {type(text).__name__}, not a string")
             if text:
+                if not isinstance(text, str):
+                    raise TypeError(f"content is a {type(text).__name__}, not a string")
                 deltas.append(TextDelta(text))
-            deltas.extend(self._tool_deltas(delta.get("tool_calls") or ()))
+            elif text is not None and not isinstance(text, str):
+                raise TypeError(f"content is a {type(text).__name__}, not a string")
+            calls = delta.get("tool_calls")
+            if calls:
+                deltas.extend(self._tool_deltas(calls))
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
+        add = self.assembler.add
         for item in deltas:
-            self.assembler.add(item)
+            add(item)
         return deltas
-
-    def _reasoning(self, delta: Mapping[str, Any]) -> list[ModelDelta]:
-        reasoning = delta.get("reasoning_content")
-        if not isinstance(reasoning, str) or not reasoning:
-            return []
-        self.assembler.reasoning_detail(0, provider=PROVIDER)
-        return [ReasoningDelta(reasoning, 0)]
 
     def _tool_deltas(self, calls: Sequence[Mapping[str, Any]]) -> list[ToolCallDelta]:
         if not isinstance(calls, (list, tuple)):
@@ -592,7 +597,7 @@ class _StreamState:
                     id=call_id,
                     name=name,
                     arguments=wire_arguments(function),
-                    provider_data=call_provider_data(call),
+                    provider_data=None if call.keys() <= _CALL_KEYS else call_provider_data(call),
                 )
             )
         if row:
@@ -626,7 +631,7 @@ class _StreamState:
             self._by_id.setdefault(call_id, number)
             self._ids.setdefault(number, call_id)
         if name:
-            self._named.add(number)
+            self._named[number] = None
         return number
 
     def response(self) -> ChatResponse:

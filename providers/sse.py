@@ -14,11 +14,15 @@ import codecs
 import re
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from ..core.errors import StreamInterruptedError
 
 MAX_EVENT_SIZE = 16 * 1024 * 1024
 """Default bound, in characters, of one line or one event's data (`SSEDecoder`)."""
+
+EventFields: TypeAlias = tuple[str, str, str | None, int | None]
+"""One event's `(event, data, id, retry)`: a `ServerSentEvent`'s fields (`feed_fields`)."""
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _MAX_RETRY_DIGITS = 10
@@ -45,7 +49,7 @@ class SSEDecoder:
     __slots__ = (
         "_data",
         "_data_size",
-        "_decoder",
+        "_undecoded",
         "_event",
         "_last_id",
         "_line",
@@ -60,7 +64,7 @@ class SSEDecoder:
         self.max_event_size = max_event_size
         self._line_size = 0  # characters in `_line`
         self._data_size = 0  # characters in `_data`
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._undecoded = b""  # the start of a UTF-8 character cut off by a chunk's end
         self._line: list[str] = []  # pieces of the current, unfinished line
         self._skip_lf = False  # the previous piece ended with CR: a leading LF is its pair
         self._start = True  # nothing decoded yet: a byte-order mark may come
@@ -76,18 +80,54 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Parse `chunk`; return the events it completed."""
-        return self._text(self._decoder.decode(chunk))
+        return [ServerSentEvent(*fields) for fields in self.feed_fields(chunk)]
 
     def close(self) -> list[ServerSentEvent]:
         """Flush at the end of the stream; an event without its blank line is discarded."""
-        events = self._text(self._decoder.decode(b"", final=True))
+        return [ServerSentEvent(*fields) for fields in self.close_fields()]
+
+    def feed_fields(self, chunk: bytes) -> list[EventFields]:
+        """`feed` without the event objects: each completed event's `(event, data, id,
+        retry)`, the fields of its `ServerSentEvent` in order."""
+        if self._undecoded:
+            return self._text(self._decode(chunk, final=False))
+        text, used = codecs.utf_8_decode(chunk, "replace", False)
+        if used != len(chunk):
+            self._undecoded = chunk[used:]
+        elif (  # one whole `data: ...` event and nothing pending: what most chunks are
+            not self._start
+            and not self._skip_lf
+            and not self._line
+            and not self._data
+            and not self._event
+            and text[:6] == "data: "
+            and text[-2:] == "\n\n"
+            and text.count("\n") == 2
+            and "\r" not in text
+            and len(text) - 2 <= self.max_event_size
+        ):
+            return [("message", text[6:-2], self._last_id, self._retry)]
+        return self._text(text)
+
+    def close_fields(self) -> list[EventFields]:
+        """`close` without the event objects (see `feed_fields`)."""
+        events = self._text(self._decode(b"", final=True))
         self._line.clear()
         self._data.clear()
         self._line_size = self._data_size = 0
         self._event = ""
         return events
 
-    def _text(self, text: str) -> list[ServerSentEvent]:
+    def _decode(self, chunk: bytes, *, final: bool) -> str:
+        """What the stdlib's incremental UTF-8 decoder (`errors="replace"`) returns for
+        `chunk`: its own buffering, without its layers."""
+        if self._undecoded:
+            chunk = self._undecoded + chunk
+        text, used = codecs.utf_8_decode(chunk, "replace", final)
+        self._undecoded = chunk[used:] if used != len(chunk) else b""
+        return text
+
+    def _text(self, text: str) -> list[EventFields]:
         if self._start and text:
             self._start = False
             text = text.removeprefix("\ufeff")
@@ -95,10 +135,11 @@ class SSEDecoder:
             self._skip_lf = False
             if text[0] == "\n":
                 text = text[1:]
-        events: list[ServerSentEvent] = []
+        events: list[EventFields] = []
         if "\r" not in text:  # LF-only line ends (nearly every server): split, no regex
             lines = text.split("\n")
             rest = lines.pop()
+            data = self._data
             for line in lines:
                 if self._line:
                     self._grow(len(line))
@@ -108,9 +149,16 @@ class SSEDecoder:
                     self._line_size = 0
                 elif len(line) + self._data_size > self.max_event_size:
                     self._grow(len(line))
-                event = self._line_done(line)
-                if event is not None:
-                    events.append(event)
+                # the two commonest lines inline; `_line_done` reads them the same way
+                if line.startswith("data: "):
+                    self._data_size += len(line) - 5
+                    data.append(line[6:])
+                elif not line and data:
+                    events.append(self._dispatch())  # type: ignore[arg-type]
+                else:
+                    event = self._line_done(line)
+                    if event is not None:
+                        events.append(event)
             if rest:
                 self._grow(len(rest))
                 self._line.append(rest)
@@ -140,7 +188,7 @@ class SSEDecoder:
                 f"server-sent event larger than {self.max_event_size} characters"
             )
 
-    def _line_done(self, line: str) -> ServerSentEvent | None:
+    def _line_done(self, line: str) -> EventFields | None:
         if not line:
             return self._dispatch()
         if line[0] == ":":
@@ -165,16 +213,11 @@ class SSEDecoder:
             self._retry = int(value)
         return None
 
-    def _dispatch(self) -> ServerSentEvent | None:
+    def _dispatch(self) -> EventFields | None:
         if not self._data:
             self._event = ""
             return None
-        event = ServerSentEvent(
-            event=self._event or "message",
-            data="\n".join(self._data),
-            id=self._last_id,
-            retry=self._retry,
-        )
+        event = (self._event or "message", "\n".join(self._data), self._last_id, self._retry)
         self._event = ""
         self._data.clear()
         self._data_size = 0

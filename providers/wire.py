@@ -24,7 +24,6 @@ See docs/providers.md for a complete small provider.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -40,6 +39,7 @@ from .http import (
     error_message,
     json_dumps,
     json_excerpt,
+    json_loads,
     plain,
     token_count,
 )
@@ -54,6 +54,7 @@ __all__ = [
     "event_object",
     "json_dumps",
     "json_excerpt",
+    "json_loads",
     "merge_extra",
     "plain",
     "token_count",
@@ -173,7 +174,7 @@ def event_object(data: str, event: str, *, provider: str) -> dict[str, Any]:
     quoting its first 200 characters. JSON that is not an object raises
     `StreamInterruptedError`. Reading the error an object carries is the caller's."""
     try:
-        payload = json.loads(data)
+        payload = json_loads(data)
     except (ValueError, RecursionError) as exc:
         if event == "error":
             raise ProviderError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -139,7 +140,25 @@ def test_provider_overhead_measures_both_paths_of_every_provider() -> None:
     for us in report["providers"].values():
         assert set(us) == {"call", "raw call", "stream", "raw stream"}
         assert all(value > 0 for value in us.values())
-    assert provider_overhead.render(report).count("\n") == 2 + 2 * len(report["providers"]) - 1
+    rendered = provider_overhead.render(report).split("\n\n")[0]
+    assert rendered.count("\n") == 2 + 2 * len(report["providers"]) - 1
+
+
+def test_provider_overhead_compares_another_tree_in_the_same_run() -> None:
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import provider_overhead
+    else:
+        from benchmarks import provider_overhead
+
+    try:
+        report = asyncio.run(provider_overhead.run(calls=2, block=1, base=provider_overhead.ROOT))
+        assert sys.modules["advisorchain_base"].__name__ == "advisorchain_base"
+    finally:
+        for name in [n for n in sys.modules if n.split(".")[0] == "advisorchain_base"]:
+            del sys.modules[name]
+    for us in report["providers"].values():
+        assert set(us) == {"call", "raw call", "stream", "raw stream", "base call", "base stream"}
+    assert "| base us | new us |" in provider_overhead.render(report)
 
 
 def test_test_server_streams_a_tool_call_then_text() -> None:
