@@ -40,7 +40,9 @@ class KeywordIndex:
     used up to 0.2, ties in catalog order). They are computed once per (term, tool)
     when the index is built and kept in posting lists; a search adds up the lists of
     the query's words, visiting the most telling words first and skipping the tools
-    that can no longer reach the first `k` (see `_bm25.Impacts.top`).
+    that can no longer reach the first `k` (see `_bm25.Impacts.top`). A tool scoring 0
+    (matching only in fields of weight 0, which FTS5 would list last) is not listed:
+    `weights=(1.0, 0.0, 0.0)` ranks by name words alone, with FTS5's lengths and idf.
 
     A query is reduced to its words (`index.words`): operators, quotes and punctuation
     typed by a model are never syntax. English function words are left out unless the
@@ -123,7 +125,10 @@ class KeywordIndex:
         unknown = [w for w in chosen if w not in known]
         extra = self._terms.cached(unknown) if unknown else {}
         terms = [t for w in chosen for t in (known[w] if w in known else extra[w])]
-        return [self._names[i] for i in self._impacts.top(terms, k)]
+        found = self._impacts.top(terms, k)
+        if 0.0 in self.weights:  # tools matching only in a field of weight 0 score 0
+            found = [i for i in found if self._impacts.score(terms, i) > 0.0]
+        return [self._names[i] for i in found]
 
 
 def _counts_exactly(weight: float) -> bool:
