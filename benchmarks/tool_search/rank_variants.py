@@ -315,11 +315,16 @@ def main():
     pool, queries = bfcl.load()
     nf_tools, nf_requests = multistep.nestful()
     nf_pool = list({d.name: d for d in [*nf_tools, *pool]}.values())
+    mt_tools, mt_requests = multistep.bfcl_multi_turn()
+    mt_pool = list({d.name: d for d in [*mt_tools, *pool]}.values())
+    pm_requests = multistep.bfcl_parallel_multiple(queries)
     sets = {
         "BFCL tuning half": (pool, queries[0::2]),
         "BFCL evaluation half": (pool, queries[1::2]),
         "NESTFUL, 133 tools": (nf_tools, nf_requests),
         "NESTFUL pooled, 1,407 tools": (nf_pool, nf_requests),
+        "BFCL parallel-multiple, evaluation half": (pool, pm_requests[1::2]),
+        "BFCL multi-turn, 1,408 tools": (mt_pool, mt_requests),
     }
     TUNE = "BFCL tuning half"
     load = os.getloadavg()[0]
@@ -344,6 +349,10 @@ def main():
     timings = {m: {"texts": e.embedded, "cpu_s": round(e.seconds, 1)} for m, e in models.items()}
     F = {s: fields(c) for s, (c, _) in sets.items()}
     kw = {s: keyword_scores(impacts(F[s]), len(c), r) for s, (c, r) in sets.items()}
+    # BM25 of the name words alone (FTS5 lengths and idf: the other fields weigh 0).
+    names = {
+        s: keyword_scores(impacts(F[s], w=(1.0, 0.0, 0.0)), len(c), r) for s, (c, r) in sets.items()
+    }
 
     rows, chosen = {}, {}
 
@@ -392,6 +401,11 @@ def main():
         ),
         grid=(0.25, 0.5, 1.0),
     )
+    row(
+        "keyword: RRF rrf_k=5 of keyword + name-words BM25 (name list weight)",
+        lambda s, g: rrf([(kw[s], True), (names[s], True)], [1, g]) if g else kw[s],
+        grid=(0.0, 0.1, 0.25, 0.5, 1.0),
+    )
     # Embeddings alone.
     for name in emb:
         row(f"embedding: {name}", lambda s, g, name=name: emb[name][s])
@@ -405,6 +419,11 @@ def main():
         "hybrid: RRF (rrf_k, embedding weight)",
         lambda s, g: rrf([(kw[s], True), (E[s], False)], [1, g[1]], g[0]),
         grid=[(k, w) for k in (1, 2, 5, 10, 30, 60) for w in (0.5, 0.7, 1.0, 1.5, 2.0)],
+    )
+    row(
+        "hybrid: RRF rrf_k=5 + name-words BM25 as a third list (name list weight)",
+        lambda s, g: rrf([(kw[s], True), (E[s], False), (names[s], True)], [1, 1, g]),
+        grid=(0.0, 0.1, 0.15, 0.25, 0.35, 0.5, 1.0),
     )
     alphas = tuple(round(a, 2) for a in np.arange(0.05, 1.0, 0.05))
     for how in ("min-max", "z-score"):
@@ -470,11 +489,17 @@ def main():
         async def embed(texts):
             return minilm(texts).tolist()
 
+        from advisorchain.advisors.tool_search import defaults
+
         for label, template in (
             ("shipped KeywordIndex()", KeywordIndex()),
             (
                 "shipped HybridIndex(KeywordIndex(), EmbeddingIndex(MiniLM))",
                 HybridIndex(KeywordIndex(), EmbeddingIndex(embed)),
+            ),
+            (
+                "shipped default_index() with the embeddings extra (MiniLM)",
+                defaults.hybrid_index(EmbeddingIndex(embed)),
             ),
         ):
             cells = {}
