@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
@@ -11,7 +12,7 @@ from itertools import chain
 import anyio.to_thread
 
 from ...core.tools import ToolDefinition
-from ._bm25 import Impacts
+from ._bm25 import Impacts, Postings
 from ._fts5_terms import Fts5Terms, shared_terms
 from .index import ToolIndex, document, words
 
@@ -107,7 +108,10 @@ class KeywordIndex:
                     length += 1
             frequencies.append(frequency)
             lengths.append(length)
-        self._impacts = Impacts.build(frequencies, lengths)
+        impacts = Impacts.build(frequencies, lengths)
+        if 0.0 in self.weights:
+            impacts = _positive_only(impacts)
+        self._impacts = impacts
         self._words = {c: t for c, t in terms_of.items() if _QUERY_WORD.fullmatch(c)}
         self._terms = terms
         self._names = tuple(d.name for d in definitions)
@@ -125,10 +129,21 @@ class KeywordIndex:
         unknown = [w for w in chosen if w not in known]
         extra = self._terms.cached(unknown) if unknown else {}
         terms = [t for w in chosen for t in (known[w] if w in known else extra[w])]
-        found = self._impacts.top(terms, k)
-        if 0.0 in self.weights:  # tools matching only in a field of weight 0 score 0
-            found = [i for i in found if self._impacts.score(terms, i) > 0.0]
-        return [self._names[i] for i in found]
+        return [self._names[i] for i in self._impacts.top(terms, k)]
+
+
+def _positive_only(impacts: Impacts) -> Impacts:
+    """The impacts without their zeros (a term's occurrences in fields of weight 0):
+    a tool matching only there is never scored, and the lists stay as short as the
+    weighted fields make them. Idf and lengths stay those of all fields."""
+    kept: dict[str, Postings] = {}
+    for term, postings in impacts.postings.items():
+        pairs = [(t, v) for t, v in zip(postings.tools, postings.impacts, strict=True) if v > 0.0]
+        if pairs:
+            kept[term] = Postings(
+                array("i", [t for t, _ in pairs]), array("d", [v for _, v in pairs]), postings.bound
+            )
+    return Impacts(kept, impacts.size)
 
 
 def _counts_exactly(weight: float) -> bool:
