@@ -1,9 +1,9 @@
 # mypy: ignore-errors
 """Ranking variants tried for issue 17 item 2: embedding models, fusion, keyword text.
 
-Run: `nice -n 10 .venv/bin/python benchmarks/tool_search/rank_variants.py` (about 10 minutes
-the first time, for the embeddings; a minute once `benchmarks/data/embeddings.sqlite3`
-holds them). Writes `benchmarks/results/tool_search_rank_variants.json` and prints a
+Run: `nice -n 10 .venv/bin/python benchmarks/tool_search/rank_variants.py` (about 15 minutes
+the first time, for the embeddings; 5-7 once `benchmarks/data/embeddings.sqlite3` holds
+them); `... rank_variants.py --latency` times the name-words keyword index alone. Writes `benchmarks/results/tool_search_rank_variants.json` and prints a
 markdown table.
 
 Data: all 2,351 pooled BFCL v4 queries over its 1,287 tools, split by position into a
@@ -540,7 +540,43 @@ def markdown(result):
     return "\n".join(lines)
 
 
+def name_index_latency(queries=400):
+    """`--latency`: the name-words index against the full keyword index, interleaved."""
+    import latency
+
+    pool, bfcl_queries = bfcl.load()
+    texts = [q.text for q in bfcl_queries[:queries]]
+    print("load average", os.getloadavg()[0])
+    for label, catalog in (("1287", pool), ("10000", latency.renamed(pool, 10_000))):
+        t0 = time.process_time()
+        full = KeywordIndex().build_sync(catalog)
+        t_full = time.process_time() - t0
+        t0 = time.process_time()
+        names = KeywordIndex(weights=(1.0, 0.0, 0.0)).build_sync(catalog)
+        t_names = time.process_time() - t0
+        a, b = [], []
+        for q in texts:
+            t = time.perf_counter()
+            full.search_sync(q, 50)
+            a.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            names.search_sync(q, 50)
+            b.append(time.perf_counter() - t)
+
+        def p(x, f):
+            return sorted(x)[int(f * (len(x) - 1))] * 1e3
+
+        print(
+            f"{label} tools: build CPU full {t_full:.2f} s, names {t_names:.2f} s; k=50 p50/p99 "
+            f"full {p(a, 0.5):.2f}/{p(a, 0.99):.2f} ms, names {p(b, 0.5):.2f}/{p(b, 0.99):.2f} ms"
+        )
+    print("load average", os.getloadavg()[0])
+
+
 if __name__ == "__main__":
+    if "--latency" in sys.argv:
+        name_index_latency()
+        sys.exit()
     outcome = main()
     print(markdown(outcome))
     print(
