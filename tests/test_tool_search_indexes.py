@@ -383,7 +383,42 @@ def test_default_index_follows_the_installed_extras(
     monkeypatch.setattr(defaults, "minilm_index", lambda: EmbeddingIndex(hashed_embed))
     chosen = default_index()
     assert isinstance(chosen, HybridIndex)
-    assert [type(i) for i in chosen.indexes] == [KeywordIndex, EmbeddingIndex]
+    assert [type(i) for i in chosen.indexes] == [KeywordIndex, EmbeddingIndex, KeywordIndex]
+    names = chosen.indexes[2]
+    assert isinstance(names, KeywordIndex) and names.weights == (1.0, 0.0, 0.0)
+    assert chosen.weights == (1.0, 1.0, 0.25)
+
+
+@pytest.mark.anyio
+async def test_the_default_fusion_lifts_the_tool_whose_name_the_request_spells() -> None:
+    from advisorchain.advisors.tool_search import hybrid_index
+
+    class Fixed:
+        def __init__(self, ranking: list[str]) -> None:
+            self.ranking = ranking
+
+        async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:
+            return self
+
+        async def search(self, query: str, k: int) -> list[str]:
+            return self.ranking[:k]
+
+    catalog = [
+        ToolDefinition("email_digest", "Summarize unread email and send a report.", {}),
+        ToolDefinition("send_email", "Deliver a message to one address.", {}),
+        ToolDefinition("calendar", "Create events.", {}),
+    ]
+    # Keyword ranks the digest first, the other list the sender: a tie, which the
+    # keyword order breaks; the name list (shorter tool, same name word) breaks it the
+    # other way.
+    other = Fixed(["send_email", "email_digest"])
+    two = await HybridIndex(KeywordIndex(), other).build(catalog)
+    assert await two.search("email bob", 2) == ["email_digest", "send_email"]
+    three = await hybrid_index(other).build(catalog)
+    assert await three.search("email bob", 2) == ["send_email", "email_digest"]
+    # A name-words index finds nothing outside the names.
+    names = await KeywordIndex(weights=(1.0, 0.0, 0.0)).build(catalog)
+    assert await names.search("report", 3) == []
 
 
 def test_embeddings_available_matches_the_installed_modules(

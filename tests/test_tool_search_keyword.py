@@ -130,3 +130,23 @@ def test_weights_must_be_three_non_negative_numbers() -> None:
     for bad in [(1.0, 1.0), (1.0, -1.0, 1.0), (1.0, float("nan"), 1.0)]:
         with pytest.raises(ValueError, match="non-negative"):
             KeywordIndex(weights=bad)  # type: ignore[arg-type]
+
+
+def test_a_field_of_weight_zero_counts_toward_length_but_finds_nothing() -> None:
+    tools = catalog(300, seed=5)
+    reference = Fts5Reference(tools)
+    built = KeywordIndex(weights=(1.0, 0.0, 0.0)).build_sync(tools)
+    rng = random.Random(13)
+    for _ in range(40):
+        query = " ".join(rng.choice(VOCABULARY) for _ in range(rng.randint(1, 8)))
+        expression = " OR ".join(f'"{w}"' for w in query_words(query))
+        rows = reference.db.execute(
+            "SELECT rowid FROM t WHERE t MATCH ? AND bm25(t, 1.0, 0.0, 0.0) < 0"
+            " ORDER BY bm25(t, 1.0, 0.0, 0.0) LIMIT 50",
+            (expression,),
+        ).fetchall()
+        # FTS5 would also list the tools matching only in a zero-weight field, scored 0.
+        assert built.search_sync(query, 50) == [reference.names[r[0]] for r in rows], query
+    only_description = [ToolDefinition("lookup", "weather", {}), ToolDefinition("weather", "", {})]
+    found = KeywordIndex(weights=(1.0, 0.0, 0.0)).build_sync(only_description)
+    assert found.search_sync("weather", 5) == ["weather"]

@@ -1,7 +1,7 @@
 """Tool search: progressive disclosure of large tool catalogs, and the indexes behind it."""
 
 from .advisor import ToolSearchAdvisor
-from .defaults import default_index
+from .defaults import default_index, hybrid_index
 from .embedding import (
     EmbeddingCache,
     EmbeddingFunction,
@@ -31,6 +31,7 @@ __all__ = [
     "default_cache_path",
     "default_index",
     "embeddings_available",
+    "hybrid_index",
     "minilm_embedder",
     "minilm_index",
     "split_intents",

@@ -7,16 +7,39 @@ from .hybrid import HybridIndex
 from .index import ToolIndex
 from .keyword import KeywordIndex
 
+NAME_WEIGHTS = (1.0, 0.0, 0.0)
+"""`KeywordIndex` weights that rank by a tool's name words alone."""
+NAME_LIST_WEIGHT = 0.25
+"""The weight of the name-words ranking in `hybrid_index`'s fusion."""
+
+
+def hybrid_index(embedding: ToolIndex) -> HybridIndex:
+    """Keyword, `embedding` and name-words rankings fused: the default's composition.
+
+    `HybridIndex(KeywordIndex(), embedding, KeywordIndex(weights=NAME_WEIGHTS),
+    weights=(1.0, 1.0, NAME_LIST_WEIGHT))`: reciprocal rank fusion (`rrf_k=5`) of BM25
+    over all fields, the embedding ranking, and a BM25 ranking of the name words alone
+    (lengths and idf of all fields), at a quarter weight. The name list's weight was
+    chosen on half of the BFCL queries (`benchmarks/tool_search/rank_variants.py`); it
+    lifts tools whose name the request spells, mostly on requests needing several tools.
+    """
+    return HybridIndex(
+        KeywordIndex(),
+        embedding,
+        KeywordIndex(weights=NAME_WEIGHTS),
+        weights=(1.0, 1.0, NAME_LIST_WEIGHT),
+    )
+
 
 def default_index() -> ToolIndex:
     """The index `ToolSearchAdvisor()` uses when given none.
 
-    With the `embeddings` extra installed: `HybridIndex(KeywordIndex(), minilm_index())`,
-    keyword and local MiniLM rankings fused (the embeddings of definitions are kept in
-    the persistent `EmbeddingCache` at `default_cache_path()`, so a restart does not
-    embed the catalog again). Without it: `KeywordIndex()`. The check imports nothing
-    heavy; the model loads on the first build.
+    With the `embeddings` extra installed: `hybrid_index(minilm_index())`, keyword, local
+    MiniLM and name-words rankings fused (the embeddings of definitions are kept in the
+    persistent `EmbeddingCache` at `default_cache_path()`, so a restart does not embed
+    the catalog again). Without it: `KeywordIndex()`. The check imports nothing heavy;
+    the model loads on the first build.
     """
     if embeddings_available():
-        return HybridIndex(KeywordIndex(), minilm_index())
+        return hybrid_index(minilm_index())
     return KeywordIndex()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
@@ -11,7 +12,7 @@ from itertools import chain
 import anyio.to_thread
 
 from ...core.tools import ToolDefinition
-from ._bm25 import Impacts
+from ._bm25 import Impacts, Postings
 from ._fts5_terms import Fts5Terms, shared_terms
 from .index import ToolIndex, document, words
 
@@ -40,7 +41,9 @@ class KeywordIndex:
     used up to 0.2, ties in catalog order). They are computed once per (term, tool)
     when the index is built and kept in posting lists; a search adds up the lists of
     the query's words, visiting the most telling words first and skipping the tools
-    that can no longer reach the first `k` (see `_bm25.Impacts.top`).
+    that can no longer reach the first `k` (see `_bm25.Impacts.top`). A tool scoring 0
+    (matching only in fields of weight 0, which FTS5 would list last) is not listed:
+    `weights=(1.0, 0.0, 0.0)` ranks by name words alone, with FTS5's lengths and idf.
 
     A query is reduced to its words (`index.words`): operators, quotes and punctuation
     typed by a model are never syntax. English function words are left out unless the
@@ -105,7 +108,10 @@ class KeywordIndex:
                     length += 1
             frequencies.append(frequency)
             lengths.append(length)
-        self._impacts = Impacts.build(frequencies, lengths)
+        impacts = Impacts.build(frequencies, lengths)
+        if 0.0 in self.weights:
+            impacts = _positive_only(impacts)
+        self._impacts = impacts
         self._words = {c: t for c, t in terms_of.items() if _QUERY_WORD.fullmatch(c)}
         self._terms = terms
         self._names = tuple(d.name for d in definitions)
@@ -124,6 +130,20 @@ class KeywordIndex:
         extra = self._terms.cached(unknown) if unknown else {}
         terms = [t for w in chosen for t in (known[w] if w in known else extra[w])]
         return [self._names[i] for i in self._impacts.top(terms, k)]
+
+
+def _positive_only(impacts: Impacts) -> Impacts:
+    """The impacts without their zeros (a term's occurrences in fields of weight 0):
+    a tool matching only there is never scored, and the lists stay as short as the
+    weighted fields make them. Idf and lengths stay those of all fields."""
+    kept: dict[str, Postings] = {}
+    for term, postings in impacts.postings.items():
+        pairs = [(t, v) for t, v in zip(postings.tools, postings.impacts, strict=True) if v > 0.0]
+        if pairs:
+            kept[term] = Postings(
+                array("i", [t for t, _ in pairs]), array("d", [v for _, v in pairs]), postings.bound
+            )
+    return Impacts(kept, impacts.size)
 
 
 def _counts_exactly(weight: float) -> bool:

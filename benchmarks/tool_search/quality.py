@@ -51,6 +51,7 @@ from advisorchain.advisors.tool_search import (
     KeywordIndex,
     SplitQueryIndex,
     ToolIndex,
+    hybrid_index,
     split_intents,
 )
 from advisorchain.advisors.tool_search.embedding import MINILM, EmbeddingFunction
@@ -277,6 +278,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "embedding (MiniLM)": EmbeddingIndex(memo, cache=cache),
         "hybrid (0.2: rrf_k=5)": HybridIndex(KeywordIndex(), EmbeddingIndex(memo, cache=cache)),
         "hybrid (tuned)": hybrid(),
+        "hybrid + name words (default)": hybrid_index(EmbeddingIndex(memo, cache=cache)),
         "hybrid + split": SplitQueryIndex(hybrid(), whole_weight=best_s),
     }
     sets: list[tuple[str, list[ToolDefinition], Sequence[Any], bool]] = [

