@@ -113,7 +113,7 @@ class KeywordIndex:
                             n.count(chunk) + d.count(chunk) + p.count(chunk)
                         )
                     counts.pop("", None)
-                frequencies.append(counts)
+                frequencies.append(dict(counts.items()))  # untracked by the GC
                 lengths.append(length)
         else:
             for doc in docs:
