@@ -16,9 +16,12 @@ both see the same load. `--keyword-only` skips the embedding rows (minutes of Mi
   matrix product would take minutes here); the query path is the real one.
 - Wall-clock and CPU time (`time.process_time`, all threads) are both given: on a
   shared machine the wall clock mostly measures the other processes.
-- Build: keyword over 10,000 tools (median of 3); embedding of the pooled catalog's
-  first 1,300 definitions cold (no cache, a fresh model session) and warm (a new
-  `EmbeddingCache` object over the file the cold build wrote, as after a restart).
+- Build: keyword over 10,000 tools (median of 3, in this process: warm); with `--fresh N`,
+  also the first build in N new processes per tree (alternating), each timing its
+  imports, the BFCL load and its first build, then a second build (medians); embedding
+  of the pooled catalog's first 1,300 definitions cold (no cache, a fresh model
+  session) and warm (a new `EmbeddingCache` object over the file the cold build wrote,
+  as after a restart).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -124,6 +128,54 @@ async def keyword_rows(
     return out
 
 
+FRESH = """
+import json, sys, time
+start, cpu = time.perf_counter(), time.process_time()
+sys.path.insert(0, {here!r})
+import bfcl
+from run import renamed
+tree = {tree!r}
+if tree:  # as load_tree does, without importing this checkout's package
+    import importlib, importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "advisorchain_base", tree + "/__init__.py", submodule_search_locations=[tree]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["advisorchain_base"] = module
+    spec.loader.exec_module(module)
+    KeywordIndex = importlib.import_module("advisorchain_base.advisors.tool_search").KeywordIndex
+else:
+    from advisorchain.advisors.tool_search import KeywordIndex
+imported, imported_cpu = time.perf_counter(), time.process_time()
+big = renamed(bfcl.load()[0], 10_000)
+out = {{"import_s": imported - start, "import_cpu_s": imported_cpu - cpu}}
+for label in ("first", "second"):
+    start, cpu = time.perf_counter(), time.process_time()
+    KeywordIndex().build_sync(big)
+    out[label + "_s"] = time.perf_counter() - start
+    out[label + "_cpu_s"] = time.process_time() - cpu
+print(json.dumps(out))
+"""
+
+
+def fresh_builds(trees: dict[str, str], runs: int) -> dict[str, Any]:
+    """Keyword builds of 10,000 tools in new processes, the trees alternating."""
+    here = str(Path(__file__).resolve().parent)
+    samples: dict[str, list[dict[str, float]]] = {label: [] for label in trees}
+    for _ in range(runs):
+        for label, tree in trees.items():
+            code = FRESH.format(here=here, tree=tree)
+            done = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            )
+            samples[label].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    out: dict[str, Any] = {}
+    for label, rows in samples.items():
+        for key in rows[0]:
+            out[f"{label}_fresh_{key}"] = round(statistics.median(r[key] for r in rows), 3)
+    return out
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     pool, all_queries = bfcl.load()
     queries = [q.text for q in random.Random(3).sample(all_queries, args.queries)]
@@ -134,6 +186,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     if args.baseline:
         kinds["baseline_keyword"] = args.baseline.KeywordIndex
     out.update(await keyword_rows(kinds, pool, queries))
+    if args.fresh:
+        trees = {"keyword": ""}
+        if args.baseline:
+            trees["baseline_keyword"] = str(args.baseline_tree)
+        out.update(fresh_builds(trees, args.fresh))
     print(json.dumps(out, indent=2))
     if args.keyword_only:
         out["load_average_at_end"] = os.getloadavg()[0]
@@ -201,8 +258,12 @@ if __name__ == "__main__":
     )
     parser.add_argument("--baseline", help="another checkout whose keyword index to time too")
     parser.add_argument("--keyword-only", action="store_true", help="skip the embedding rows")
+    parser.add_argument(
+        "--fresh", type=int, default=0, help="also time first builds in N new processes per tree"
+    )
     arguments = parser.parse_args()
     if arguments.baseline:
+        arguments.baseline_tree = Path(arguments.baseline).resolve()
         arguments.baseline = load_tree(Path(arguments.baseline).resolve())
     outcome = anyio.run(main, arguments)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
