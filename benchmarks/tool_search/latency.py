@@ -3,15 +3,16 @@
 Run: `nice -n 10 .venv/bin/python benchmarks/tool_search/latency.py [--queries N]
 [--baseline TREE] [--keyword-only]`. Writes `benchmarks/results/tool_search_latency.json`.
 
-`--baseline TREE` also times the keyword index of another checkout of the package
-(e.g. `git worktree add /tmp/base <commit>`), loaded as `advisorchain_base`, in the same
-run: builds alternate between the two, and each query is searched by both in turn, so
-both see the same load. `--keyword-only` skips the embedding rows (minutes of MiniLM).
+`--baseline TREE` also times the indexes of another checkout of the package (e.g.
+`git worktree add /tmp/base <commit>`), loaded as `advisorchain_base`, in the same run:
+keyword builds alternate between the two, each query is searched by both in turn (keyword
+and hybrid), so both see the same load, and each tree's embedding build runs once. `--keyword-only` skips the embedding rows (minutes of MiniLM).
 
 - Query latency: `await index.search(query, 5)` for N BFCL queries (p50/p99), on the
   pooled BFCL catalog (1,287 tools) and on 10,000 tools (the pool renamed `name__2`, ...).
   Hybrid is warm: the catalog is embedded and the model loaded; each query is embedded
-  (MiniLM, 2 threads) as it would be. The 10,000-tool embedding matrix reuses each
+  (MiniLM, 2 threads) as it would be: by this tree from its first `QUERY_TOKENS` tokens,
+  as `minilm_index()` does. The 10,000-tool embedding matrix reuses each
   original tool's vector for its renamed copies (embedding 8,713 more texts only to time a
   matrix product would take minutes here); the query path is the real one.
 - Wall-clock and CPU time (`time.process_time`, all threads) are both given: on a
@@ -39,7 +40,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import bfcl
@@ -47,14 +48,12 @@ from run import percentile, renamed
 
 from advisorchain import ToolDefinition
 from advisorchain.advisors.tool_search import (
-    EmbeddingCache,
     EmbeddingIndex,
-    HybridIndex,
     KeywordIndex,
     ToolIndex,
     minilm_embedder,
 )
-from advisorchain.advisors.tool_search.embedding import MINILM
+from advisorchain.advisors.tool_search.embedding import MINILM, QUERY_TOKENS
 from advisorchain.advisors.tool_search.index import document_text
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "tool_search_latency.json"
@@ -196,56 +195,76 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         out["load_average_at_end"] = os.getloadavg()[0]
         return out
 
-    embed = minilm_embedder(threads=2)
+    trees: dict[str, Any] = {"": sys.modules["advisorchain.advisors.tool_search"]}
+    if args.baseline:
+        trees["baseline_"] = args.baseline
+    sample = pool[:1300]
+    vectors: dict[str, dict[str, list[float]]] = {}
+    embedders: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "e.sqlite3"
-        sample = pool[:1300]
-        if args.warm_only:  # the benchmarks' own cache stands in for the cold build
-            path = bfcl.DATA / "embeddings.sqlite3"
-        start, cpu = time.perf_counter(), time.process_time()
-        cold = await EmbeddingIndex(embed, cache=EmbeddingCache(path, model=MINILM)).build(sample)
-        out["embedding_build_1287_cold_s"] = round(time.perf_counter() - start, 2)
-        out["embedding_build_1287_cold_cpu_s"] = round(time.process_time() - cpu, 2)
-        if args.warm_only:
-            out["embedding_build_1287_cold_s"] = "skipped (--warm-only)"
-            out["embedding_build_1287_cold_cpu_s"] = "skipped"
-        start = time.perf_counter()
-        await EmbeddingIndex(embed, cache=EmbeddingCache(path, model=MINILM)).build(sample)
-        out["embedding_build_1287_warm_s"] = round(time.perf_counter() - start, 3)
-        print(
-            "embedding build cold",
-            out["embedding_build_1287_cold_s"],
-            "warm",
-            out["embedding_build_1287_warm_s"],
-        )
-        vectors = dict(
-            zip(
-                (document_text(d) for d in sample), cast(EmbeddingIndex, cold)._vectors, strict=True
+        for prefix, tree in trees.items():
+            embed = embedders[prefix] = tree.minilm_embedder(threads=2)
+            path = Path(folder) / f"{prefix}e.sqlite3"
+            if args.warm_only:  # the benchmarks' own cache stands in for the cold build
+                path = bfcl.DATA / "embeddings.sqlite3"
+            start, cpu = time.perf_counter(), time.process_time()
+            cold = await tree.EmbeddingIndex(
+                embed, cache=tree.EmbeddingCache(path, model=MINILM)
+            ).build(sample)
+            cold_row = f"{prefix}embedding_build_1287_cold"
+            out[f"{cold_row}_s"] = round(time.perf_counter() - start, 2)
+            out[f"{cold_row}_cpu_s"] = round(time.process_time() - cpu, 2)
+            if args.warm_only:
+                out[f"{cold_row}_s"] = out[f"{cold_row}_cpu_s"] = "skipped (--warm-only)"
+            start = time.perf_counter()
+            await tree.EmbeddingIndex(embed, cache=tree.EmbeddingCache(path, model=MINILM)).build(
+                sample
             )
-        )
+            out[f"{prefix}embedding_build_1287_warm_s"] = round(time.perf_counter() - start, 3)
+            print(prefix, "embedding build cold", out[f"{cold_row}_s"], flush=True)
+            vectors[prefix] = dict(
+                zip((document_text(d) for d in sample), cold._vectors, strict=True)
+            )
 
     base: dict[str, ToolDefinition] = {d.name: d for d in pool}
-
-    async def copies(texts: Sequence[str]) -> list[list[float]]:
-        return [vectors[t] for t in texts]
 
     def original(d: ToolDefinition) -> ToolDefinition:
         return base[d.name.split("__")[0]]
 
     text_of_copy = {document_text(d): document_text(original(d)) for d in big}
 
-    async def reuse(texts: Sequence[str]) -> Sequence[Sequence[float]]:
-        if all(t in text_of_copy for t in texts) and len(texts) > 1:
-            return await copies([text_of_copy[t] for t in texts])
-        return await embed(texts)
+    def reusing(prefix: str) -> Any:
+        async def reuse(texts: Sequence[str]) -> Sequence[Sequence[float]]:
+            if all(t in text_of_copy for t in texts) and len(texts) > 1:
+                return [vectors[prefix][text_of_copy[t]] for t in texts]
+            return await embedders[prefix](texts)  # a query, in the older tree
+
+        return reuse
+
+    def hybrid_of(prefix: str, tree: Any) -> Any:
+        if prefix == "":  # as minilm_index() makes it: queries cut to QUERY_TOKENS
+            embed = minilm_embedder(threads=2, max_length=QUERY_TOKENS)
+            index = EmbeddingIndex(
+                reusing(prefix), batch_size=512, query_cache=0, query_embed=embed
+            )
+        else:
+            index = tree.EmbeddingIndex(reusing(prefix), batch_size=512, query_cache=0)
+        return tree.HybridIndex(tree.KeywordIndex(), index)
 
     for size, catalog in (("1287", pool), ("10000", big)):
-        hybrid = await HybridIndex(
-            KeywordIndex(), EmbeddingIndex(reuse, batch_size=512, query_cache=0)
-        ).build(catalog)
-        await hybrid.search("warm up", 5)
-        out[f"hybrid_{size}"] = await timed(hybrid, queries)
-        print("hybrid", size, out[f"hybrid_{size}"])
+        built = {prefix: await hybrid_of(prefix, t).build(catalog) for prefix, t in trees.items()}
+        times: dict[str, tuple[list[float], list[float]]] = {p: ([], []) for p in built}
+        for index in built.values():
+            await index.search("warm up", 5)
+        for q in queries:
+            for prefix, index in built.items():
+                start, start_cpu = time.perf_counter(), time.process_time()
+                await index.search(q, 5)
+                times[prefix][0].append(time.perf_counter() - start)
+                times[prefix][1].append(time.process_time() - start_cpu)
+        for prefix, (wall, cpu) in times.items():
+            out[f"{prefix}hybrid_{size}"] = stats(wall, cpu)
+            print(prefix, "hybrid", size, out[f"{prefix}hybrid_{size}"], flush=True)
     out["load_average_at_end"] = os.getloadavg()[0]
     return out
 
