@@ -6,7 +6,8 @@ Run: `nice -n 10 .venv/bin/python benchmarks/tool_search/latency.py [--queries N
 `--baseline TREE` also times the indexes of another checkout of the package (e.g.
 `git worktree add /tmp/base <commit>`), loaded as `advisorchain_base`, in the same run:
 keyword builds alternate between the two, each query is searched by both in turn (keyword
-and hybrid), so both see the same load, and each tree's embedding build runs once. `--keyword-only` skips the embedding rows (minutes of MiniLM).
+and hybrid), so both see the same load, and each tree's embedding build runs once.
+`--keyword-only` skips the embedding rows (minutes of MiniLM).
 
 - Query latency: `await index.search(query, 5)` for N BFCL queries (p50/p99), on the
   pooled BFCL catalog (1,287 tools) and on 10,000 tools (the pool renamed `name__2`, ...).
