@@ -30,8 +30,8 @@ MINILM = "all-MiniLM-L6-v2-int8"
 """The model name `minilm_index()` gives its `EmbeddingCache`."""
 
 QUERY_TOKENS = 64
-"""The tokens of a query `minilm_index()` embeds (chosen on half of the BFCL queries:
-`benchmarks/tool_search/truncation.py`)."""
+"""The tokens of a query `minilm_index()` embeds: the longest cut whose worst query fits
+the hybrid's 30 ms budget on 2 cores (its recall cost: `benchmarks/tool_search/truncation.py`)."""
 
 _LOAD_LOCK = threading.Lock()
 _SESSIONS: dict[tuple[str, int | None], Any] = {}
@@ -152,7 +152,6 @@ class EmbeddingIndex:
     def similarities(self, vector: list[float]) -> list[float]:
         """Cosine similarity of a normalized vector to every definition, in catalog order."""
         if self._matrix is not None:
-
             scores: list[float] = _scores(self._matrix, vector).tolist()
             return scores
         return [
