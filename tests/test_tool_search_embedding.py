@@ -1,4 +1,4 @@
-"""The embedding index's batching and query path, MiniLM's batches, the hybrid's order."""
+"""The embedding index's batching and query path, MiniLM's batches."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from advisorchain import ToolDefinition
-from advisorchain.advisors import EmbeddingIndex, HybridIndex, ToolIndex
-from advisorchain.advisors.tool_search import QueryRejected, embedding, minilm_embedder
+from advisorchain.advisors import EmbeddingIndex
+from advisorchain.advisors.tool_search import embedding, minilm_embedder
 from advisorchain.advisors.tool_search.index import document_text
 
 
@@ -144,32 +144,3 @@ async def test_minilm_index_embeds_a_query_from_its_first_tokens() -> None:
     assert not all(math.isclose(a, b, abs_tol=1e-4) for a, b in zip(cut, whole, strict=True))
     built = await index.build(CATALOG[:3])
     assert len(await built.search(long, 2)) == 2
-
-
-@pytest.mark.anyio
-async def test_hybrid_starts_the_last_index_first_and_raises_the_first_refusal(
-    anyio_backend: str,
-) -> None:
-    entered: list[str] = []
-
-    class Named:
-        def __init__(self, name: str, refuse: bool = False) -> None:
-            self.name = name
-            self.refuse = refuse
-
-        async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:
-            return self
-
-        async def search(self, query: str, k: int) -> list[str]:
-            entered.append(self.name)
-            if self.refuse:
-                raise QueryRejected(f"{self.name} refuses")
-            return [self.name]
-
-    hybrid = HybridIndex(Named("keyword"), Named("embedding"))
-    assert await hybrid.search("q", 2) == ["keyword", "embedding"]
-    if anyio_backend == "asyncio":  # trio shuffles the order of tasks started together
-        assert entered == ["embedding", "keyword"]
-    refusing = HybridIndex(Named("first", refuse=True), Named("second", refuse=True))
-    with pytest.raises(QueryRejected, match="first refuses"):
-        await refusing.search("q", 2)

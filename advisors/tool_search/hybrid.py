@@ -19,9 +19,9 @@ class HybridIndex:
     index's first few names, which is what a search returning about five tools needs
     (chosen on half of the BFCL queries, see the benchmark). Typical use: a keyword
     index and an embedding index, which miss different tools. Building builds every
-    index concurrently; searching queries them concurrently, the last index started
-    first. A query that an index refuses (`QueryRejected`, e.g. a costly regex) is
-    answered by the others; refused by all, it raises the first index's refusal.
+    index concurrently; searching queries them concurrently. A query that an index
+    refuses (`QueryRejected`, e.g. a costly regex) is answered by the others; refused
+    by all, it raises the first refusal.
     """
 
     def __init__(
@@ -61,22 +61,20 @@ class HybridIndex:
         if k < 1:
             return []
         rankings: list[list[str]] = [[] for _ in self.indexes]
-        rejected: dict[int, QueryRejected] = {}
+        rejected: list[QueryRejected] = []
         depth = max(k, self.depth)
 
         async def search_one(i: int) -> None:
             try:
                 rankings[i] = await self.indexes[i].search(query, depth)
             except QueryRejected as exc:  # the other indexes may still answer
-                rejected[i] = exc
+                rejected.append(exc)
 
         async with anyio.create_task_group() as group:
-            # Last first: an embedding index (last by convention) hands its query to a
-            # worker thread at once, and a keyword index then searches meanwhile.
-            for i in reversed(range(len(self.indexes))):
+            for i in range(len(self.indexes)):
                 group.start_soon(search_one, i)
         if len(rejected) == len(self.indexes):
-            raise rejected[min(rejected)]
+            raise rejected[0]
         return fuse(rankings, self.weights, self.rrf_k)[:k]
 
 
