@@ -135,6 +135,7 @@ async def test_minilm_index_embeds_a_query_from_its_first_tokens() -> None:
         embedding.minilm_index(cache=False, query_tokens=0)
     index = embedding.minilm_index(cache=False, query_tokens=8)  # [CLS], 6 words, [SEP]
     assert index.query_embed is not None
+    assert index.batch_size == 256  # large calls: the embedder sorts each by tokens
     head = "weather in paris for the weekend"
     long = head + " and then book a table for two at a quiet restaurant near the river"
     (cut,) = await index.query_embed([long])

@@ -420,7 +420,9 @@ def minilm_index(
     cache: EmbeddingCache | None | bool = True, *, query_tokens: int | None = QUERY_TOKENS
 ) -> EmbeddingIndex:
     """An `EmbeddingIndex` over `minilm_embedder()` that keeps definition embeddings in
-    `cache` (`True`: an `EmbeddingCache` at `default_cache_path()`; `False`/`None`: none).
+    `cache` (`True`: an `EmbeddingCache` at `default_cache_path()`; `False`/`None`: none),
+    256 definitions a call (the embedder batches a call's texts by tokens: in larger
+    calls, less padding).
 
     A query is embedded from its first `query_tokens` tokens (`None`: 256, as
     definitions): the model's time grows with the tokens (about half a millisecond
@@ -429,4 +431,6 @@ def minilm_index(
     `ImportError` (saying what to install) without the `embeddings` extra."""
     chosen = EmbeddingCache(default_cache_path(), model=MINILM) if cache is True else cache
     queries = None if query_tokens is None else minilm_embedder(max_length=query_tokens)
-    return EmbeddingIndex(minilm_embedder(), cache=chosen or None, query_embed=queries)
+    return EmbeddingIndex(
+        minilm_embedder(), batch_size=256, cache=chosen or None, query_embed=queries
+    )
