@@ -196,14 +196,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         out["load_average_at_end"] = os.getloadavg()[0]
         return out
 
-    trees: dict[str, Any] = {"": sys.modules["advisorchain.advisors.tool_search"]}
+    packages: dict[str, Any] = {"": sys.modules["advisorchain.advisors.tool_search"]}
     if args.baseline:
-        trees["baseline_"] = args.baseline
+        packages["baseline_"] = args.baseline
     sample = pool[:1300]
     vectors: dict[str, dict[str, list[float]]] = {}
     embedders: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
-        for prefix, tree in trees.items():
+        for prefix, tree in packages.items():
             embed = embedders[prefix] = tree.minilm_embedder(threads=2)
             path = Path(folder) / f"{prefix}e.sqlite3"
             if args.warm_only:  # the benchmarks' own cache stands in for the cold build
@@ -239,7 +239,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         async def reuse(texts: Sequence[str]) -> Sequence[Sequence[float]]:
             if all(t in text_of_copy for t in texts) and len(texts) > 1:
                 return [vectors[prefix][text_of_copy[t]] for t in texts]
-            return await embedders[prefix](texts)  # a query, in the older tree
+            vectors_of: Sequence[Sequence[float]] = await embedders[prefix](texts)
+            return vectors_of  # a query, in the older tree
 
         return reuse
 
@@ -254,7 +255,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         return tree.HybridIndex(tree.KeywordIndex(), index)
 
     for size, catalog in (("1287", pool), ("10000", big)):
-        built = {prefix: await hybrid_of(prefix, t).build(catalog) for prefix, t in trees.items()}
+        built = {p: await hybrid_of(p, t).build(catalog) for p, t in packages.items()}
         times: dict[str, tuple[list[float], list[float]]] = {p: ([], []) for p in built}
         for index in built.values():
             await index.search("warm up", 5)
@@ -264,8 +265,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 await index.search(q, 5)
                 times[prefix][0].append(time.perf_counter() - start)
                 times[prefix][1].append(time.process_time() - start_cpu)
-        for prefix, (wall, cpu) in times.items():
-            out[f"{prefix}hybrid_{size}"] = stats(wall, cpu)
+        for prefix, (walls, cpus) in times.items():
+            out[f"{prefix}hybrid_{size}"] = stats(walls, cpus)
             print(prefix, "hybrid", size, out[f"{prefix}hybrid_{size}"], flush=True)
     out["load_average_at_end"] = os.getloadavg()[0]
     return out
