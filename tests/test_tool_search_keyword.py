@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 
 import pytest
 
 from advisorchain import ToolDefinition
 from advisorchain.advisors import KeywordIndex
-from advisorchain.advisors.tool_search import _fts5_terms
+from advisorchain.advisors.tool_search import _fts5_terms, keyword
 from advisorchain.advisors.tool_search._bm25 import Impacts
 from advisorchain.advisors.tool_search._fts5_terms import TOKENIZE, Fts5Terms
-from advisorchain.advisors.tool_search.index import document
+from advisorchain.advisors.tool_search.index import document, split_identifier
 from advisorchain.advisors.tool_search.keyword import query_words
 
 VOCABULARY = (
@@ -150,3 +151,60 @@ def test_a_field_of_weight_zero_counts_toward_length_but_finds_nothing() -> None
     only_description = [ToolDefinition("lookup", "weather", {}), ToolDefinition("weather", "", {})]
     found = KeywordIndex(weights=(1.0, 0.0, 0.0)).build_sync(only_description)
     assert found.search_sync("weather", 5) == ["weather"]
+
+
+def _postings(index: KeywordIndex) -> dict[str, tuple[list[int], list[float]]]:
+    assert index._impacts is not None
+    return {term: (list(p.tools), list(p.impacts)) for term, p in index._impacts.postings.items()}
+
+
+@pytest.mark.parametrize("weights", [(2.0, 1.0, 0.5), (1.0, 1.0, 1.0), (3.0, 0.5, 2.0)])
+def test_counting_weight_units_at_once_gives_the_bits_of_one_addition_per_term(
+    weights: tuple[float, float, float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chunks of several terms (`(e.g.,`, `Café-près!`), of none (`--`), repeated
+    # within a field and across fields: every case the counting path corrects for.
+    rng = random.Random(5)
+    tools = catalog(200, seed=3)
+    odd = ["(e.g.,", "--", "Café-près!", "zip-code", "forecasts,", "!!", "x^n,"]
+    for i, tool in enumerate(tools):
+        extra = " ".join(rng.choice([*odd, *VOCABULARY]) for _ in range(rng.randint(0, 12)))
+        tools[i] = ToolDefinition(
+            f"{tool.name}_zip-code", f"{tool.description} {extra} {extra}", tool.parameters
+        )
+    assert keyword._units(weights) is not None
+    counted = _postings(KeywordIndex(weights=weights).build_sync(tools))
+    monkeypatch.setattr(keyword, "_MAX_UNITS", 0)  # one addition per occurrence
+    assert keyword._units(weights) is None
+    added = _postings(KeywordIndex(weights=weights).build_sync(tools))
+    assert counted == added
+
+
+def test_weight_units_are_used_only_where_they_are_exact() -> None:
+    assert keyword._units((2.0, 1.0, 0.5)) == ((4, 2, 1), 0.5)
+    assert keyword._units((3.0, 0.5, 2.0)) == ((6, 1, 4), 0.5)
+    assert keyword._units((1.0, 1.0, 1.0)) == ((1, 1, 1), 1.0)
+    assert keyword._units((0.3, 1.7, 0.45)) is None  # not multiples of 1/1024
+    assert keyword._units((0.0, 1.0, 1.0)) is None  # a zero weight still counts a term
+    assert keyword._units((16.0, 1.0, 0.5)) is None  # 32 units: too many repeats
+
+
+def test_split_identifier_without_capitals_splits_as_the_general_path() -> None:
+    word = re.compile(r"\w+")
+    camel = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+    def general(identifier: str) -> list[str]:
+        found: list[str] = []
+        for part in word.findall(identifier):
+            for piece in part.split("_"):
+                found.extend(w.lower() for w in camel.split(piece) if w)
+        return found
+
+    rng = random.Random(1)
+    alphabet = "abcXYZ019_-. é€ǅßİ/\t"
+    samples = ["get_weather", "zip-code.v2", "__x__", "é_ß", "getHTTPResponse", ""]
+    samples += [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(5000)
+    ]
+    for identifier in samples:
+        assert split_identifier(identifier) == general(identifier), identifier

@@ -17,9 +17,11 @@ import heapq
 import math
 from array import array
 from bisect import bisect_left
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
+from typing import Any
 
 K1 = 1.2
 B = 0.75
@@ -56,33 +58,38 @@ class Impacts:
         self.size = size
 
     @classmethod
-    def build(cls, frequencies: Sequence[Mapping[str, float]], lengths: Sequence[int]) -> Impacts:
+    def build(
+        cls,
+        frequencies: Sequence[Mapping[str, float]],
+        lengths: Sequence[int],
+        scale: float = 1.0,
+    ) -> Impacts:
         """Impacts from each tool's term frequencies and length, scored as FTS5's `bm25()`.
 
-        `frequencies[i][term]` is the weighted count of `term` in tool `i` (each field's
-        count times the field's weight, summed), `lengths[i]` its number of terms in all
-        fields; `idf = log((N - n + 0.5) / (n + 0.5))`, at least 1e-6; `k1 = 1.2`,
-        `b = 0.75`.
+        `frequencies[i][term] * scale` is the weighted count of `term` in tool `i` (each
+        field's count times the field's weight, summed), `lengths[i]` its number of terms
+        in all fields; `idf = log((N - n + 0.5) / (n + 0.5))`, at least 1e-6; `k1 = 1.2`,
+        `b = 0.75`. Posting lists are arrays, which the garbage collector never visits.
         """
         size = len(frequencies)
-        pairs: defaultdict[str, list[float]] = defaultdict(list)  # tool, frequency, ...
-        for tool, frequency in enumerate(frequencies):
-            for term, f in frequency.items():
-                pairs[term] += (tool, f)
+        holding = Counter(chain.from_iterable(frequencies))  # n of every term
         average = sum(lengths) / size if size else 1.0
         norms = [K1 * (1 - B + B * length / average) for length in lengths]
         k1_1 = K1 + 1.0
-        postings = {}
-        for term, flat in pairs.items():
-            ids = array("i", map(int, flat[0::2]))
-            n = len(ids)
+        # Per term: its tools' and impacts' appenders, its idf, the two arrays.
+        slots: dict[str, tuple[Any, Any, float, array[int], array[float]]] = {}
+        for term, n in holding.items():
             idf = math.log((size - n + 0.5) / (n + 0.5))
-            if idf <= 0.0:
-                idf = 1e-6
-            values = [
-                idf * ((f * k1_1) / (f + norms[t])) for t, f in zip(ids, flat[1::2], strict=True)
-            ]
-            postings[term] = Postings(ids, array("d", values), max(values))
+            tools, values = array("i"), array("d")
+            slots[term] = (tools.append, values.append, idf if idf > 0.0 else 1e-6, tools, values)
+        for tool, frequency in enumerate(frequencies):
+            norm = norms[tool]
+            for term, count in frequency.items():
+                f = count * scale
+                add_tool, add_value, idf, _, _ = slots[term]
+                add_tool(tool)
+                add_value(idf * ((f * k1_1) / (f + norm)))
+        postings = {t: Postings(s[3], s[4], max(s[4])) for t, s in slots.items()}
         return cls(postings, size)
 
     def score(self, terms: Sequence[str], tool: int) -> float:

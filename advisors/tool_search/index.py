@@ -21,6 +21,7 @@ MAX_QUERY_CHARS = 2000
 _MAX_VALUES = 64
 _WORD = re.compile(r"\w+")
 # camelCase boundaries: `getHTTPResponse` -> get HTTP Response.
+_SEPARATORS = re.compile(r"[\W_]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
@@ -52,6 +53,8 @@ def split_identifier(identifier: str) -> list[str]:
     """Words of an identifier: split on `_`, `-`, `.`, spaces and camelCase, lowercased."""
     if identifier.isalnum() and identifier.islower():  # the common case: one word
         return [identifier]
+    if identifier.lower() == identifier:  # no capitals, so no camelCase to split
+        return [w for w in _SEPARATORS.split(identifier) if w]
     words: list[str] = []
     for part in _WORD.findall(identifier):
         for piece in part.split("_"):
@@ -82,7 +85,8 @@ def parameter_texts(schema: Mapping[str, Any], depth: int = 0) -> Iterator[tuple
             text = description if isinstance(description, str) else ""
             values = allowed_values(prop)
             yield str(name), f"{text} {values}".strip() if values else text
-            yield from parameter_texts(prop, depth + 1)
+            if "properties" in prop or "items" in prop:  # else it has nothing nested
+                yield from parameter_texts(prop, depth + 1)
     items = schema.get("items")
     if _is_mapping(items):
         yield from parameter_texts(items, depth + 1)
@@ -98,6 +102,8 @@ def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
 
 def allowed_values(prop: Mapping[str, Any]) -> str:
     """The `enum` values of a property or of its array items, space-separated (at most 64)."""
+    if "enum" not in prop and "items" not in prop:
+        return ""
     found: list[str] = []
     for holder in (prop, prop.get("items")):
         if _is_mapping(holder) and isinstance(holder.get("enum"), list):

@@ -6,7 +6,7 @@ import math
 import re
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain
 
 import anyio.to_thread
@@ -17,6 +17,8 @@ from ._fts5_terms import Fts5Terms, shared_terms
 from .index import ToolIndex, document, words
 
 _MAX_TERMS = 64
+# Weights whose ratios need more units than this are summed one occurrence at a time.
+_MAX_UNITS = 8
 # Chunks that can also be query words (lowercase, no separators): their terms are kept
 # with the index, so most query words need no tokenizing at search time.
 _QUERY_WORD = re.compile(r"[^\W_A-Z]+")
@@ -78,37 +80,57 @@ class KeywordIndex:
 
     def _fill(self, definitions: tuple[ToolDefinition, ...]) -> None:
         terms = shared_terms()
+        docs = [document(d) for d in definitions]
         # Whitespace never falls inside an FTS5 token, so a field's terms are those of
         # its whitespace-separated chunks; each distinct chunk is tokenized once.
-        chunked = [[text.split() for text in document(d)] for d in definitions]
         distinct: set[str] = set()
-        for fields in chunked:
-            for chunks in fields:
-                distinct.update(chunks)
+        for doc in docs:
+            for text in doc:
+                distinct.update(text.split())
         ordered = list(distinct)
-        terms_of = dict(zip(ordered, terms.terms(ordered), strict=True))
-        frequencies: list[dict[str, float]] = []
+        tokenized = terms.terms(ordered)
+        terms_of = dict(zip(ordered, tokenized, strict=True))
+        frequencies: list[Mapping[str, float]] = []
         lengths: list[int] = []
-        exact = all(_counts_exactly(w) for w in self.weights)
-        for fields in chunked:
-            frequency: dict[str, float] = {}
-            get = frequency.get
-            length = 0
-            for weight, chunks in zip(self.weights, fields, strict=True):
-                field_terms = chain.from_iterable(map(terms_of.__getitem__, chunks))
-                if exact:  # count times weight is the sum FTS5 makes, to the last bit
-                    counts = Counter(field_terms)
-                    for term, count in counts.items():
-                        frequency[term] = get(term, 0.0) + count * weight
-                    length += sum(counts.values())
-                    continue
-                # One addition per occurrence, in order, as FTS5 sums column weights.
-                for term in field_terms:
-                    frequency[term] = get(term, 0.0) + weight
-                    length += 1
-            frequencies.append(frequency)
-            lengths.append(length)
-        impacts = Impacts.build(frequencies, lengths)
+        units = _units(self.weights)
+        scale = 1.0
+        get_terms = terms_of.__getitem__
+        if units is not None:
+            # Each field's chunks repeated its weight's number of units, counted at once:
+            # a count times the unit is the sum FTS5 makes, to the last bit. Most chunks
+            # are one term; the others (`(e.g.,`, `--`) are added or taken out after.
+            (name_units, description_units, parameter_units), scale = units
+            first = dict(zip(ordered, (t[0] if t else "" for t in tokenized), strict=True))
+            irregular = {c for c, t in terms_of.items() if len(t) != 1}
+            for name, description, parameters in docs:
+                n, d, p = name.split(), description.split(), parameters.split()
+                chunks = n * name_units + d * description_units + p * parameter_units
+                counts = Counter(map(first.__getitem__, chunks))
+                length = len(n) + len(d) + len(p)
+                if not irregular.isdisjoint(chunks):
+                    for chunk in irregular.intersection(chunks):
+                        times = chunks.count(chunk)
+                        for term in terms_of[chunk][1:]:
+                            counts[term] += times
+                        length += (len(terms_of[chunk]) - 1) * (
+                            n.count(chunk) + d.count(chunk) + p.count(chunk)
+                        )
+                    counts.pop("", None)
+                frequencies.append(dict(counts.items()))  # untracked by the GC
+                lengths.append(length)
+        else:
+            for doc in docs:
+                frequency: dict[str, float] = {}
+                get = frequency.get
+                length = 0
+                for weight, text in zip(self.weights, doc, strict=True):
+                    # One addition per occurrence, in order, as FTS5 sums column weights.
+                    for term in chain.from_iterable(map(get_terms, text.split())):
+                        frequency[term] = get(term, 0.0) + weight
+                        length += 1
+                frequencies.append(frequency)
+                lengths.append(length)
+        impacts = Impacts.build(frequencies, lengths, scale)
         if 0.0 in self.weights:
             impacts = _positive_only(impacts)
         self._impacts = impacts
@@ -146,12 +168,19 @@ def _positive_only(impacts: Impacts) -> Impacts:
     return Impacts(kept, impacts.size)
 
 
-def _counts_exactly(weight: float) -> bool:
-    """Whether `count * weight` equals `weight` added `count` times, in any order and
-    mixed with other such weights: true of a multiple of 1/1024 below 2**20 (2, 1, 0.5),
-    whose sums of up to 2**23 occurrences are all exact in a double."""
-    scaled = weight * 1024
-    return weight < 2**20 and scaled == int(scaled)
+def _units(weights: tuple[float, float, float]) -> tuple[tuple[int, int, int], float] | None:
+    """`((a, b, c), unit)` with each weight `a * unit`, ... when the weights are positive
+    multiples of 1/1024 below 2**20 with small ratios (2, 1, 0.5: 4, 2, 1 halves), else
+    None. Then `count * unit` equals `unit` added `count` times, in any order: the sums
+    of up to 2**23 occurrences are all exact in a double."""
+    if not all(0 < w < 2**20 and w * 1024 == int(w * 1024) for w in weights):
+        return None
+    scaled = [int(w * 1024) for w in weights]
+    common = math.gcd(*scaled)
+    a, b, c = (s // common for s in scaled)
+    if max(a, b, c) > _MAX_UNITS:
+        return None
+    return (a, b, c), common / 1024
 
 
 def query_words(query: str) -> list[str]:

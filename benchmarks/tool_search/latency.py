@@ -3,22 +3,27 @@
 Run: `nice -n 10 .venv/bin/python benchmarks/tool_search/latency.py [--queries N]
 [--baseline TREE] [--keyword-only]`. Writes `benchmarks/results/tool_search_latency.json`.
 
-`--baseline TREE` also times the keyword index of another checkout of the package
-(e.g. `git worktree add /tmp/base <commit>`), loaded as `advisorchain_base`, in the same
-run: builds alternate between the two, and each query is searched by both in turn, so
-both see the same load. `--keyword-only` skips the embedding rows (minutes of MiniLM).
+`--baseline TREE` also times the indexes of another checkout of the package (e.g.
+`git worktree add /tmp/base <commit>`), loaded as `advisorchain_base`, in the same run:
+keyword builds alternate between the two, each query is searched by both in turn (keyword
+and hybrid), so both see the same load, and each tree's embedding build runs once.
+`--keyword-only` skips the embedding rows (minutes of MiniLM).
 
 - Query latency: `await index.search(query, 5)` for N BFCL queries (p50/p99), on the
   pooled BFCL catalog (1,287 tools) and on 10,000 tools (the pool renamed `name__2`, ...).
   Hybrid is warm: the catalog is embedded and the model loaded; each query is embedded
-  (MiniLM, 2 threads) as it would be. The 10,000-tool embedding matrix reuses each
+  (MiniLM, 2 threads) as it would be: by this tree from its first `QUERY_TOKENS` tokens,
+  as `minilm_index()` does. The 10,000-tool embedding matrix reuses each
   original tool's vector for its renamed copies (embedding 8,713 more texts only to time a
   matrix product would take minutes here); the query path is the real one.
 - Wall-clock and CPU time (`time.process_time`, all threads) are both given: on a
   shared machine the wall clock mostly measures the other processes.
-- Build: keyword over 10,000 tools (median of 3); embedding of the pooled catalog's
-  first 1,300 definitions cold (no cache, a fresh model session) and warm (a new
-  `EmbeddingCache` object over the file the cold build wrote, as after a restart).
+- Build: keyword over 10,000 tools (median of 3, in this process: warm); with `--fresh N`,
+  also the first build in N new processes per tree (alternating), each timing its
+  imports, the BFCL load and its first build, then a second build (medians); embedding
+  of the pooled catalog's first 1,300 definitions cold (no cache, a fresh model
+  session) and warm (a new `EmbeddingCache` object over the file the cold build wrote,
+  as after a restart).
 """
 
 from __future__ import annotations
@@ -30,12 +35,13 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import bfcl
@@ -43,14 +49,12 @@ from run import percentile, renamed
 
 from advisorchain import ToolDefinition
 from advisorchain.advisors.tool_search import (
-    EmbeddingCache,
     EmbeddingIndex,
-    HybridIndex,
     KeywordIndex,
     ToolIndex,
     minilm_embedder,
 )
-from advisorchain.advisors.tool_search.embedding import MINILM
+from advisorchain.advisors.tool_search.embedding import MINILM, QUERY_TOKENS
 from advisorchain.advisors.tool_search.index import document_text
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "tool_search_latency.json"
@@ -124,6 +128,54 @@ async def keyword_rows(
     return out
 
 
+FRESH = """
+import json, sys, time
+start, cpu = time.perf_counter(), time.process_time()
+sys.path.insert(0, {here!r})
+import bfcl
+from run import renamed
+tree = {tree!r}
+if tree:  # as load_tree does, without importing this checkout's package
+    import importlib, importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "advisorchain_base", tree + "/__init__.py", submodule_search_locations=[tree]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["advisorchain_base"] = module
+    spec.loader.exec_module(module)
+    KeywordIndex = importlib.import_module("advisorchain_base.advisors.tool_search").KeywordIndex
+else:
+    from advisorchain.advisors.tool_search import KeywordIndex
+imported, imported_cpu = time.perf_counter(), time.process_time()
+big = renamed(bfcl.load()[0], 10_000)
+out = {{"import_s": imported - start, "import_cpu_s": imported_cpu - cpu}}
+for label in ("first", "second"):
+    start, cpu = time.perf_counter(), time.process_time()
+    KeywordIndex().build_sync(big)
+    out[label + "_s"] = time.perf_counter() - start
+    out[label + "_cpu_s"] = time.process_time() - cpu
+print(json.dumps(out))
+"""
+
+
+def fresh_builds(trees: dict[str, str], runs: int) -> dict[str, Any]:
+    """Keyword builds of 10,000 tools in new processes, the trees alternating."""
+    here = str(Path(__file__).resolve().parent)
+    samples: dict[str, list[dict[str, float]]] = {label: [] for label in trees}
+    for _ in range(runs):
+        for label, tree in trees.items():
+            code = FRESH.format(here=here, tree=tree)
+            done = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            )
+            samples[label].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    out: dict[str, Any] = {}
+    for label, rows in samples.items():
+        for key in rows[0]:
+            out[f"{label}_fresh_{key}"] = round(statistics.median(r[key] for r in rows), 3)
+    return out
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     pool, all_queries = bfcl.load()
     queries = [q.text for q in random.Random(3).sample(all_queries, args.queries)]
@@ -134,61 +186,88 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     if args.baseline:
         kinds["baseline_keyword"] = args.baseline.KeywordIndex
     out.update(await keyword_rows(kinds, pool, queries))
+    if args.fresh:
+        trees = {"keyword": ""}
+        if args.baseline:
+            trees["baseline_keyword"] = str(args.baseline_tree)
+        out.update(fresh_builds(trees, args.fresh))
     print(json.dumps(out, indent=2))
     if args.keyword_only:
         out["load_average_at_end"] = os.getloadavg()[0]
         return out
 
-    embed = minilm_embedder(threads=2)
+    packages: dict[str, Any] = {"": sys.modules["advisorchain.advisors.tool_search"]}
+    if args.baseline:
+        packages["baseline_"] = args.baseline
+    sample = pool[:1300]
+    vectors: dict[str, dict[str, list[float]]] = {}
+    embedders: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "e.sqlite3"
-        sample = pool[:1300]
-        if args.warm_only:  # the benchmarks' own cache stands in for the cold build
-            path = bfcl.DATA / "embeddings.sqlite3"
-        start, cpu = time.perf_counter(), time.process_time()
-        cold = await EmbeddingIndex(embed, cache=EmbeddingCache(path, model=MINILM)).build(sample)
-        out["embedding_build_1287_cold_s"] = round(time.perf_counter() - start, 2)
-        out["embedding_build_1287_cold_cpu_s"] = round(time.process_time() - cpu, 2)
-        if args.warm_only:
-            out["embedding_build_1287_cold_s"] = "skipped (--warm-only)"
-            out["embedding_build_1287_cold_cpu_s"] = "skipped"
-        start = time.perf_counter()
-        await EmbeddingIndex(embed, cache=EmbeddingCache(path, model=MINILM)).build(sample)
-        out["embedding_build_1287_warm_s"] = round(time.perf_counter() - start, 3)
-        print(
-            "embedding build cold",
-            out["embedding_build_1287_cold_s"],
-            "warm",
-            out["embedding_build_1287_warm_s"],
-        )
-        vectors = dict(
-            zip(
-                (document_text(d) for d in sample), cast(EmbeddingIndex, cold)._vectors, strict=True
+        for prefix, tree in packages.items():
+            embed = embedders[prefix] = tree.minilm_embedder(threads=2)
+            path = Path(folder) / f"{prefix}e.sqlite3"
+            if args.warm_only:  # the benchmarks' own cache stands in for the cold build
+                path = bfcl.DATA / "embeddings.sqlite3"
+            start, cpu = time.perf_counter(), time.process_time()
+            calls = {"batch_size": 256} if prefix == "" else {}  # as minilm_index()
+            cold = await tree.EmbeddingIndex(
+                embed, cache=tree.EmbeddingCache(path, model=MINILM), **calls
+            ).build(sample)
+            cold_row = f"{prefix}embedding_build_1287_cold"
+            out[f"{cold_row}_s"] = round(time.perf_counter() - start, 2)
+            out[f"{cold_row}_cpu_s"] = round(time.process_time() - cpu, 2)
+            if args.warm_only:
+                out[f"{cold_row}_s"] = out[f"{cold_row}_cpu_s"] = "skipped (--warm-only)"
+            start = time.perf_counter()
+            await tree.EmbeddingIndex(embed, cache=tree.EmbeddingCache(path, model=MINILM)).build(
+                sample
             )
-        )
+            out[f"{prefix}embedding_build_1287_warm_s"] = round(time.perf_counter() - start, 3)
+            print(prefix, "embedding build cold", out[f"{cold_row}_s"], flush=True)
+            vectors[prefix] = dict(
+                zip((document_text(d) for d in sample), cold._vectors, strict=True)
+            )
 
     base: dict[str, ToolDefinition] = {d.name: d for d in pool}
-
-    async def copies(texts: Sequence[str]) -> list[list[float]]:
-        return [vectors[t] for t in texts]
 
     def original(d: ToolDefinition) -> ToolDefinition:
         return base[d.name.split("__")[0]]
 
     text_of_copy = {document_text(d): document_text(original(d)) for d in big}
 
-    async def reuse(texts: Sequence[str]) -> Sequence[Sequence[float]]:
-        if all(t in text_of_copy for t in texts) and len(texts) > 1:
-            return await copies([text_of_copy[t] for t in texts])
-        return await embed(texts)
+    def reusing(prefix: str) -> Any:
+        async def reuse(texts: Sequence[str]) -> Sequence[Sequence[float]]:
+            if all(t in text_of_copy for t in texts) and len(texts) > 1:
+                return [vectors[prefix][text_of_copy[t]] for t in texts]
+            vectors_of: Sequence[Sequence[float]] = await embedders[prefix](texts)
+            return vectors_of  # a query, in the older tree
+
+        return reuse
+
+    def hybrid_of(prefix: str, tree: Any) -> Any:
+        if prefix == "":  # as minilm_index() makes it: queries cut to QUERY_TOKENS
+            embed = minilm_embedder(threads=2, max_length=QUERY_TOKENS)
+            index = EmbeddingIndex(
+                reusing(prefix), batch_size=512, query_cache=0, query_embed=embed
+            )
+        else:
+            index = tree.EmbeddingIndex(reusing(prefix), batch_size=512, query_cache=0)
+        return tree.HybridIndex(tree.KeywordIndex(), index)
 
     for size, catalog in (("1287", pool), ("10000", big)):
-        hybrid = await HybridIndex(
-            KeywordIndex(), EmbeddingIndex(reuse, batch_size=512, query_cache=0)
-        ).build(catalog)
-        await hybrid.search("warm up", 5)
-        out[f"hybrid_{size}"] = await timed(hybrid, queries)
-        print("hybrid", size, out[f"hybrid_{size}"])
+        built = {p: await hybrid_of(p, t).build(catalog) for p, t in packages.items()}
+        times: dict[str, tuple[list[float], list[float]]] = {p: ([], []) for p in built}
+        for index in built.values():
+            await index.search("warm up", 5)
+        for q in queries:
+            for prefix, index in built.items():
+                start, start_cpu = time.perf_counter(), time.process_time()
+                await index.search(q, 5)
+                times[prefix][0].append(time.perf_counter() - start)
+                times[prefix][1].append(time.process_time() - start_cpu)
+        for prefix, (walls, cpus) in times.items():
+            out[f"{prefix}hybrid_{size}"] = stats(walls, cpus)
+            print(prefix, "hybrid", size, out[f"{prefix}hybrid_{size}"], flush=True)
     out["load_average_at_end"] = os.getloadavg()[0]
     return out
 
@@ -201,8 +280,12 @@ if __name__ == "__main__":
     )
     parser.add_argument("--baseline", help="another checkout whose keyword index to time too")
     parser.add_argument("--keyword-only", action="store_true", help="skip the embedding rows")
+    parser.add_argument(
+        "--fresh", type=int, default=0, help="also time first builds in N new processes per tree"
+    )
     arguments = parser.parse_args()
     if arguments.baseline:
+        arguments.baseline_tree = Path(arguments.baseline).resolve()
         arguments.baseline = load_tree(Path(arguments.baseline).resolve())
     outcome = anyio.run(main, arguments)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
