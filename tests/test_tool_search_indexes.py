@@ -247,6 +247,19 @@ async def test_embedding_function_returning_too_few_vectors_is_an_error() -> Non
         await EmbeddingIndex(short).build(CATALOG)
 
 
+class Fixed:
+    """An index that answers one ranking whatever the query."""
+
+    def __init__(self, ranking: list[str]) -> None:
+        self.ranking = ranking
+
+    async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:
+        return self
+
+    async def search(self, query: str, k: int) -> list[str]:
+        return self.ranking[:k]
+
+
 def test_reciprocal_rank_fusion() -> None:
     assert fuse([["a", "b", "c"], ["b", "c"]], [1.0, 1.0], 60) == ["b", "c", "a"]
     assert fuse([["a"], ["b"]], [1.0, 1.0], 60) == ["a", "b"]  # ties keep the first order
@@ -255,16 +268,6 @@ def test_reciprocal_rank_fusion() -> None:
 
 @pytest.mark.anyio
 async def test_hybrid_index_finds_what_either_part_finds() -> None:
-    class Fixed:
-        def __init__(self, ranking: list[str]) -> None:
-            self.ranking = ranking
-
-        async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:
-            return self
-
-        async def search(self, query: str, k: int) -> list[str]:
-            return self.ranking[:k]
-
     built = await HybridIndex(Fixed(["a", "b"]), Fixed(["c", "a"])).build(CATALOG)
     assert await built.search("q", 3) == ["a", "c", "b"]
     with pytest.raises(ValueError):
@@ -392,16 +395,6 @@ def test_default_index_follows_the_installed_extras(
 @pytest.mark.anyio
 async def test_the_default_fusion_lifts_the_tool_whose_name_the_request_spells() -> None:
     from advisorchain.advisors.tool_search import hybrid_index
-
-    class Fixed:
-        def __init__(self, ranking: list[str]) -> None:
-            self.ranking = ranking
-
-        async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:
-            return self
-
-        async def search(self, query: str, k: int) -> list[str]:
-            return self.ranking[:k]
 
     catalog = [
         ToolDefinition("email_digest", "Summarize unread email and send a report.", {}),
