@@ -110,8 +110,7 @@ class ToolCallingAdvisor(Advisor):
 
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         turn = _Turn(request, self.reset_tool_choice)
-        chain = self._chain  # `_hooks()`, inline
-        hooks = chain.tool_hooks if chain is not None else ()
+        hooks = self._hooks()
         while True:
             response = await next(turn.request)
             done = turn.model_answered(response)
@@ -284,9 +283,8 @@ class _Turn:
                     id=response.id,
                 )
             )
-        request = self.request = self.request.appended(*response.messages, *tool_round.messages)
-        if self.reset_tool_choice and request.options.tool_choice not in _FREE_CHOICES:
-            self._relax_tool_choice()
+        self.request = self.request.appended(*response.messages, *tool_round.messages)
+        self._relax_tool_choice()
         return None
 
     async def _suspend(self, response: ChatResponse, tool_round: ToolRound) -> ChatResponse:

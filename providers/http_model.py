@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
+from functools import partial
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -190,7 +191,7 @@ class HTTPChatModel:
             try:
                 async for chunk in chunks:
                     for kind, data, _, _ in decoder.feed_fields(chunk):
-                        try:  # `_receive`, inlined: this runs for every event
+                        try:  # `_read`, inlined: this runs for every event
                             deltas = receive(data, kind)
                         except ProviderError:
                             raise  # redacted below
@@ -205,7 +206,7 @@ class HTTPChatModel:
                         break
                 else:
                     for kind, data, _, _ in decoder.close_fields():
-                        for delta in self._receive(state, data, kind, key):
+                        for delta in self._read(partial(receive, data, kind), key):
                             yield delta
                         if state.done:
                             break
@@ -229,17 +230,6 @@ class HTTPChatModel:
                 await chunks.aclose()  # type: ignore[attr-defined]
                 await response.aclose()
         yield completed
-
-    def _receive(self, state: StreamReader, data: str, event: str, key: str | None) -> list[Any]:
-        """`state.receive` of one event; failures as `_read` says."""
-        try:
-            return state.receive(data, event)
-        except ProviderError as exc:
-            redact_error(exc, key)
-            raise
-        except _STREAM_FAILURES as exc:
-            cause: BaseException = exc
-        raise self._failure(cause, key) from safe_cause(cause, key)
 
     def _read(self, step: Callable[[], _T], key: str | None) -> _T:
         """`step()`: reading the stream, whose failures all become `ProviderError`s
