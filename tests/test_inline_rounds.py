@@ -356,3 +356,38 @@ async def test_hooks_and_concurrency_limits_keep_the_task_group_path() -> None:
         patch.setattr(manager_module, "_run_inline", None)  # would fail if called
         tool_round = await ToolCallingManager().execute(request, message, hooks=(hook,))
     assert hooked == ["c0", "c1"] and [r.outcome for r in tool_round.results] == ["ok", "ok"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_a_chain_runs_such_a_round_inline_on_both_paths(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from advisorchain import Chain, ResponseCompleted, ToolCallingAdvisor
+    from advisorchain.providers import ScriptedChatModel
+
+    @tool
+    async def double(x: int) -> int:
+        """Double x."""
+        return 2 * x
+
+    async def no_task_group(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the round took the task-group path")
+
+    monkeypatch.setattr(ToolCallingManager, "_run_all", no_task_group)
+    calls = [ToolCall.from_arguments("double", {"x": i}, id=f"c{i}") for i in (1, 2)]
+    chain = Chain(
+        [ToolCallingAdvisor()],
+        model=ScriptedChatModel([AssistantMessage(tool_calls=tuple(calls)), "done"]),
+        tools=[double],
+    )
+    if path == "call":
+        response = await chain.call("go")
+    else:
+        events = [e async for e in chain.stream("go")]
+        completed = events[-1]
+        assert isinstance(completed, ResponseCompleted)
+        response = completed.response
+    assert response.text == "done"
+    results = [m.content for m in response.messages if m.role == "tool"]
+    assert results == ["2", "4"]
