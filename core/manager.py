@@ -379,8 +379,9 @@ class ToolCallingManager:
                 for i, invocation in pending[1:]:
                     group.start_soon(run_one, i, invocation, scope)
                 # The first call runs in this task (the others start at its first await):
-                # one task fewer to spawn, a third of a 2-call round's cost.
-                await run_one(*pending[0], scope)
+                # one task fewer to spawn, a third of a 2-call round's cost. It runs in a
+                # copy of this task's context, as a task of its own would.
+                await _drive(run_one(*pending[0], scope), copy_context())
             else:
                 # Calls start in order, each when the previous one first suspends (or ends),
                 # as with one task per call; but a call that ends without ever suspending

@@ -247,11 +247,9 @@ async def _round(
         else:
             outcome = _comparable(tool_round)
         finally:
-            # (with max_concurrency, the first call runs in this task's own context)
             leaked = _var.get()
             _var.reset(token)
-    if not options.get("max_concurrency"):
-        assert leaked == "caller"
+    assert leaked == "caller"
     return outcome, ran, seen, inline_rounds[0]
 
 

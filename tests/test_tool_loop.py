@@ -415,8 +415,12 @@ _round_var: contextvars.ContextVar[str] = contextvars.ContextVar("round_var", de
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+@pytest.mark.parametrize("max_concurrency", [None, 1, 2])
 @pytest.mark.parametrize("suspend", [False, True])
-async def test_calls_of_a_round_do_not_share_context_changes(suspend: bool) -> None:
+async def test_calls_of_a_round_do_not_share_context_changes(
+    suspend: bool, max_concurrency: int | None, path: str
+) -> None:
     seen: dict[str, tuple[str, str]] = {}
 
     @tool
@@ -433,7 +437,14 @@ async def test_calls_of_a_round_do_not_share_context_changes(suspend: bool) -> N
     try:
         calls = [call("mark", str(i), name=f"t{i}") for i in range(3)]
         model = ScriptedChatModel([calls, "ok"])
-        await Chain([ToolCallingAdvisor()], model=model, tools=[mark]).call("go")
+        chain = Chain(
+            [ToolCallingAdvisor(max_concurrency=max_concurrency)], model=model, tools=[mark]
+        )
+        if path == "call":
+            await chain.call("go")
+        else:
+            async for _ in chain.stream("go"):
+                pass
         assert _round_var.get() == "caller"
     finally:
         _round_var.reset(token)
