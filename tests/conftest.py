@@ -7,14 +7,11 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
-if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
-    from advisorchain.tests.postgres_support import require_postgres_dsn
-else:
-    from postgres_support import require_postgres_dsn
+from postgres_support import require_postgres_dsn
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex

@@ -7,7 +7,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import pytest
@@ -50,14 +50,7 @@ from advisorchain.advisors import (
 from advisorchain.advisors.approval import Defer, StoredResult
 from advisorchain.providers import ScriptedChatModel
 
-if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
-    from advisorchain.tests.postgres_support import (
-        POSTGRES_DSN,
-        drop_approval_tables,
-        require_postgres_dsn,
-    )
-else:
-    from postgres_support import POSTGRES_DSN, drop_approval_tables, require_postgres_dsn
+from postgres_support import POSTGRES_DSN, drop_approval_tables, require_postgres_dsn
 
 StoreFactory = Callable[..., ApprovalStore]
 """Makes a fresh store object on the same data: `factory(clock=...)`."""

@@ -14,7 +14,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -57,10 +57,7 @@ from advisorchain.core.invocation import ToolInvocation, ToolResult
 from advisorchain.core.request import ChatRequest
 from advisorchain.providers import ScriptedChatModel
 
-if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
-    from advisorchain.tests.test_approval_deferred import StoreFactory, stores
-else:
-    from test_approval_deferred import StoreFactory, stores
+from test_approval_deferred import StoreFactory, stores
 
 __all__ = ["stores"]  # the fixture, shared with the deferred tests
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import pytest
@@ -33,10 +33,7 @@ from advisorchain.advisors import (
 )
 from advisorchain.providers import ScriptedChatModel
 
-if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
-    from advisorchain.tests.postgres_support import drop_approval_tables, require_postgres_dsn
-else:
-    from postgres_support import drop_approval_tables, require_postgres_dsn
+from postgres_support import drop_approval_tables, require_postgres_dsn
 
 WORKER = Path(__file__).parent / "approval_workers" / "resume_worker.py"
 DEADLINE = 60.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -27,10 +27,7 @@ from advisorchain.advisors import (
 )
 from advisorchain.providers import ScriptedChatModel
 
-if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
-    from advisorchain.tests.postgres_support import drop_approval_tables, require_postgres_dsn
-else:
-    from postgres_support import drop_approval_tables, require_postgres_dsn
+from postgres_support import drop_approval_tables, require_postgres_dsn
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

@@ -4,31 +4,20 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the benchmarks package lives beside the tests
 
-if TYPE_CHECKING:  # mypy sees the checkout as the package `advisorchain`
-    from advisorchain.benchmarks import demo_quality
-    from advisorchain.benchmarks.demo.questions import (
-        QUESTIONS,
-        Outcome,
-        check,
-        claims_success,
-        select,
-    )
-else:
-    from benchmarks import demo_quality
-    from benchmarks.demo.questions import (
-        QUESTIONS,
-        Outcome,
-        check,
-        claims_success,
-        select,
-    )
+from benchmarks import demo_quality  # noqa: E402 (after the path it is found on)
+from benchmarks.demo.questions import (  # noqa: E402
+    QUESTIONS,
+    Outcome,
+    check,
+    claims_success,
+    select,
+)
 
 
 def test_the_question_set_covers_what_the_issue_asks() -> None:

@@ -3,7 +3,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 import pytest
@@ -33,10 +32,7 @@ from advisorchain.advisors import (
 )
 from advisorchain.providers import ScriptedChatModel
 
-if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
-    from advisorchain.tests.postgres_support import drop_tables
-else:
-    from postgres_support import drop_tables
+from postgres_support import drop_tables
 
 EVERY_KIND: list[Message] = [
     SystemMessage(content="sys"),

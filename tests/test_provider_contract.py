@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import httpx
@@ -38,28 +38,16 @@ from advisorchain.providers import (
 )
 from advisorchain.providers import http as provider_http
 
-if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
-    from advisorchain.tests.provider_cases import CASES, Answer, ProviderCase
-    from advisorchain.tests.provider_support import (
-        HTTPX_ABANDONED_GENERATORS,
-        ChunkStream,
-        Recorder,
-        cuts,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
-else:
-    from provider_cases import CASES, Answer, ProviderCase
-    from provider_support import (
-        HTTPX_ABANDONED_GENERATORS,
-        ChunkStream,
-        Recorder,
-        cuts,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
+from provider_cases import CASES, Answer, ProviderCase
+from provider_support import (
+    HTTPX_ABANDONED_GENERATORS,
+    ChunkStream,
+    Recorder,
+    cuts,
+    fixture,
+    fixture_json,
+    sse_response,
+)
 
 pytestmark = [HTTPX_ABANDONED_GENERATORS, pytest.mark.anyio]
 

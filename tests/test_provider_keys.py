@@ -18,7 +18,7 @@ import threading
 import traceback
 from collections.abc import AsyncIterator, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import pytest
@@ -40,10 +40,7 @@ from advisorchain.providers import (
 )
 from advisorchain.providers.errors import BODY_EXCERPT_CHARS
 
-if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
-    from advisorchain.tests.provider_support import HTTPX_ABANDONED_GENERATORS
-else:
-    from provider_support import HTTPX_ABANDONED_GENERATORS
+from provider_support import HTTPX_ABANDONED_GENERATORS
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 

@@ -4,7 +4,7 @@ parent turn; `Chain.resume` of the parent resumes the child through the call, on
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import pytest
@@ -41,10 +41,9 @@ from advisorchain.core.suspension import PendingApproval
 from advisorchain.providers import ScriptedChatModel
 
 # the memory/SQLite/PostgreSQL store factory the deferred-approval tests use
-if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
-    from advisorchain.tests.test_approval_deferred import StoreFactory, stores
-else:
-    from test_approval_deferred import StoreFactory, stores  # noqa: F401 (a fixture)
+from test_approval_deferred import StoreFactory, stores
+
+__all__ = ["stores"]  # the fixture
 
 
 def _call(name: str, call_id: str, **arguments: Any) -> ToolCall:

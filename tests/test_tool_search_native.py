@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import pytest
@@ -25,24 +25,14 @@ from advisorchain.providers.anthropic_tool_search import (
     native_mark,
 )
 
-if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
-    from advisorchain.tests.provider_support import (
-        FAST_RETRY,
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
-else:
-    from provider_support import (
-        FAST_RETRY,
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
+from provider_support import (
+    FAST_RETRY,
+    HTTPX_ABANDONED_GENERATORS,
+    Recorder,
+    fixture,
+    fixture_json,
+    sse_response,
+)
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 
