@@ -94,12 +94,11 @@ from .http import (
     error_message,
     json_dumps,
     json_excerpt,
-    json_loads,
     plain,
     token_count,
 )
 from .http_model import HTTPChatModel
-from .wire import WireCall, WireFormat
+from .wire import WireCall, WireFormat, event_object
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 """The Gemini API's base URL."""
@@ -831,14 +830,7 @@ class GeminiStreamReader:
 
     def receive(self, data: str, event: str = "message") -> list[ModelDelta]:
         """Take one chunk; return the deltas it carries."""
-        try:
-            chunk = json_loads(data)
-        except (ValueError, RecursionError) as exc:
-            raise StreamInterruptedError(
-                f"{PROVIDER}: malformed JSON in the stream: {exc}"
-            ) from exc
-        if not isinstance(chunk, dict):
-            raise StreamInterruptedError(f"{PROVIDER}: a stream chunk is not a JSON object")
+        chunk = event_object(data, event, provider=PROVIDER)
         if chunk.get("error") is not None:
             raise payload_error(chunk)
         for key in ("responseId", "modelVersion", "usageMetadata", "promptFeedback"):
