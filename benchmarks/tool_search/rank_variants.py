@@ -338,6 +338,39 @@ def without_stop_words(text):
     return " ".join(out.split()) or text
 
 
+def query_tokenizer():
+    from tokenizers import Tokenizer
+
+    from advisorchain.advisors.tool_search.embedding import _packaged_tokenizer
+
+    tokenizer = Tokenizer.from_file(str(_packaged_tokenizer()))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return lambda text: len(tokenizer.encode(text).ids)
+
+
+def head_and_tail(text, head, keep=62):
+    """`text` if it has at most `keep` MiniLM tokens, else its first `head` and last
+    `keep - head` tokens' text joined by ` ... ` (fits a 64-token cut with CLS and SEP)."""
+    global _SPLITTER
+    if _SPLITTER is None:
+        from tokenizers import Tokenizer
+
+        from advisorchain.advisors.tool_search.embedding import _packaged_tokenizer
+
+        _SPLITTER = Tokenizer.from_file(str(_packaged_tokenizer()))
+        _SPLITTER.no_truncation()
+        _SPLITTER.no_padding()
+    encoded = _SPLITTER.encode(text, add_special_tokens=False)
+    if len(encoded.ids) <= keep:
+        return text
+    offsets = encoded.offsets
+    return text[: offsets[head - 1][1]] + " ... " + text[offsets[-(keep - head)][0] :]
+
+
+_SPLITTER = None
+
+
 def fields4(defs):
     """Name words, description, parameter names, parameter descriptions and values."""
     from advisorchain.advisors.tool_search.index import parameter_texts
@@ -457,9 +490,9 @@ def session5_rows(sets, F, kw, names, row, raw, emb_whole):
     """The variants of session 5; `raw` embeds definitions (whole texts) with MiniLM,
     `emb_whole` holds the scores of whole queries (256 tokens)."""
     q64 = Cached(f"{MINILM}/q64", minilm_q64_run())
-    E, short, param, nostop, D = {}, {}, {}, {}, {}
+    E, short, param, nostop, D, texts_of = {}, {}, {}, {}, {}, {}
     for s, (catalog, requests) in sets.items():
-        texts = [r.text.strip()[:MAX_QUERY_CHARS] for r in requests]
+        texts = texts_of[s] = [r.text.strip()[:MAX_QUERY_CHARS] for r in requests]
         Q = q64(texts)
         D[s] = raw([document_text(d) for d in catalog])
         E[s] = Q @ D[s].T
@@ -501,6 +534,21 @@ def session5_rows(sets, F, kw, names, row, raw, emb_whole):
     row(
         "s5 hybrid, embedding = max(full, short text)",
         lambda s, g: hybrid(s, np.maximum(E[s], short[s])),
+    )
+    counter = query_tokenizer()
+    long = {s: np.array([counter(t) > 64 for t in texts_of[s]]) for s in sets}
+    row(
+        "s5 hybrid, query > 64 tokens: stop words out before the cut",
+        lambda s, g: hybrid(s, np.where(long[s][:, None], nostop[s], E[s])),
+    )
+    ends = {
+        head: {s: q64([head_and_tail(t, head) for t in texts_of[s]]) @ D[s].T for s in sets}
+        for head in (16, 31, 46)
+    }
+    row(
+        "s5 hybrid, query > 64 tokens: its first n and last 62 - n tokens embedded (n)",
+        lambda s, g: hybrid(s, ends[g][s]),
+        grid=(16, 31, 46),
     )
     row("s5 embedding alone, query without stop words", lambda s, g: nostop[s])
     row("s5 hybrid, embedded query without stop words", lambda s, g: hybrid(s, nostop[s]))
@@ -733,6 +781,11 @@ def main():
         async def embed(texts):
             return minilm(texts).tolist()
 
+        q64 = Cached(f"{MINILM}/q64", minilm_q64_run())
+
+        async def embed_q64(texts):
+            return q64(texts).tolist()
+
         from advisorchain.advisors.tool_search import defaults
 
         for label, template in (
@@ -742,8 +795,12 @@ def main():
                 HybridIndex(KeywordIndex(), EmbeddingIndex(embed)),
             ),
             (
-                "shipped default_index() with the embeddings extra (MiniLM)",
+                "shipped default_index() with the embeddings extra (MiniLM), whole queries",
                 defaults.hybrid_index(EmbeddingIndex(embed)),
+            ),
+            (
+                "shipped default_index() with the embeddings extra (MiniLM), 64-token queries",
+                defaults.hybrid_index(EmbeddingIndex(embed, query_embed=embed_q64)),
             ),
         ):
             cells = {}
