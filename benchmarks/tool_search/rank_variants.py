@@ -473,6 +473,22 @@ def capitalized_weighted(imp, n, requests, alpha):
     return S
 
 
+def parameter_feedback(K, imp, F4, alpha, m=5):
+    """Query expansion from parameter names: the terms of the parameter names of the
+    first `m` tools (fields4's third field) added to the query at weight `alpha`."""
+    S = K.copy()
+    order = np.argsort(-K, axis=1, kind="stable")[:, :m]
+    for qi in range(K.shape[0]):
+        terms = dict.fromkeys(t for i in order[qi] if K[qi, i] > 0 for t in F4[i][2])
+        for t in terms:
+            p = imp.postings.get(t)
+            if p is not None:
+                S[qi, np.frombuffer(p.tools, dtype=np.int32)] += alpha * np.frombuffer(
+                    p.impacts, dtype=np.float64
+                )
+    return S
+
+
 def rrf_per_list(lists, weights, ks, depth=50):
     """`rrf` with an `rrf_k` per list."""
     out = np.zeros(lists[0][0].shape)
@@ -593,6 +609,11 @@ def session5_rows(sets, F, kw, names, row, raw, emb_whole):
         grid=(1.0, 0.75, 0.5, 0.25, 0.0),
     )
     F4 = {s: fields4(c) for s, (c, _) in sets.items()}
+    row(
+        "s5 keyword + the first 5 tools' parameter names as query words (weight)",
+        lambda s, g: parameter_feedback(kw[s], imps[s], F4[s], g) if g else kw[s],
+        grid=(0.0, 0.05, 0.1, 0.2, 0.3),
+    )
     row(
         "s5 keyword, 4 fields: parameter names apart (weights)",
         lambda s, g: keyword_scores(impacts(F4[s], w=g), len(sets[s][0]), sets[s][1]),
