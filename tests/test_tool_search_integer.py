@@ -19,8 +19,9 @@ def _needs_onnx() -> tuple[Any, Any, Any]:
     return onnx, pytest.importorskip("numpy"), pytest.importorskip("onnxruntime")
 
 
-def _int8_model(path: Path, *, stored_as: str = "int8") -> Path:
-    """`y = x @ (float(q) * scale)`, the packaged model's pattern (or its weights float)."""
+def _int8_model(path: Path, *, stored_as: str = "int8", gelu: bool = False) -> Path:
+    """`y = x @ (float(q) * scale)`, the packaged model's pattern (or its weights float);
+    with `gelu`, `y = gelu(x @ w + bias)` as the packaged model writes it."""
     onnx, np, _ = _needs_onnx()
     helper, numpy_helper = onnx.helper, onnx.numpy_helper
     q = np.array([[12, -127, 5], [90, 3, -64], [-7, 127, 33], [1, -2, 101]], dtype=np.int8)
@@ -29,14 +30,27 @@ def _int8_model(path: Path, *, stored_as: str = "int8") -> Path:
     nodes = [
         helper.make_node("Cast", ["w_q"], ["w_f"], to=onnx.TensorProto.FLOAT),
         helper.make_node("Mul", ["w_f", "w_scale"], ["w"]),
-        helper.make_node("MatMul", ["x", "w"], ["y"], name="project"),
+        helper.make_node("MatMul", ["x", "w"], ["xw" if gelu else "y"], name="project"),
     ]
+    constants = [numpy_helper.from_array(stored, "w_q"), numpy_helper.from_array(scale, "w_scale")]
+    if gelu:
+        values = {"bias": np.array([0.1, -0.2, 0.3]), "root2": 2**0.5, "one": 1.0, "half": 0.5}
+        for name, value in values.items():
+            constants.append(numpy_helper.from_array(np.asarray(value, np.float32), name))
+        nodes += [
+            helper.make_node("Add", ["xw", "bias"], ["h"]),
+            helper.make_node("Div", ["h", "root2"], ["scaled"]),
+            helper.make_node("Erf", ["scaled"], ["erf"]),
+            helper.make_node("Add", ["erf", "one"], ["shifted"]),
+            helper.make_node("Mul", ["half", "shifted"], ["halved"]),
+            helper.make_node("Mul", ["h", "halved"], ["y"]),
+        ]
     graph = helper.make_graph(
         nodes,
         "tiny",
         [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["n", 4])],
         [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["n", 3])],
-        [numpy_helper.from_array(stored, "w_q"), numpy_helper.from_array(scale, "w_scale")],
+        constants,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
@@ -64,6 +78,20 @@ def test_convert_multiplies_the_int8_weights_as_integers(tmp_path: Path) -> None
     x = np.random.default_rng(1).uniform(-1, 1, (5, 4)).astype(np.float32)
     exact, integer = _run(source, x), _run(converted, x)
     assert np.allclose(exact, integer, atol=0.02, rtol=0.02)  # activations cut to 8 bits
+
+
+def test_convert_folds_the_bias_and_fuses_the_erf_gelu(tmp_path: Path) -> None:
+    onnx, np, _ = _needs_onnx()
+    source = _int8_model(tmp_path / "gelu.onnx", gelu=True)
+    model = onnx.load(str(source))
+    assert convert(model) == 1
+    nodes = list(model.graph.node)
+    assert [node.op_type for node in nodes] == ["DynamicQuantizeMatMul", "Gelu"]
+    assert list(nodes[0].input)[-1] == "bias" and list(nodes[1].output) == ["y"]
+    converted = tmp_path / "converted.onnx"
+    onnx.save(model, str(converted))
+    x = np.random.default_rng(2).uniform(-1, 1, (6, 4)).astype(np.float32)
+    assert np.allclose(_run(source, x), _run(converted, x), atol=0.02, rtol=0.02)
 
 
 def test_convert_leaves_a_graph_without_int8_weights_alone(tmp_path: Path) -> None:
