@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from advisorchain import ToolDefinition
+from advisorchain.advisors import EmbeddingIndex
 from advisorchain.advisors.tool_search import embedding, integer_model
 from advisorchain.advisors.tool_search.integer_model import convert
 
@@ -239,3 +242,42 @@ def test_minilm_index_embeds_queries_with_the_integer_graph_by_default(
     made.clear()
     index = embedding.minilm_index(cache=False, query_tokens=None, integer_queries=False)
     assert index.query_embed is None and made == [{}]
+
+
+class Preparing:
+    """A query embedding function with a `prepare()` step, as `minilm_embedder()`'s."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    async def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        self.events.append("embed")
+        return [[float(len(t)), 1.0] for t in texts]
+
+    async def prepare(self) -> None:
+        self.events.append("prepare")
+
+
+@pytest.mark.anyio
+async def test_building_prepares_the_query_embedder_before_the_first_query() -> None:
+    queries = Preparing()
+
+    async def definitions(texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, float(len(t))] for t in texts]
+
+    catalog = [ToolDefinition("a", "first", {}), ToolDefinition("b", "second tool", {})]
+    built = await EmbeddingIndex(definitions, query_embed=queries).build(catalog)
+    assert queries.events == ["prepare"]
+    await built.search("something", 1)
+    assert queries.events == ["prepare", "embed"]
+
+
+@pytest.mark.anyio
+async def test_minilm_index_loads_its_query_graph_when_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _needs_minilm()
+    monkeypatch.setenv("ADVISORCHAIN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(embedding, "_SESSIONS", {})
+    await embedding.minilm_index(cache=False).build([ToolDefinition("a", "first", {})])
+    assert sorted(key[1] for key in embedding._SESSIONS) == [False, True]  # both loaded

@@ -60,7 +60,9 @@ class EmbeddingIndex:
     this one: a query searched again, by another conversation or over a changed
     catalog, is not embedded again. Queries are embedded by `query_embed` when given
     (the same model with other settings, such as fewer tokens: `minilm_index()`), else
-    by `embed`.
+    by `embed`. A `query_embed` with a `prepare()` coroutine method (`minilm_embedder()`'s
+    has one: it loads the model) is prepared by `build`, so that the first query does
+    not wait for a model to load.
     """
 
     def __init__(
@@ -110,6 +112,9 @@ class EmbeddingIndex:
             if self.cache is not None:
                 await anyio.to_thread.run_sync(self.cache.put_many, fresh)
         vectors = [known[t] for t in texts]
+        prepare = getattr(self.query_embed, "prepare", None)
+        if callable(prepare):  # the first query then waits for no model to load
+            await prepare()
         built = EmbeddingIndex(
             self.embed,
             batch_size=self.batch_size,
@@ -393,12 +398,24 @@ def minilm_embedder(
                 out[i] = vector
         return out
 
-    async def embed(texts: Sequence[str]) -> Sequence[Sequence[float]]:
+    return _LocalEmbedder(run, load)
+
+
+class _LocalEmbedder:
+    """`minilm_embedder()`'s embedding function; `prepare()` loads its model ahead."""
+
+    def __init__(self, run: Callable[[list[str]], list[list[float]]], load: Callable[[], Any]):
+        self._run = run
+        self._load = load
+
+    async def __call__(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
         if not texts:
             return []
-        return await _in_thread(run, list(texts))
+        return await _in_thread(self._run, list(texts))
 
-    return embed
+    async def prepare(self) -> None:
+        """Load the model and tokenizer (converting the integer graph if needed) now."""
+        await anyio.to_thread.run_sync(self._load)
 
 
 async def _in_thread(
