@@ -12,9 +12,10 @@ and hybrid), so both see the same load, and each tree's embedding build runs onc
 - Query latency: `await index.search(query, 5)` for N BFCL queries (p50/p99), on the
   pooled BFCL catalog (1,287 tools) and on 10,000 tools (the pool renamed `name__2`, ...).
   Hybrid is warm, each tree's default (`hybrid_index` where it has one): the catalog is
-  embedded and the model loaded; each query is embedded (MiniLM, 2 threads) as that
-  tree's `minilm_index()` would: from its first `QUERY_TOKENS` tokens, here by the
-  integer graph (`float_` rows: this tree with the packaged float graph). The 10,000-tool
+  embedded and the model loaded; each query is embedded (MiniLM, `--query-threads`
+  onnxruntime threads, default 2) as that tree's `minilm_index()` would: from its first
+  `QUERY_TOKENS` tokens, here by the integer graph (`float_` rows: this tree with the
+  packaged float graph). The 10,000-tool
   embedding matrix reuses each original tool's vector for its renamed copies (embedding
   8,713 more texts only to time a matrix product would take minutes here); the query path
   is the real one.
@@ -248,7 +249,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         """Each tree's default: its fusion, its query cut, and here the integer graph
         (`float_`: this tree with the packaged float graph for queries)."""
         module = importlib.import_module(f"{tree.__name__}.embedding")
-        options: dict[str, Any] = {"threads": 2}
+        options: dict[str, Any] = {"threads": args.query_threads}
         if getattr(module, "QUERY_TOKENS", None):
             options["max_length"] = module.QUERY_TOKENS
         if prefix == "":
@@ -292,6 +293,9 @@ if __name__ == "__main__":
     parser.add_argument("--keyword-only", action="store_true", help="skip the embedding rows")
     parser.add_argument(
         "--fresh", type=int, default=0, help="also time first builds in N new processes per tree"
+    )
+    parser.add_argument(
+        "--query-threads", type=int, default=2, help="onnxruntime threads embedding a query"
     )
     arguments = parser.parse_args()
     if arguments.baseline:

@@ -92,13 +92,14 @@ async def main(graphs: dict[str, Path]) -> dict[str, Any]:
     packaged_definitions = Kept(MINILM, minilm_embedder())
     packaged_definitions.cache = EmbeddingCache(bfcl.DATA / "embeddings.sqlite3", model=MINILM)
     for label, path in graphs.items():
+        model = f"{label}:{path.name}"  # the converted file's name holds its version
         queries_of = Kept(
-            f"{label}/q{QUERY_TOKENS}", minilm_embedder(path, max_length=QUERY_TOKENS)
+            f"{model}/q{QUERY_TOKENS}", minilm_embedder(path, max_length=QUERY_TOKENS)
         )
         definitions_of = (
             packaged_definitions
             if label == "packaged"
-            else Kept(f"{label}/definitions", minilm_embedder(path, batch_size=1))
+            else Kept(f"{model}/definitions", minilm_embedder(path, batch_size=1))
         )
         variants = {label: packaged_definitions}
         if label != "packaged":
