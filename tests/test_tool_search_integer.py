@@ -222,6 +222,23 @@ async def test_a_converted_file_that_does_not_load_falls_back_to_the_float_graph
     assert len(caplog.records) == 1 and caplog.records[0].levelno == logging.WARNING
 
 
+@pytest.mark.anyio
+async def test_a_cache_folder_that_cannot_be_written_falls_back_to_the_float_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _needs_minilm()
+    pytest.importorskip("onnx")
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("ADVISORCHAIN_CACHE_DIR", str(not_a_folder))
+    monkeypatch.setattr(embedding, "_SESSIONS", {})
+    floats = await embedding.minilm_embedder(threads=1)(TEXTS)
+    with caplog.at_level(logging.WARNING, logger="advisorchain.tool_search"):
+        fallback = await embedding.minilm_embedder(threads=1, integer=True)(TEXTS)
+    assert fallback == floats
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+
+
 def test_minilm_index_embeds_queries_with_the_integer_graph_by_default(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
