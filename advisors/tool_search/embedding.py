@@ -331,9 +331,10 @@ def minilm_embedder(
 
     With `integer=True` the model's int8 weights are multiplied as integers
     (`integer_model()`: the graph converted on first use and kept on disk, which needs
-    the `onnx` package): about half the CPU per token, vectors within ~0.01 cosine of the
-    float graph's. The activations are quantized over a whole call, so a text's vector
-    then depends a little on the texts embedded with it: meant for single queries. When
+    the `onnx` package): 0.5-0.6x the CPU of a text on AVX2, vectors at cosine 0.988
+    or more to the float graph's (BFCL texts). The activations are quantized over a
+    whole call, so a text's vector then depends a little on the texts embedded with it:
+    meant for single queries. When
     the conversion is impossible (no `onnx`, an unknown graph, a folder that cannot be
     written) or its result does not load, the packaged graph is used (logged once).
     """
@@ -493,9 +494,10 @@ def minilm_index(
     definitions): the model's time grows with the tokens (about half a millisecond
     each on one core here), and the rest of a long request still reaches the keyword
     index of a `HybridIndex`. With `integer_queries` (the default) queries go through
-    the integer graph (`minilm_embedder(integer=True)`: about half the CPU; the packaged
-    graph when `onnx` is missing), definitions through the packaged float graph (their
-    vectors do not depend on their batch, and the cache keeps them). Raises `ValueError`
+    the integer graph (`minilm_embedder(integer=True)`: about 0.6x the CPU, the same
+    recall on the benchmarks; the packaged graph when `onnx` is missing), definitions
+    through the packaged float graph (their vectors do not depend on their batch, and
+    the cache keeps them). Raises `ValueError`
     for `query_tokens` below 1 and `ImportError` (saying what to install) without the
     `embeddings` extra."""
     chosen = EmbeddingCache(default_cache_path(), model=MINILM) if cache is True else cache
