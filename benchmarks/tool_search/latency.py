@@ -11,12 +11,14 @@ and hybrid), so both see the same load, and each tree's embedding build runs onc
 
 - Query latency: `await index.search(query, 5)` for N BFCL queries (p50/p99), on the
   pooled BFCL catalog (1,287 tools) and on 10,000 tools (the pool renamed `name__2`, ...).
-  Hybrid is warm, each tree's default fusion (this one's `hybrid_index`, with the
-  name-words list): the catalog is embedded and the model loaded; each query is embedded
-  (MiniLM, 2 threads) as it would be: by this tree from its first `QUERY_TOKENS` tokens,
-  as `minilm_index()` does. The 10,000-tool embedding matrix reuses each
-  original tool's vector for its renamed copies (embedding 8,713 more texts only to time a
-  matrix product would take minutes here); the query path is the real one.
+  Hybrid is warm, each tree's default (`hybrid_index` where it has one): the catalog is
+  embedded and the model loaded; each query is embedded (MiniLM, `--query-threads`
+  onnxruntime threads, default 2) as that tree's `minilm_index()` would: from its first
+  `QUERY_TOKENS` tokens, here by the integer graph (`float_` rows: this tree with the
+  packaged float graph). The 10,000-tool
+  embedding matrix reuses each original tool's vector for its renamed copies (embedding
+  8,713 more texts only to time a matrix product would take minutes here); the query path
+  is the real one.
 - Wall-clock and CPU time (`time.process_time`, all threads) are both given: on a
   shared machine the wall clock mostly measures the other processes.
 - Build: keyword over 10,000 tools (median of 3, in this process: warm); with `--fresh N`,
@@ -50,13 +52,10 @@ from run import percentile, renamed
 
 from advisorchain import ToolDefinition
 from advisorchain.advisors.tool_search import (
-    EmbeddingIndex,
     KeywordIndex,
     ToolIndex,
-    hybrid_index,
-    minilm_embedder,
 )
-from advisorchain.advisors.tool_search.embedding import MINILM, QUERY_TOKENS
+from advisorchain.advisors.tool_search.embedding import MINILM
 from advisorchain.advisors.tool_search.index import document_text
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "tool_search_latency.json"
@@ -247,16 +246,25 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         return reuse
 
     def hybrid_of(prefix: str, tree: Any) -> Any:
-        if prefix == "":  # as minilm_index() makes it: queries cut to QUERY_TOKENS
-            embed = minilm_embedder(threads=2, max_length=QUERY_TOKENS)
-            index = EmbeddingIndex(
-                reusing(prefix), batch_size=512, query_cache=0, query_embed=embed
-            )
-            return hybrid_index(index)  # the default's fusion, with the name-words list
-        else:
-            index = tree.EmbeddingIndex(reusing(prefix), batch_size=512, query_cache=0)
+        """Each tree's default: its fusion, its query cut, and here the integer graph
+        (`float_`: this tree with the packaged float graph for queries)."""
+        module = importlib.import_module(f"{tree.__name__}.embedding")
+        options: dict[str, Any] = {"threads": args.query_threads}
+        if getattr(module, "QUERY_TOKENS", None):
+            options["max_length"] = module.QUERY_TOKENS
+        if prefix == "":
+            options["integer"] = True  # as minilm_index() does
+        index = tree.EmbeddingIndex(
+            reusing(prefix.replace("float_", "")),
+            batch_size=512,
+            query_cache=0,
+            query_embed=tree.minilm_embedder(**options),
+        )
+        if hasattr(tree, "hybrid_index"):
+            return tree.hybrid_index(index)
         return tree.HybridIndex(tree.KeywordIndex(), index)
 
+    packages = {"": packages[""], "float_": packages[""], **packages}
     for size, catalog in (("1287", pool), ("10000", big)):
         built = {p: await hybrid_of(p, t).build(catalog) for p, t in packages.items()}
         times: dict[str, tuple[list[float], list[float]]] = {p: ([], []) for p in built}
@@ -285,6 +293,9 @@ if __name__ == "__main__":
     parser.add_argument("--keyword-only", action="store_true", help="skip the embedding rows")
     parser.add_argument(
         "--fresh", type=int, default=0, help="also time first builds in N new processes per tree"
+    )
+    parser.add_argument(
+        "--query-threads", type=int, default=2, help="onnxruntime threads embedding a query"
     )
     arguments = parser.parse_args()
     if arguments.baseline:
