@@ -27,7 +27,9 @@ Each operation becomes one tool, as OpenAPI-to-tool converters make them:
 `catalog()` is every converted tool whose name and description are both new, in name
 order (2,639 specifications give 125,205 operations, of which about 79,700 have a
 distinct description: the others are versions of one API repeating each other);
-`load(size)` is a seeded sample of `size` of them, in name order, the same on every run.
+`load(size)` is a seeded sample of `size` of them, in name order, the same on every run
+(10,000 tools: 7 name, 25 description and 118 parameter words each on average, against
+3, 14 and 36 in BFCL's pooled catalog).
 """
 
 from __future__ import annotations
@@ -288,7 +290,11 @@ def fetch() -> Path:
 
 def catalog() -> list[ToolDefinition]:
     """Every distinct tool of the directory, in name order (fetched on first use)."""
-    rows = json.loads(fetch().read_text(encoding="utf-8"))
+    return _read(fetch())
+
+
+def _read(path: Path) -> list[ToolDefinition]:
+    rows = json.loads(path.read_text(encoding="utf-8"))
     return [ToolDefinition(name, description, parameters) for name, description, parameters in rows]
 
 
@@ -301,8 +307,15 @@ def sample(tools: list[ToolDefinition], size: int, seed: int = SEED) -> list[Too
 
 
 def load(size: int, seed: int = SEED) -> list[ToolDefinition]:
-    """A seeded sample of `size` distinct tools of the directory, in name order."""
-    return sample(catalog(), size, seed)
+    """A seeded sample of `size` distinct tools of the directory, in name order (kept
+    beside the catalog after the first draw: reading it is faster than the whole)."""
+    path = CONVERTED.with_name(f"{CONVERTED.stem}-{size}-{seed}.json")
+    if not path.is_file():
+        rows = [[t.name, t.description, t.parameters] for t in sample(catalog(), size, seed)]
+        partial = path.with_suffix(".partial")
+        partial.write_text(json.dumps(rows, separators=(",", ":")) + "\n", encoding="utf-8")
+        partial.replace(path)
+    return _read(path)
 
 
 if __name__ == "__main__":
