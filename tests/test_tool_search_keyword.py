@@ -7,6 +7,7 @@ import random
 import re
 import sqlite3
 import threading
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -17,7 +18,7 @@ from advisorchain.advisors import KeywordIndex
 from advisorchain.advisors.tool_search import _fts5_terms, keyword
 from advisorchain.advisors.tool_search._bm25 import Impacts
 from advisorchain.advisors.tool_search._fts5_terms import TOKENIZE, Fts5Terms
-from advisorchain.advisors.tool_search.index import document, split_identifier
+from advisorchain.advisors.tool_search.index import document, joined_words, split_identifier
 from advisorchain.advisors.tool_search.keyword import query_words
 
 VOCABULARY = (
@@ -268,9 +269,9 @@ def test_a_build_pauses_the_garbage_collector_and_restores_it(
 ) -> None:
     seen: list[bool] = []
 
-    def spying(definition: ToolDefinition) -> tuple[str, str, str]:
+    def spying(definition: ToolDefinition, words: Callable[[str], str]) -> tuple[str, str, str]:
         seen.append(gc.isenabled())
-        return document(definition)
+        return document(definition, words)
 
     monkeypatch.setattr("advisorchain.advisors.tool_search.keyword.document", spying)
     was = gc.isenabled()
@@ -311,3 +312,19 @@ def test_overlapping_builds_share_one_pause() -> None:
     thread.join(5)
     assert states == [False, False]
     assert gc.isenabled()
+
+
+def test_a_build_splits_each_parameter_name_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    split: list[str] = []
+
+    def counting(identifier: str) -> str:
+        split.append(identifier)
+        return joined_words(identifier)
+
+    monkeypatch.setattr("advisorchain.advisors.tool_search.keyword.joined_words", counting)
+    schema = {"properties": {"pageSize": {"type": "integer"}, "user_id": {"type": "string"}}}
+    tools = [ToolDefinition(f"list_{i}", "Lists things.", schema) for i in range(50)]
+    built = KeywordIndex().build_sync(tools)
+    assert sorted(split) == ["pageSize", "user_id"]
+    assert built.search_sync("page size", 1) == ["list_0"]
+    assert document(tools[0]) == ("list 0", "Lists things.", "page size  user id ")

@@ -17,7 +17,7 @@ import anyio.to_thread
 from ...core.tools import ToolDefinition
 from ._bm25 import Impacts, Postings
 from ._fts5_terms import Fts5Terms, shared_terms
-from .index import ToolIndex, document, words
+from .index import ToolIndex, document, joined_words, words
 
 _MAX_TERMS = 64
 # Weights whose ratios need more units than this are summed one occurrence at a time.
@@ -88,7 +88,15 @@ class KeywordIndex:
     def _fill(self, definitions: tuple[ToolDefinition, ...]) -> None:
         terms = shared_terms()
         with collector_paused():
-            docs = [document(d) for d in definitions]
+            remembered: dict[str, str] = {}
+
+            def parameter_words(name: str) -> str:
+                words = remembered.get(name)
+                if words is None:
+                    words = remembered[name] = joined_words(name)
+                return words
+
+            docs = [document(d, parameter_words) for d in definitions]
             units = _units(self.weights)
             counted = None if units is None else _counted(terms, docs, *units)
             impacts, self._words = counted or _added(terms, docs, self.weights)
