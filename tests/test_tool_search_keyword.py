@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import gc
 import random
 import re
 import sqlite3
+import threading
+from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from advisorchain import ToolDefinition
 from advisorchain.advisors import KeywordIndex
 from advisorchain.advisors.tool_search import _fts5_terms, keyword
 from advisorchain.advisors.tool_search._bm25 import Impacts
 from advisorchain.advisors.tool_search._fts5_terms import TOKENIZE, Fts5Terms
-from advisorchain.advisors.tool_search.index import document, split_identifier
+from advisorchain.advisors.tool_search.index import document, joined_words, split_identifier
 from advisorchain.advisors.tool_search.keyword import query_words
 
 VOCABULARY = (
@@ -208,3 +213,118 @@ def test_split_identifier_without_capitals_splits_as_the_general_path() -> None:
     ]
     for identifier in samples:
         assert split_identifier(identifier) == general(identifier), identifier
+
+
+# Text of every kind the ASCII fast path reads or hands to FTS5: letters of both cases,
+# digits, ASCII punctuation and controls, and a few letters outside ASCII.
+_TEXT = st.text(
+    alphabet=st.sampled_from(
+        list("aAbBzZ09_-.,;:!?()[]{}'\"/\\@#$%^&*+=<>|~` \t\n\x00\x7f") + list("éÉßİﬁ€ǅ")
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_TEXT, _TEXT, _TEXT), min_size=1, max_size=8))
+def test_ascii_fields_are_split_as_fts5_splits_them(
+    fields: list[tuple[str, str, str]],
+) -> None:
+    tools = [
+        ToolDefinition(
+            f"{name}_{i}", description, {"properties": {"p": {"type": "string", "description": p}}}
+        )
+        for i, (name, description, p) in enumerate(fields)
+    ]
+    counted = _postings(KeywordIndex().build_sync(tools))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(keyword, "_MAX_UNITS", 0)  # FTS5 tokenizes every chunk
+        added = _postings(KeywordIndex().build_sync(tools))
+    assert counted == added
+
+
+def test_stems_are_fts5_terms_of_one_token_each() -> None:
+    terms = Fts5Terms()
+    assert terms.stems(["forecasts", "running", "a1", "x"]) == ["forecast", "run", "a1", "x"]
+    assert terms.stems([]) == []
+    assert terms.stems(["two words"]) is None
+    assert terms.stems(["--"]) is None
+
+
+def test_a_build_whose_tokens_fts5_would_not_stem_one_to_one_adds_occurrences(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tools = catalog(200, seed=9)
+    counted = KeywordIndex().build_sync(tools)
+    monkeypatch.setattr(Fts5Terms, "stems", lambda self, tokens: None)
+    added = KeywordIndex().build_sync(tools)
+    assert _postings(added) == _postings(counted)
+    query = "weather forecasts for a zip code"
+    assert added.search_sync(query, 5) == counted.search_sync(query, 5) != []
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_build_pauses_the_garbage_collector_and_restores_it(
+    enabled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[bool] = []
+
+    def spying(definition: ToolDefinition, words: Callable[[str], str]) -> tuple[str, str, str]:
+        seen.append(gc.isenabled())
+        return document(definition, words)
+
+    monkeypatch.setattr("advisorchain.advisors.tool_search.keyword.document", spying)
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        KeywordIndex().build_sync(catalog(5, seed=1))
+        assert seen == [False] * 5
+        assert gc.isenabled() is enabled
+        monkeypatch.setattr(keyword, "_counted", _raise)
+        with pytest.raises(RuntimeError, match="boom"):
+            KeywordIndex().build_sync(catalog(5, seed=1))
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def _raise(*args: object) -> None:
+    raise RuntimeError("boom")
+
+
+def test_overlapping_builds_share_one_pause() -> None:
+    assert gc.isenabled()
+    first_in, second_out = threading.Event(), threading.Event()
+    states: list[bool] = []
+
+    def first() -> None:
+        with keyword.collector_paused():
+            first_in.set()
+            second_out.wait(5)
+            states.append(gc.isenabled())  # the second ended, this one still runs
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    first_in.wait(5)
+    with keyword.collector_paused():
+        states.append(gc.isenabled())
+    second_out.set()
+    thread.join(5)
+    assert states == [False, False]
+    assert gc.isenabled()
+
+
+def test_a_build_splits_each_parameter_name_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    split: list[str] = []
+
+    def counting(identifier: str) -> str:
+        split.append(identifier)
+        return joined_words(identifier)
+
+    monkeypatch.setattr("advisorchain.advisors.tool_search.keyword.joined_words", counting)
+    schema = {"properties": {"pageSize": {"type": "integer"}, "user_id": {"type": "string"}}}
+    tools = [ToolDefinition(f"list_{i}", "Lists things.", schema) for i in range(50)]
+    built = KeywordIndex().build_sync(tools)
+    assert sorted(split) == ["pageSize", "user_id"]
+    assert built.search_sync("page size", 1) == ["list_0"]
+    assert document(tools[0]) == ("list 0", "Lists things.", "page size  user id ")

@@ -50,6 +50,25 @@ class Fts5Terms:
                 db.execute("ROLLBACK")
         return [tuple(t for _, t in (sorted(f) if len(f) > 1 else f)) for f in found]
 
+    def stems(self, tokens: Sequence[str]) -> list[str] | None:
+        """The one term of each token, for tokens FTS5 reads as one token each (ASCII
+        letters and digits): all are inserted as one row, so FTS5 pays its cost per row
+        once. None if the row did not give one term per token."""
+        if not tokens:
+            return []
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN")
+            try:
+                db.execute("INSERT INTO chunks (rowid, text) VALUES (0, ?)", (" ".join(tokens),))
+                found = db.execute("SELECT offset, term FROM chunk_terms").fetchall()
+            finally:
+                db.execute("ROLLBACK")
+        found.sort()
+        if [offset for offset, _ in found] != list(range(len(tokens))):
+            return None
+        return [term for _, term in found]
+
     def cached(self, words: Iterable[str]) -> dict[str, tuple[str, ...]]:
         """The terms of each word, from the remembered ones where possible."""
         out: dict[str, tuple[str, ...]] = {}

@@ -9,7 +9,7 @@ embedding service) or move heavy work to a worker thread.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from ...core.errors import AdvisorChainError
@@ -124,11 +124,22 @@ def one_line(text: str, limit: int = 160) -> str:
     return flat
 
 
-def document(definition: ToolDefinition) -> tuple[str, str, str]:
-    """The three searchable fields of a definition: name words, description, parameters."""
-    name = " ".join(split_identifier(definition.name))
+def joined_words(identifier: str) -> str:
+    """`split_identifier(identifier)` joined by spaces."""
+    return " ".join(split_identifier(identifier))
+
+
+def document(
+    definition: ToolDefinition, parameter_words: Callable[[str], str] = joined_words
+) -> tuple[str, str, str]:
+    """The three searchable fields of a definition: name words, description, parameters.
+
+    `parameter_words` gives a parameter name's words (`joined_words`, or the same
+    remembered: a catalog's parameter names repeat, `limit` or `id` in many tools).
+    """
+    name = joined_words(definition.name)
     params = " ".join(
-        f"{' '.join(split_identifier(n))} {d}" for n, d in parameter_texts(definition.parameters)
+        f"{parameter_words(n)} {d}" for n, d in parameter_texts(definition.parameters)
     )
     return name, definition.description, params
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import re
+import threading
 from array import array
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import chain
 
 import anyio.to_thread
@@ -14,7 +17,7 @@ import anyio.to_thread
 from ...core.tools import ToolDefinition
 from ._bm25 import Impacts, Postings
 from ._fts5_terms import Fts5Terms, shared_terms
-from .index import ToolIndex, document, words
+from .index import ToolIndex, document, joined_words, words
 
 _MAX_TERMS = 64
 # Weights whose ratios need more units than this are summed one occurrence at a time.
@@ -22,6 +25,9 @@ _MAX_UNITS = 8
 # Chunks that can also be query words (lowercase, no separators): their terms are kept
 # with the index, so most query words need no tokenizing at search time.
 _QUERY_WORD = re.compile(r"[^\W_A-Z]+")
+# What `unicode61` reads as one token in ASCII text folded to lowercase: every other
+# ASCII character separates tokens.
+_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 
 STOP_WORDS = frozenset(
     """a an and are as at be been but by can could do does for from had has have how i if in
@@ -51,7 +57,8 @@ class KeywordIndex:
     typed by a model are never syntax. English function words are left out unless the
     query has nothing else; at most 64 distinct words are read. A query with no words
     finds nothing. A built index is immutable: one may be shared by conversations on
-    any thread.
+    any thread. A build pauses Python's cyclic garbage collector while it runs
+    (`collector_paused`) and restores it after.
     """
 
     def __init__(self, *, weights: tuple[float, float, float] = (2.0, 1.0, 0.5)) -> None:
@@ -80,61 +87,22 @@ class KeywordIndex:
 
     def _fill(self, definitions: tuple[ToolDefinition, ...]) -> None:
         terms = shared_terms()
-        docs = [document(d) for d in definitions]
-        # Whitespace never falls inside an FTS5 token, so a field's terms are those of
-        # its whitespace-separated chunks; each distinct chunk is tokenized once.
-        distinct: set[str] = set()
-        for doc in docs:
-            for text in doc:
-                distinct.update(text.split())
-        ordered = list(distinct)
-        tokenized = terms.terms(ordered)
-        terms_of = dict(zip(ordered, tokenized, strict=True))
-        frequencies: list[Mapping[str, float]] = []
-        lengths: list[int] = []
-        units = _units(self.weights)
-        scale = 1.0
-        get_terms = terms_of.__getitem__
-        if units is not None:
-            # Each field's chunks repeated its weight's number of units, counted at once:
-            # a count times the unit is the sum FTS5 makes, to the last bit. Most chunks
-            # are one term; the others (`(e.g.,`, `--`) are added or taken out after.
-            (name_units, description_units, parameter_units), scale = units
-            first = dict(zip(ordered, (t[0] if t else "" for t in tokenized), strict=True))
-            irregular = {c for c, t in terms_of.items() if len(t) != 1}
-            for name, description, parameters in docs:
-                n, d, p = name.split(), description.split(), parameters.split()
-                chunks = n * name_units + d * description_units + p * parameter_units
-                counts = Counter(map(first.__getitem__, chunks))
-                length = len(n) + len(d) + len(p)
-                if not irregular.isdisjoint(chunks):
-                    for chunk in irregular.intersection(chunks):
-                        times = chunks.count(chunk)
-                        for term in terms_of[chunk][1:]:
-                            counts[term] += times
-                        length += (len(terms_of[chunk]) - 1) * (
-                            n.count(chunk) + d.count(chunk) + p.count(chunk)
-                        )
-                    counts.pop("", None)
-                frequencies.append(dict(counts.items()))  # untracked by the GC
-                lengths.append(length)
-        else:
-            for doc in docs:
-                frequency: dict[str, float] = {}
-                get = frequency.get
-                length = 0
-                for weight, text in zip(self.weights, doc, strict=True):
-                    # One addition per occurrence, in order, as FTS5 sums column weights.
-                    for term in chain.from_iterable(map(get_terms, text.split())):
-                        frequency[term] = get(term, 0.0) + weight
-                        length += 1
-                frequencies.append(frequency)
-                lengths.append(length)
-        impacts = Impacts.build(frequencies, lengths, scale)
+        with collector_paused():
+            remembered: dict[str, str] = {}
+
+            def parameter_words(name: str) -> str:
+                words = remembered.get(name)
+                if words is None:
+                    words = remembered[name] = joined_words(name)
+                return words
+
+            docs = [document(d, parameter_words) for d in definitions]
+            units = _units(self.weights)
+            counted = None if units is None else _counted(terms, docs, *units)
+            impacts, self._words = counted or _added(terms, docs, self.weights)
         if 0.0 in self.weights:
             impacts = _positive_only(impacts)
         self._impacts = impacts
-        self._words = {c: t for c, t in terms_of.items() if _QUERY_WORD.fullmatch(c)}
         self._terms = terms
         self._names = tuple(d.name for d in definitions)
 
@@ -152,6 +120,134 @@ class KeywordIndex:
         extra = self._terms.cached(unknown) if unknown else {}
         terms = [t for w in chosen for t in (known[w] if w in known else extra[w])]
         return [self._names[i] for i in self._impacts.top(terms, k)]
+
+
+Words = dict[str, tuple[str, ...]]
+
+_PAUSE_LOCK = threading.Lock()
+_pausing = 0  # builds running with the collector paused
+_was_enabled = False  # whether it ran before the first of them
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block, then as it was.
+
+    A build allocates several containers per tool and makes no reference cycles, so a
+    collection during it frees nothing of its own; but the collections its allocations
+    trigger visit every object the process holds (a catalog's schemas, other indexes),
+    which took a third of a 10,000-tool build in a process holding that catalog. Builds
+    overlapping on several threads share one pause: the state seen by the first is
+    restored when the last ends (a `gc.enable()` or `gc.disable()` called meanwhile is
+    undone). Cycles made by other threads meanwhile are collected after.
+    """
+    global _pausing, _was_enabled
+    with _PAUSE_LOCK:
+        if _pausing == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pausing += 1
+    try:
+        yield
+    finally:
+        with _PAUSE_LOCK:
+            _pausing -= 1
+            if _pausing == 0:
+                if _was_enabled:
+                    gc.enable()
+                else:
+                    gc.disable()
+
+
+def _counted(
+    terms: Fts5Terms,
+    docs: Sequence[tuple[str, str, str]],
+    field_units: tuple[int, int, int],
+    scale: float,
+) -> tuple[Impacts, Words] | None:
+    """The impacts of `docs` when each field's weight is a number of `scale` units: a
+    term's count in units times `scale` is the sum FTS5 makes, to the last bit. None if
+    this SQLite did not stem one ASCII token to one term (never seen; `_added` then).
+
+    A field in ASCII is split as `unicode61` splits ASCII: runs of letters and digits,
+    folded to lowercase; each distinct token is stemmed once, all in one FTS5 row.
+    Other fields are split at whitespace (never inside an FTS5 token) and each distinct
+    chunk is tokenized by FTS5."""
+    findall = _ASCII_TOKEN.findall
+    fields: list[tuple[list[str], list[str], list[str]]] = []
+    chunked: dict[int, tuple[bool, bool, bool]] = {}  # tools with fields not in ASCII
+    tokens: set[str] = set()
+    chunks: set[str] = set()
+    for tool, (name, description, parameters) in enumerate(docs):
+        if name.isascii() and description.isascii() and parameters.isascii():
+            split = findall(name.lower()), findall(description.lower()), findall(parameters.lower())
+            tokens.update(*split)
+        else:
+            flags = (not name.isascii(), not description.isascii(), not parameters.isascii())
+            chunked[tool] = flags
+            n, d, p = (
+                text.split() if flag else findall(text.lower())
+                for text, flag in zip(docs[tool], flags, strict=True)
+            )
+            split = n, d, p
+            for found, flag in zip(split, flags, strict=True):
+                (chunks if flag else tokens).update(found)
+        fields.append(split)
+    ordered = sorted(tokens)
+    stems = terms.stems(ordered)
+    if stems is None:
+        return None
+    ordered_chunks = sorted(chunks)
+    terms_of_chunk = dict(zip(ordered_chunks, terms.terms(ordered_chunks), strict=True))
+    stem = dict(zip(ordered, stems, strict=True)).__getitem__
+    terms_of = terms_of_chunk.__getitem__
+    frequencies: list[Mapping[str, float]] = []
+    lengths: list[int] = []
+    a, b, c = field_units
+    for tool, split in enumerate(fields):
+        marks = chunked.get(tool)
+        if marks is None:
+            n, d, p = (list(map(stem, found)) for found in split)
+        else:
+            n, d, p = (
+                list(chain.from_iterable(map(terms_of, found))) if flag else list(map(stem, found))
+                for found, flag in zip(split, marks, strict=True)
+            )
+        lengths.append(len(n) + len(d) + len(p))
+        frequencies.append(dict(Counter(n * a + d * b + p * c)))  # untracked by the GC
+    words: Words = {token: (stem,) for token, stem in zip(ordered, stems, strict=True)}
+    words.update((c, t) for c, t in terms_of_chunk.items() if _QUERY_WORD.fullmatch(c))
+    return Impacts.build(frequencies, lengths, scale), words
+
+
+def _added(
+    terms: Fts5Terms, docs: Sequence[tuple[str, str, str]], weights: tuple[float, float, float]
+) -> tuple[Impacts, Words]:
+    """The impacts of `docs` with one addition of its field's weight per occurrence of
+    a term, in order, as FTS5 sums column weights (for any weights)."""
+    # Whitespace never falls inside an FTS5 token, so a field's terms are those of its
+    # whitespace-separated chunks; each distinct chunk is tokenized once.
+    distinct: set[str] = set()
+    for doc in docs:
+        for text in doc:
+            distinct.update(text.split())
+    ordered = list(distinct)
+    terms_of = dict(zip(ordered, terms.terms(ordered), strict=True))
+    get_terms = terms_of.__getitem__
+    frequencies: list[Mapping[str, float]] = []
+    lengths: list[int] = []
+    for doc in docs:
+        frequency: dict[str, float] = {}
+        get = frequency.get
+        length = 0
+        for weight, text in zip(weights, doc, strict=True):
+            for term in chain.from_iterable(map(get_terms, text.split())):
+                frequency[term] = get(term, 0.0) + weight
+                length += 1
+        frequencies.append(frequency)
+        lengths.append(length)
+    words = {c: t for c, t in terms_of.items() if _QUERY_WORD.fullmatch(c)}
+    return Impacts.build(frequencies, lengths), words
 
 
 def _positive_only(impacts: Impacts) -> Impacts:

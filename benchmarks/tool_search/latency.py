@@ -1,7 +1,8 @@
 """Tool search latency and build time: keyword and hybrid, 1,287 and 10,000 tools.
 
 Run: `nice -n 10 .venv/bin/python benchmarks/tool_search/latency.py [--queries N]
-[--baseline TREE] [--keyword-only]`. Writes `benchmarks/results/tool_search_latency.json`.
+[--baseline TREE] [--keyword-only] [--fresh N] [--large]`. Writes
+`benchmarks/results/tool_search_latency.json`.
 
 `--baseline TREE` also times the indexes of another checkout of the package (e.g.
 `git worktree add /tmp/base <commit>`), loaded as `advisorchain_base`, in the same run:
@@ -21,9 +22,15 @@ and hybrid), so both see the same load, and each tree's embedding build runs onc
   is the real one.
 - Wall-clock and CPU time (`time.process_time`, all threads) are both given: on a
   shared machine the wall clock mostly measures the other processes.
-- Build: keyword over 10,000 tools (median of 3, in this process: warm); with `--fresh N`,
-  also the first build in N new processes per tree (alternating), each timing its
-  imports, the BFCL load and its first build, then a second build (medians); embedding
+- Build: keyword over 10,000 distinct tools, the OpenAPI directory's operations
+  (`openapi_catalog.load(10_000)`: a seeded sample of 79,706 real, distinct definitions;
+  fetched with npm on first use, the rows skipped with the reason when it cannot be),
+  median of 3 in this process (warm), and with `--large` once over 50,000 of them; also
+  `build_10000_replicated`, the BFCL pool renamed to 10,000 (each description and schema
+  7.8 times: not a real catalog, kept for comparison with earlier runs). With `--fresh N`,
+  also the first build of the 10,000 OpenAPI tools in N new processes per tree
+  (alternating), each timing its imports, the catalog's load and its first build, then a
+  second build (medians); embedding
   of the pooled catalog's first 1,300 definitions cold (no cache, a fresh model
   session) and warm (a new `EmbeddingCache` object over the file the cold build wrote,
   as after a restart).
@@ -44,7 +51,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import bfcl
@@ -57,6 +64,11 @@ from advisorchain.advisors.tool_search import (
 )
 from advisorchain.advisors.tool_search.embedding import MINILM
 from advisorchain.advisors.tool_search.index import document_text
+
+if TYPE_CHECKING:  # a sibling module when this script runs; typed through the package
+    from advisorchain.benchmarks.tool_search import openapi_catalog
+else:
+    import openapi_catalog
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "tool_search_latency.json"
 
@@ -98,23 +110,39 @@ def stats(latencies: list[float], cpu: list[float]) -> dict[str, float]:
     }
 
 
+def build_catalogs(pool: list[ToolDefinition], large: bool) -> dict[str, list[ToolDefinition]]:
+    """The catalogs keyword builds are timed on: distinct OpenAPI operations (10,000, and
+    50,000 with `large`) and the BFCL pool renamed to 10,000 (each definition 7.8 times)."""
+    catalogs: dict[str, list[ToolDefinition]] = {}
+    try:
+        catalogs["10000"] = openapi_catalog.load(10_000)
+        if large:
+            catalogs["50000"] = openapi_catalog.load(50_000)
+    except openapi_catalog.CatalogMissing as exc:
+        print(f"openapi build rows skipped: {exc}", file=sys.stderr)
+    catalogs["10000_replicated"] = renamed(pool, 10_000)
+    return catalogs
+
+
 async def keyword_rows(
-    kinds: dict[str, Any], pool: list[ToolDefinition], queries: Sequence[str]
+    kinds: dict[str, Any], pool: list[ToolDefinition], queries: Sequence[str], large: bool
 ) -> dict[str, Any]:
     """Build and query times of each kind of keyword index, interleaved."""
     big = renamed(pool, 10_000)
     out: dict[str, Any] = {}
-    walls: dict[str, list[float]] = {label: [] for label in kinds}
-    cpus: dict[str, list[float]] = {label: [] for label in kinds}
-    for _ in range(3):
-        for label, kind in kinds.items():
-            start, start_cpu = time.perf_counter(), time.process_time()
-            await kind().build(big)
-            walls[label].append(time.perf_counter() - start)
-            cpus[label].append(time.process_time() - start_cpu)
-    for label in kinds:
-        out[f"{label}_build_10000_s"] = round(statistics.median(walls[label]), 3)
-        out[f"{label}_build_10000_cpu_s"] = round(statistics.median(cpus[label]), 3)
+    for size, definitions in build_catalogs(pool, large).items():
+        walls: dict[str, list[float]] = {label: [] for label in kinds}
+        cpus: dict[str, list[float]] = {label: [] for label in kinds}
+        for _ in range(3 if size != "50000" else 1):
+            for label, kind in kinds.items():
+                start, start_cpu = time.perf_counter(), time.process_time()
+                await kind().build(definitions)
+                walls[label].append(time.perf_counter() - start)
+                cpus[label].append(time.process_time() - start_cpu)
+        for label in kinds:
+            out[f"{label}_build_{size}_s"] = round(statistics.median(walls[label]), 3)
+            out[f"{label}_build_{size}_cpu_s"] = round(statistics.median(cpus[label]), 3)
+        print({k: v for k, v in out.items() if f"_build_{size}_" in k}, flush=True)
     for size, catalog in (("1287", pool), ("10000", big)):
         built = {label: await kind().build(catalog) for label, kind in kinds.items()}
         times: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in kinds}
@@ -133,8 +161,7 @@ FRESH = """
 import json, sys, time
 start, cpu = time.perf_counter(), time.process_time()
 sys.path.insert(0, {here!r})
-import bfcl
-from run import renamed
+import openapi_catalog
 tree = {tree!r}
 if tree:  # as load_tree does, without importing this checkout's package
     import importlib, importlib.util
@@ -148,7 +175,7 @@ if tree:  # as load_tree does, without importing this checkout's package
 else:
     from advisorchain.advisors.tool_search import KeywordIndex
 imported, imported_cpu = time.perf_counter(), time.process_time()
-big = renamed(bfcl.load()[0], 10_000)
+big = openapi_catalog.load(10_000)
 out = {{"import_s": imported - start, "import_cpu_s": imported_cpu - cpu}}
 for label in ("first", "second"):
     start, cpu = time.perf_counter(), time.process_time()
@@ -186,8 +213,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     kinds: dict[str, Any] = {"keyword": KeywordIndex}
     if args.baseline:
         kinds["baseline_keyword"] = args.baseline.KeywordIndex
-    out.update(await keyword_rows(kinds, pool, queries))
-    if args.fresh:
+    out.update(await keyword_rows(kinds, pool, queries, args.large))
+    if args.fresh and "keyword_build_10000_s" in out:
         trees = {"keyword": ""}
         if args.baseline:
             trees["baseline_keyword"] = str(args.baseline_tree)
@@ -297,6 +324,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--query-threads", type=int, default=2, help="onnxruntime threads embedding a query"
     )
+    parser.add_argument("--large", action="store_true", help="also build 50,000 OpenAPI tools")
     arguments = parser.parse_args()
     if arguments.baseline:
         arguments.baseline_tree = Path(arguments.baseline).resolve()
