@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from types import MappingProxyType
 from typing import Any, Literal, TypeVar, overload
 
 import anyio
@@ -49,6 +50,7 @@ MAX_CACHED_URLS = 64
 """Parsed request URLs an `HTTPClient` keeps (one per model and path, as a rule)."""
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
+_SENT: Mapping[str, Any] = MappingProxyType({})  # what `send` keeps of a body it encoded
 _sleep = anyio.sleep  # module attribute, so tests can record the waits instead of waiting
 
 
@@ -464,7 +466,9 @@ class HTTPClient:
         self, url: str, body: Mapping[str, Any], *, headers: Mapping[str, str], secret: str | None
     ) -> dict[str, Any]:
         """POST `body` as JSON and return the JSON object answered."""
-        response = await self.send(url, body, headers=headers, secret=secret, stream=False)
+        sending = self.send(url, body, headers=headers, secret=secret, stream=False)
+        del body  # `send` holds it until it is encoded
+        response = await sending
         try:
             payload = json.loads(response.content)
         except (ValueError, RecursionError) as exc:
@@ -504,21 +508,27 @@ class HTTPClient:
         """POST `body`, retrying per the policy; return the successful response.
 
         With `stream=True` the body is not read: the caller must close the response.
+        `body` is encoded once, at the first attempt, and every attempt sends those
+        bytes; the mapping is not referenced after that, so a caller that drops its own
+        reference (`HTTPChatModel` does) does not keep it alive while the answer is
+        awaited.
         """
         client = self.client
         timeout = self._timeout if self._timeout is not None else httpx.USE_CLIENT_DEFAULT
+        target: httpx.URL | str = url
+        content: bytes | None = None
         attempt = 0
         while True:
             wait: float | None = None
             cause: BaseException | None = None
             unsent: ProviderError | None = None
             try:
+                if content is None:
+                    target = self._url(url)
+                    content = json_body(body)
+                    body = _SENT
                 request = client.build_request(
-                    "POST",
-                    self._url(url),
-                    content=json_body(body),
-                    headers=_json_headers(headers),
-                    timeout=timeout,
+                    "POST", target, content=content, headers=_json_headers(headers), timeout=timeout
                 )
             except httpx.InvalidURL as exc:
                 cause = exc

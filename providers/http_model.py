@@ -147,8 +147,10 @@ class HTTPChatModel:
     async def call(self, request: ChatRequest) -> ChatResponse:
         """Answer `request` with one HTTP request."""
         url, headers, body, key = self._prepare(request, stream=False)
+        posting = self._http.post_json(url, body, headers=headers, secret=key)
+        del body  # held until it is encoded, not while the answer is awaited (memory)
         try:
-            payload = await self._http.post_json(url, body, headers=headers, secret=key)
+            payload = await posting
         except ProviderError as exc:
             redact_error(exc, key)
             raise
@@ -175,12 +177,14 @@ class HTTPChatModel:
         this one generator (no generator per layer: at a thousand concurrent streams
         each layer's cost per event shows)."""
         url, headers, body, key = self._prepare(request, stream=True)
+        sending = self._http.send(url, body, headers=headers, secret=key, stream=True)
+        del url, headers, body  # held until encoded, not while the answer is awaited (memory)
         try:
-            response = await self._http.send(url, body, headers=headers, secret=key, stream=True)
+            response = await sending
         except ProviderError as exc:
             redact_error(exc, key)
             raise
-        del url, headers, body  # sent: not kept alive (memory) while the answer streams
+        del sending
         state = self.wire.stream_reader()
         receive = state.receive
         decoder = SSEDecoder()

@@ -205,6 +205,51 @@ def test_test_server_streams_a_tool_call_then_text() -> None:
     assert answer["choices"][0]["finish_reason"] == "stop"
 
 
+def test_concurrency_clients_send_the_same_requests() -> None:
+    """The floor and advisorchain exchange the same bytes with the server: the same JSON
+    bodies (usage asked for, `tool_choice`), the same authorization, the same answer."""
+    import httpx
+
+    if TYPE_CHECKING:
+        from advisorchain.benchmarks import concurrency, openai_server
+    else:
+        from benchmarks import concurrency, openai_server
+
+    seen: dict[str, list[tuple[str | None, Any]]] = {}
+
+    def transport(name: str) -> httpx.MockTransport:
+        def handle(request: httpx.Request) -> httpx.Response:
+            body = json.loads(request.content)
+            seen.setdefault(name, []).append((request.headers.get("authorization"), body))
+            events = [f"data: {json.dumps(e)}\n\n" for e in openai_server._chunks(body)]
+            return httpx.Response(
+                200,
+                content="".join([*events, "data: [DONE]\n\n"]).encode(),
+                headers={"content-type": "text/event-stream"},
+            )
+
+        return httpx.MockTransport(handle)
+
+    async def converse() -> list[str]:
+        answers = []
+        for name, client in (
+            ("handwritten", concurrency.handwritten_client),
+            ("advisorchain", concurrency.advisorchain_client),
+        ):
+            async with httpx.AsyncClient(transport=transport(name)) as http:
+                conversation = client("http://bench/v1", http)
+                assert not isinstance(conversation, str)
+                answers.append(await conversation())
+        return answers
+
+    floor, ours = asyncio.run(converse())
+    assert floor == ours
+    assert floor.startswith("It is sunny")
+    assert len(seen["handwritten"]) == 2
+    assert seen["handwritten"] == seen["advisorchain"]
+    assert seen["handwritten"][0][1]["stream_options"] == {"include_usage": True}
+
+
 def test_concurrency_runs_n_conversations_without_failures() -> None:
     if TYPE_CHECKING:
         from advisorchain.benchmarks import concurrency

@@ -4,6 +4,8 @@ it; `register_provider` lets a provider join `model_from_name`."""
 from __future__ import annotations
 
 import json
+import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -28,6 +30,7 @@ from advisorchain.providers import (
     ProviderError,
     ProviderUnavailableError,
     RateLimitError,
+    RetryPolicy,
     ScriptedChatModel,
     WireCall,
     WireFormat,
@@ -118,6 +121,63 @@ async def test_the_wire_format_builds_url_headers_and_body_on_both_paths() -> No
         assert request.headers["x-team"] == "a"
         assert request.headers["content-type"] == "application/json"
         assert "k-0123456789abcdef" not in str(request.url)
+
+
+class _Body(dict[str, Any]):
+    """A body whose lifetime a test can watch (a plain dict takes no weak reference)."""
+
+
+class WatchedWire(PathWire):
+    """`PathWire` remembering a weak reference to each body it builds."""
+
+    def __init__(self) -> None:
+        self.bodies: list[weakref.ref[_Body]] = []
+
+    def body(self, call: WireCall) -> dict[str, Any]:
+        body = _Body(super().body(call))
+        self.bodies.append(weakref.ref(body))
+        return body
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_body_is_encoded_once_and_not_kept_while_the_answer_is_awaited(
+    stream: bool,
+) -> None:
+    wire = WatchedWire()
+    alive: list[bool] = []
+
+    def answer(reply: httpx.Response) -> Callable[[httpx.Request], httpx.Response]:
+        def respond(request: httpx.Request) -> httpx.Response:
+            alive.append(any(ref() is not None for ref in wire.bodies))
+            return reply
+
+        return respond
+
+    final = (
+        sse_response(b'data: {"out": "ok"}\n\n')
+        if stream
+        else httpx.Response(200, json={"out": "ok"})
+    )
+    recorder = Recorder(answer(httpx.Response(503)), answer(final))
+    model = HTTPChatModel(
+        "m-1",
+        wire=wire,
+        base_url="https://api.example/v1beta",
+        http_client=recorder.client(),
+        retry_policy=RetryPolicy(backoff_base=0.0),
+    )
+    if stream:
+        events = [e async for e in model.stream(REQUEST)]
+        assert isinstance(events[-1], ResponseCompleted)
+        assert events[-1].response.text == "ok"
+    else:
+        assert (await model.call(REQUEST)).text == "ok"
+    assert len(wire.bodies) == 1  # built once, for both attempts
+    assert alive == [False, False]  # only its bytes were alive while each answer was awaited
+    first, second = recorder.requests
+    assert first.content == second.content  # the retry sends the same bytes
+    assert json.loads(first.content) == {"said": ["Hi"], "stream": stream}
 
 
 @pytest.mark.anyio
