@@ -14,13 +14,13 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# mypy reads benchmarks/ as `advisorchain.benchmarks`; the tests import it as `benchmarks`, from
-# ROOT put on sys.path by the fixture below (so the `TYPE_CHECKING` imports in the tests)
+# The tests import the benchmarks package inside each test, from ROOT put on sys.path by the
+# fixture below.
 
 
 @pytest.fixture(autouse=True)
@@ -29,10 +29,7 @@ def _benchmarks_importable(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_overhead_runs_the_scenario_in_each_framework() -> None:
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import overhead, scenario
-    else:
-        from benchmarks import overhead, scenario
+    from benchmarks import overhead, scenario
 
     calls_before = scenario.TOOL_CALLS[0]
     report = asyncio.run(
@@ -57,10 +54,7 @@ def test_overhead_runs_the_scenario_in_each_framework() -> None:
 
 
 def test_overhead_check_rejects_a_framework_that_skips_a_round() -> None:
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import overhead, scenario
-    else:
-        from benchmarks import overhead, scenario
+    from benchmarks import overhead, scenario
 
     async def short_turn() -> str:
         scenario.mark()
@@ -72,10 +66,7 @@ def test_overhead_check_rejects_a_framework_that_skips_a_round() -> None:
 
 
 def test_handwritten_has_no_links_variant() -> None:
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import overhead
-    else:
-        from benchmarks import overhead
+    from benchmarks import overhead
 
     report = asyncio.run(overhead.run(variant="links", frameworks=("handwritten",), turns=1))
     assert report["results"] == {}
@@ -83,10 +74,7 @@ def test_handwritten_has_no_links_variant() -> None:
 
 
 def test_sync_tools_runs_every_kind_of_tool() -> None:
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import sync_tools
-    else:
-        from benchmarks import sync_tools
+    from benchmarks import sync_tools
 
     report = asyncio.run(
         sync_tools.run(calls=5, turns=2, frameworks=("advisorchain", "handwritten"))
@@ -102,10 +90,7 @@ def test_sync_tools_runs_every_kind_of_tool() -> None:
 
 
 def test_parallel_runs_every_n_on_both_backends() -> None:
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import parallel
-    else:
-        from benchmarks import parallel
+    from benchmarks import parallel
 
     report = parallel.run(ns=(1, 3), repeat=1, backends=("asyncio", "trio"))
     for rows in report["results"].values():
@@ -118,10 +103,7 @@ def test_parallel_runs_every_n_on_both_backends() -> None:
 
 
 def test_streaming_counts_every_chunk_on_both_paths() -> None:
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import streaming
-    else:
-        from benchmarks import streaming
+    from benchmarks import streaming
 
     report = asyncio.run(streaming.run(repeat=2))
     for result in report["results"].values():
@@ -130,10 +112,7 @@ def test_streaming_counts_every_chunk_on_both_paths() -> None:
 
 
 def test_provider_overhead_measures_both_paths_of_every_provider() -> None:
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import provider_overhead
-    else:
-        from benchmarks import provider_overhead
+    from benchmarks import provider_overhead
 
     report = asyncio.run(provider_overhead.run(calls=4, block=2))
     assert set(report["providers"]) == {p.name for p in provider_overhead.PROVIDERS}
@@ -145,10 +124,7 @@ def test_provider_overhead_measures_both_paths_of_every_provider() -> None:
 
 
 def test_provider_overhead_compares_another_tree_in_the_same_run() -> None:
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import provider_overhead
-    else:
-        from benchmarks import provider_overhead
+    from benchmarks import provider_overhead
 
     try:
         report = asyncio.run(provider_overhead.run(calls=2, block=1, base=provider_overhead.ROOT))
@@ -164,10 +140,7 @@ def test_provider_overhead_compares_another_tree_in_the_same_run() -> None:
 def test_test_server_streams_a_tool_call_then_text() -> None:
     import httpx
 
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import concurrency
-    else:
-        from benchmarks import concurrency
+    from benchmarks import concurrency
 
     async def converse(base_url: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         async with httpx.AsyncClient() as http:
@@ -210,10 +183,7 @@ def test_concurrency_clients_send_the_same_requests() -> None:
     bodies (usage asked for, `tool_choice`), the same authorization, the same answer."""
     import httpx
 
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import concurrency, openai_server
-    else:
-        from benchmarks import concurrency, openai_server
+    from benchmarks import concurrency, openai_server
 
     seen: dict[str, list[tuple[str | None, Any]]] = {}
 
@@ -251,10 +221,7 @@ def test_concurrency_clients_send_the_same_requests() -> None:
 
 
 def test_concurrency_runs_n_conversations_without_failures() -> None:
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import concurrency
-    else:
-        from benchmarks import concurrency
+    from benchmarks import concurrency
 
     report = concurrency.run(ns=(1, 5), rounds=1, min_conversations=5)
     rows = report["results"]["handwritten"]
@@ -270,10 +237,7 @@ def test_concurrency_runs_n_conversations_without_failures() -> None:
 
 
 def test_link_profiles_items_and_ab_run_on_a_tiny_scale() -> None:
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import links_ab, links_items, links_profile
-    else:
-        from benchmarks import links_ab, links_items, links_profile
+    from benchmarks import links_ab, links_items, links_profile
 
     profiles = asyncio.run(links_profile.run(turns=2, block=1, only="+ TracingAdvisor"))
     assert set(profiles) == {"bare loop", "+ TracingAdvisor"}
@@ -290,10 +254,7 @@ def test_link_profiles_items_and_ab_run_on_a_tiny_scale() -> None:
 
 
 def test_link_costs_runs_where_the_links_exist() -> None:
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import links
-    else:
-        from benchmarks import links
+    from benchmarks import links
 
     report = asyncio.run(links.run(turns=2, warmup=1, block=1))
     if report["skipped"]:  # the links come from other branches

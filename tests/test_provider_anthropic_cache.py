@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import pytest
@@ -24,10 +24,7 @@ from advisorchain import (
 from advisorchain.providers import AnthropicChatModel
 from advisorchain.providers.anthropic_cache import PromptCache, place_breakpoints
 
-if TYPE_CHECKING:
-    from advisorchain.tests.provider_support import Recorder, sse_response
-else:
-    from provider_support import Recorder, sse_response
+from provider_support import Recorder, sse_response
 
 pytestmark = pytest.mark.anyio
 
@@ -216,10 +213,7 @@ def test_the_marks_make_most_of_a_scripted_conversation_a_cache_read(
     """Under Anthropic's documented rules (simulated in benchmarks/prompt_cache.py), the
     default marks let every request after the first read its predecessor's prefix."""
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent))
-    if TYPE_CHECKING:
-        from advisorchain.benchmarks import prompt_cache
-    else:
-        from benchmarks import prompt_cache
+    from benchmarks import prompt_cache
 
     on, off, openai, responses, gemini = prompt_cache.run()
     assert on["requests"] == off["requests"] == 12

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import pytest
@@ -28,27 +28,15 @@ from advisorchain import (
 )
 from advisorchain.providers import AnthropicChatModel
 
-# mypy reads tests/ inside the package; pytest imports provider_support top-level
-if TYPE_CHECKING:
-    from advisorchain.tests.provider_support import (
-        FAST_RETRY,
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        cuts,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
-else:
-    from provider_support import (
-        FAST_RETRY,
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        cuts,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
+from provider_support import (
+    FAST_RETRY,
+    HTTPX_ABANDONED_GENERATORS,
+    Recorder,
+    cuts,
+    fixture,
+    fixture_json,
+    sse_response,
+)
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 

@@ -4,7 +4,7 @@ assistant message and sent back unchanged, in their place, on the next round."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import pytest
@@ -22,26 +22,15 @@ from advisorchain.providers.anthropic import (
 )
 from advisorchain.providers.sse import SSEDecoder
 
-if TYPE_CHECKING:
-    from advisorchain.tests.provider_support import (
-        FAST_RETRY,
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        cuts,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
-else:
-    from provider_support import (
-        FAST_RETRY,
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        cuts,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
+from provider_support import (
+    FAST_RETRY,
+    HTTPX_ABANDONED_GENERATORS,
+    Recorder,
+    cuts,
+    fixture,
+    fixture_json,
+    sse_response,
+)
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 

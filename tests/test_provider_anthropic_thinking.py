@@ -4,7 +4,7 @@ returned unchanged before `tool_use` across every round of a tool loop."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import pytest
@@ -22,24 +22,14 @@ from advisorchain import (
 )
 from advisorchain.providers import AnthropicChatModel, BadRequestError
 
-if TYPE_CHECKING:
-    from advisorchain.tests.provider_support import (
-        FAST_RETRY,
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
-else:
-    from provider_support import (
-        FAST_RETRY,
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
+from provider_support import (
+    FAST_RETRY,
+    HTTPX_ABANDONED_GENERATORS,
+    Recorder,
+    fixture,
+    fixture_json,
+    sse_response,
+)
 
 pytestmark = [HTTPX_ABANDONED_GENERATORS, pytest.mark.anyio]
 

@@ -8,7 +8,7 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import pytest
@@ -55,26 +55,15 @@ from advisorchain.providers.gemini import (
 )
 from advisorchain.providers.sse import SSEDecoder
 
-if TYPE_CHECKING:
-    from advisorchain.tests.provider_support import (
-        FAST_RETRY,
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        cuts,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
-else:
-    from provider_support import (
-        FAST_RETRY,
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        cuts,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
+from provider_support import (
+    FAST_RETRY,
+    HTTPX_ABANDONED_GENERATORS,
+    Recorder,
+    cuts,
+    fixture,
+    fixture_json,
+    sse_response,
+)
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 

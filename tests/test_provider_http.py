@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -35,11 +35,7 @@ from advisorchain.providers import (
 )
 from advisorchain.providers import http as provider_http
 
-# mypy reads tests/ inside the package; pytest imports provider_support top-level
-if TYPE_CHECKING:
-    from advisorchain.tests.provider_support import HTTPX_ABANDONED_GENERATORS
-else:
-    from provider_support import HTTPX_ABANDONED_GENERATORS
+from provider_support import HTTPX_ABANDONED_GENERATORS
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import typing
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import pytest
@@ -48,26 +48,15 @@ from advisorchain.providers.openai_responses import (
 )
 from advisorchain.providers.sse import SSEDecoder
 
-if TYPE_CHECKING:
-    from advisorchain.tests.provider_support import (
-        FAST_RETRY,
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        cuts,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
-else:
-    from provider_support import (
-        FAST_RETRY,
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        cuts,
-        fixture,
-        fixture_json,
-        sse_response,
-    )
+from provider_support import (
+    FAST_RETRY,
+    HTTPX_ABANDONED_GENERATORS,
+    Recorder,
+    cuts,
+    fixture,
+    fixture_json,
+    sse_response,
+)
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import pytest
@@ -39,10 +39,7 @@ from advisorchain.providers import (
 )
 from advisorchain.providers.factory import registered_providers
 
-if TYPE_CHECKING:
-    from advisorchain.tests.provider_support import Recorder, sse_response
-else:
-    from provider_support import Recorder, sse_response
+from provider_support import Recorder, sse_response
 
 REQUEST = ChatRequest(messages=(UserMessage(content="Hi"),))
 

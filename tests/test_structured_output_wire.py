@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import httpx
 import pytest
@@ -34,15 +34,7 @@ from advisorchain.providers._structured import (
     strict_schema,
 )
 
-if TYPE_CHECKING:
-    from advisorchain.tests.provider_support import (
-        FAST_RETRY,
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        sse_response,
-    )
-else:
-    from provider_support import FAST_RETRY, HTTPX_ABANDONED_GENERATORS, Recorder, sse_response
+from provider_support import FAST_RETRY, HTTPX_ABANDONED_GENERATORS, Recorder, sse_response
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 

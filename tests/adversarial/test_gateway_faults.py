@@ -9,7 +9,7 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import httpx
@@ -29,16 +29,7 @@ from advisorchain import (
 from advisorchain.providers import AnthropicChatModel, OpenAIChatModel
 
 from .support import KEY, exception_chain_text, nothing_left_behind
-
-# mypy reads tests/ inside the package; pytest imports provider_support top-level
-if TYPE_CHECKING:
-    from advisorchain.tests.provider_support import (
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        sse_response,
-    )
-else:
-    from provider_support import HTTPX_ABANDONED_GENERATORS, Recorder, sse_response
+from provider_support import HTTPX_ABANDONED_GENERATORS, Recorder, sse_response
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 

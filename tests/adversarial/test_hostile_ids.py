@@ -8,7 +8,6 @@ import re
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 import pytest
@@ -23,18 +22,8 @@ from advisorchain.advisors import (
     SQLiteChatMemoryStore,
 )
 
-if TYPE_CHECKING:  # mypy sees tests/ as advisorchain.tests; pytest imports it top-level
-    from advisorchain.tests.postgres_support import drop_tables
-    from advisorchain.tests.test_approval_deferred import (
-        Bank,
-        StoreFactory,
-        call,
-        fresh_chain,
-        stores,
-    )
-else:
-    from postgres_support import drop_tables
-    from test_approval_deferred import Bank, StoreFactory, call, fresh_chain, stores
+from postgres_support import drop_tables
+from test_approval_deferred import Bank, StoreFactory, call, fresh_chain, stores
 
 __all__ = ["stores"]  # the approval-store fixture (memory, SQLite, PostgreSQL)
 

@@ -6,7 +6,7 @@ a missing or repeated `index` are neither lost nor glued together."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import httpx
@@ -29,16 +29,7 @@ from advisorchain.providers import openai as openai_wire
 
 from .strategies import json_values
 from .support import PROPERTY, typed_or_value
-
-# mypy reads tests/ inside the package; pytest imports provider_support top-level
-if TYPE_CHECKING:
-    from advisorchain.tests.provider_support import (
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        sse_response,
-    )
-else:
-    from provider_support import HTTPX_ABANDONED_GENERATORS, Recorder, sse_response
+from provider_support import HTTPX_ABANDONED_GENERATORS, Recorder, sse_response
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 

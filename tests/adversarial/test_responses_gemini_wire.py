@@ -5,7 +5,7 @@ error or a valid result, never another exception."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import httpx
@@ -23,15 +23,7 @@ from advisorchain.providers import GeminiChatModel, OpenAIResponsesChatModel
 
 from .strategies import json_values
 from .support import PROPERTY
-
-if TYPE_CHECKING:
-    from advisorchain.tests.provider_support import (
-        HTTPX_ABANDONED_GENERATORS,
-        Recorder,
-        sse_response,
-    )
-else:
-    from provider_support import HTTPX_ABANDONED_GENERATORS, Recorder, sse_response
+from provider_support import HTTPX_ABANDONED_GENERATORS, Recorder, sse_response
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 
