@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from pydantic import BaseModel
 
 from advisorchain import (
     Advisor,
@@ -23,7 +27,15 @@ from advisorchain import (
     ToolSearchAdvisor,
     tool,
 )
-from advisorchain.advisors import InMemoryChatMemoryStore
+from advisorchain.advisors import (
+    InMemoryChatMemoryStore,
+    RedactionAdvisor,
+    SmallModelAdvisor,
+    StructuredOutputAdvisor,
+    ToolResultCacheAdvisor,
+    ToolRetryAdvisor,
+    TracingAdvisor,
+)
 from advisorchain.providers import ScriptedChatModel
 
 
@@ -159,3 +171,69 @@ async def test_a_nested_chain_receives_the_outer_tool_context(path: str) -> None
     assert [m.content for m in results] == ["user u42"]
     # the inner chain's model (a provider) still never receives it
     assert all(not r.tool_context for r in model.requests)
+
+
+# -- the placement table in docs/writing-advisors.md ---------------------------------------
+
+PLACES = Path(__file__).parent.parent / "docs" / "writing-advisors.md"
+
+
+class Answer(BaseModel):
+    value: int
+
+
+LINKS: dict[str, Callable[[], Advisor]] = {
+    "TracingAdvisor": TracingAdvisor,
+    "LoggingAdvisor": LoggingAdvisor,
+    "MemoryAdvisor": lambda: MemoryAdvisor(InMemoryChatMemoryStore()),
+    "RedactionAdvisor": RedactionAdvisor,
+    "StructuredOutputAdvisor": lambda: StructuredOutputAdvisor(Answer),
+    "SmallModelAdvisor": SmallModelAdvisor,
+    "ToolResultCacheAdvisor": ToolResultCacheAdvisor,
+    "ToolRetryAdvisor": ToolRetryAdvisor,
+    "ToolSearchAdvisor": ToolSearchAdvisor,
+}
+
+
+def documented_refusals() -> dict[str, bool]:
+    """Each link of the table that names a refused place: is that place after the loop?"""
+    text = PLACES.read_text()
+    table = text[text.index("## Where the built-in links go") :].split("\n\n")[2]
+    refused: dict[str, bool] = {}
+    for row in table.splitlines()[2:]:
+        links, place = row.split("|")[1:3]
+        shown = re.search(r"refused (before|inside|after)", place)
+        for name in re.findall(r"`(\w+)`", links):
+            if shown is not None:
+                refused[name] = shown.group(1) != "before"
+    return refused
+
+
+def refuses(make: Callable[[], Advisor], after_loop: bool) -> bool:
+    advisors = [make(), ToolCallingAdvisor()]
+    try:
+        Chain(advisors[::-1] if after_loop else advisors, model=ScriptedChatModel([]))
+    except ChainConfigurationError:
+        return True
+    return False
+
+
+def test_the_placement_table_names_exactly_the_places_links_refuse() -> None:
+    documented = documented_refusals()
+    assert set(documented) <= set(LINKS)
+    actual = {
+        name: after_loop
+        for name, make in LINKS.items()
+        for after_loop in (False, True)
+        if refuses(make, after_loop)
+    }
+    assert actual == documented
+
+
+def test_structured_output_is_refused_after_a_text_rewriter_as_documented() -> None:
+    assert "text rewriter (refused after them)" in PLACES.read_text()
+    with pytest.raises(ChainConfigurationError, match="place RedactionAdvisor after"):
+        Chain(
+            [RedactionAdvisor(), StructuredOutputAdvisor(Answer), ToolCallingAdvisor()],
+            model=ScriptedChatModel([]),
+        )
