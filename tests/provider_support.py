@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from advisorchain import tool
 from advisorchain.providers import RetryPolicy
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -22,6 +23,19 @@ HTTPX_ABANDONED_GENERATORS = pytest.mark.filterwarnings(
 """httpx reads bodies through nested async generators that it cannot close when a stream
 is abandoned (error, cancellation): trio then warns as they are garbage collected, though
 the response itself is closed. Upstream: encode/httpx#3686. Only those warnings are ignored."""
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@tool
+def get_time(tz: str) -> str:
+    """The time in a time zone."""
+    return f"12:00 in {tz}"
+
 
 FAST_RETRY = RetryPolicy(max_retries=2, backoff_base=0.001, backoff_max=0.002)
 """Retries that cost nothing in tests."""

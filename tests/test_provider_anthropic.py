@@ -21,7 +21,6 @@ from advisorchain import (
     ToolMessage,
     Usage,
     UserMessage,
-    tool,
 )
 from advisorchain.providers import (
     AnthropicChatModel,
@@ -37,24 +36,14 @@ from provider_support import (
     Recorder,
     fixture,
     fixture_json,
+    get_time,
+    get_weather,
     sse_response,
 )
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 
 KEY = "sk-ant-test-SECRET-0123456789"
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
-
-
-@tool
-def get_time(tz: str) -> str:
-    """The time in a time zone."""
-    return f"12:00 in {tz}"
 
 
 def message(

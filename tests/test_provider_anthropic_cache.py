@@ -19,28 +19,15 @@ from advisorchain import (
     ToolCall,
     ToolMessage,
     UserMessage,
-    tool,
 )
 from advisorchain.providers import AnthropicChatModel
 from advisorchain.providers.anthropic_cache import PromptCache, place_breakpoints
 
-from provider_support import Recorder, sse_response
+from provider_support import Recorder, get_time, get_weather, sse_response
 
 pytestmark = pytest.mark.anyio
 
 MARK = {"type": "ephemeral"}
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
-
-
-@tool
-def get_time(tz: str) -> str:
-    """The time in a time zone."""
-    return f"12:00 in {tz}"
 
 
 CALL = ToolCall(id="toolu_1", name="get_weather", arguments='{"city":"Paris"}')

@@ -35,6 +35,7 @@ from provider_support import (
     cuts,
     fixture,
     fixture_json,
+    get_weather,
     sse_response,
 )
 
@@ -230,12 +231,6 @@ def test_unsigned_thinking_start_and_extra_fields_round_trip() -> None:
 
 
 # --- the tool loop --------------------------------------------------------------------
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
 
 
 @tool

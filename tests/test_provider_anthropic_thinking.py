@@ -18,7 +18,6 @@ from advisorchain import (
     ToolCallingAdvisor,
     Usage,
     UserMessage,
-    tool,
 )
 from advisorchain.providers import AnthropicChatModel, BadRequestError
 
@@ -28,6 +27,8 @@ from provider_support import (
     Recorder,
     fixture,
     fixture_json,
+    get_time,
+    get_weather,
     sse_response,
 )
 
@@ -39,18 +40,6 @@ ROUND_TWO = (
     "anthropic_message_thinking_omitted_tool_use.json",
     "anthropic_stream_thinking_omitted_tool_use.sse",
 )
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
-
-
-@tool
-def get_time(tz: str) -> str:
-    """The time in a time zone."""
-    return f"12:00 in {tz}"
 
 
 def model_for(recorder: Recorder, **kwargs: Any) -> AnthropicChatModel:

@@ -24,7 +24,6 @@ from advisorchain import (
     ToolCallingAdvisor,
     Usage,
     UserMessage,
-    tool,
 )
 from advisorchain.core.model import ChatModel
 from advisorchain.providers import (
@@ -46,6 +45,8 @@ from provider_support import (
     cuts,
     fixture,
     fixture_json,
+    get_time,
+    get_weather,
     sse_response,
 )
 
@@ -57,18 +58,6 @@ CALLS = (
     ToolCall(id="call_w1", name="get_weather", arguments='{"city":"Zürich"}'),
     ToolCall(id="call_t2", name="get_time", arguments='{"tz":"Europe/Zurich"}'),
 )
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
-
-
-@tool
-def get_time(tz: str) -> str:
-    """The time in a time zone."""
-    return f"12:00 in {tz}"
 
 
 @pytest.fixture(params=CASES, ids=[c.name for c in CASES])

@@ -62,6 +62,8 @@ from provider_support import (
     cuts,
     fixture,
     fixture_json,
+    get_time,
+    get_weather,
     sse_response,
 )
 
@@ -74,18 +76,6 @@ TOOL_ROUND_STREAM = "gemini_stream_thought_tool_calls.sse"
 TEXT_ROUND = "gemini_generate_text.json"
 TEXT_ROUND_STREAM = "gemini_stream_text.sse"
 BAD_KEY = "gemini_error_api_key_invalid.json"
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
-
-
-@tool
-def get_time(tz: str) -> str:
-    """The time in a time zone."""
-    return f"12:00 in {tz}"
 
 
 @tool

@@ -21,7 +21,6 @@ from advisorchain import (
     ToolMessage,
     Usage,
     UserMessage,
-    tool,
 )
 from advisorchain.providers import (
     AuthenticationError,
@@ -38,24 +37,14 @@ from provider_support import (
     Recorder,
     fixture,
     fixture_json,
+    get_time,
+    get_weather,
     sse_response,
 )
 
 pytestmark = HTTPX_ABANDONED_GENERATORS
 
 KEY = "sk-test-SECRET-0123456789abcdef"
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
-
-
-@tool
-def get_time(tz: str) -> str:
-    """The time in a time zone."""
-    return f"12:00 in {tz}"
 
 
 def completion(

@@ -35,6 +35,7 @@ from provider_support import (
     cuts,
     fixture,
     fixture_json,
+    get_weather,
     sse_response,
 )
 
@@ -271,12 +272,6 @@ async def test_reasoning_is_not_sent_back() -> None:
 SIGNATURE = fixture_json("openai_completion_gemini_thought_signature.json")["choices"][0][
     "message"
 ]["tool_calls"][0]["extra_content"]
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
 
 
 @pytest.mark.anyio

@@ -25,7 +25,6 @@ from advisorchain import (
     ToolMessage,
     Usage,
     UserMessage,
-    tool,
 )
 from advisorchain.core.errors import ChainConfigurationError, StreamInterruptedError
 from advisorchain.core.parts import DocumentPart, ImagePart, ReasoningPart, TextPart
@@ -55,6 +54,8 @@ from provider_support import (
     cuts,
     fixture,
     fixture_json,
+    get_time,
+    get_weather,
     sse_response,
 )
 
@@ -68,18 +69,6 @@ TOOL_ROUND = "openai_responses_reasoning_tool_calls.json"
 TOOL_ROUND_STREAM = "openai_responses_stream_reasoning_tool_calls.sse"
 TEXT_ROUND = "openai_responses_text.json"
 TEXT_ROUND_STREAM = "openai_responses_stream_text.sse"
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
-
-
-@tool
-def get_time(tz: str) -> str:
-    """The time in a time zone."""
-    return f"12:00 in {tz}"
 
 
 def model_for(recorder: Recorder, **kwargs: Any) -> OpenAIResponsesChatModel:

@@ -10,11 +10,7 @@ from advisorchain import Chain, ChatOptions, ToolCall, ToolCallingAdvisor, tool
 from advisorchain.advisors import ApprovalAdvisor, Approve, DeferredApprover, InMemoryApprovalStore
 from advisorchain.providers import ScriptedChatModel
 
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"sunny in {city}"
+from provider_support import get_weather
 
 
 def weather(id: str) -> ToolCall:
