@@ -41,6 +41,8 @@ from advisorchain.advisors import (
 from advisorchain.core.manager import ToolPipeline
 from advisorchain.providers import ScriptedChatModel
 
+from path_support import answer
+
 
 @tool
 def echo(text: str) -> str:
@@ -193,13 +195,7 @@ async def test_the_loop_hands_a_suspended_turn_to_the_handlers_before_it_returns
     await chain.call("hello")  # a round without a held call: no handler, nothing handed over
     assert hook.suspended == []
     prompt: list[Message] = [*history, UserMessage(content="go")]
-    if mode == "call":
-        response = await chain.call(prompt, conversation_id="conv")
-    else:
-        events = [e async for e in chain.stream(prompt, conversation_id="conv")]
-        completed = events[-1]
-        assert isinstance(completed, ResponseCompleted)
-        response = completed.response
+    response = await answer(mode, chain, prompt, conversation_id="conv")
     (turn,) = hook.suspended
     assert turn is response.suspension  # the value the handlers saved is the response's
     assert turn.pending == response.pending_approval
@@ -315,13 +311,7 @@ async def test_a_pending_result_can_carry_a_nested_suspension(mode: str) -> None
     chain = Chain(
         [ToolCallingAdvisor(), SubAgent()], model=ScriptedChatModel([calls()]), tools=[echo]
     )
-    if mode == "call":
-        response = await chain.call("go")
-    else:
-        events = [e async for e in chain.stream("go")]
-        completed = events[-1]
-        assert isinstance(completed, ResponseCompleted)
-        response = completed.response
+    response = await answer(mode, chain, "go")
     assert response.suspension is not None
     assert response.suspension.inner == (("c2", inner),)
 

@@ -25,6 +25,7 @@ from advisorchain.core.manager import ToolCallingManager, ToolRound
 from advisorchain.core.messages import UserMessage
 
 # -- the bytecode reading -------------------------------------------------------------------
+from path_support import answer
 
 
 async def _returns() -> int:
@@ -361,7 +362,7 @@ async def test_hooks_and_concurrency_limits_keep_the_task_group_path() -> None:
 async def test_a_chain_runs_such_a_round_inline_on_both_paths(
     path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from advisorchain import Chain, ResponseCompleted, ToolCallingAdvisor
+    from advisorchain import Chain, ToolCallingAdvisor
     from advisorchain.providers import ScriptedChatModel
 
     @tool
@@ -379,13 +380,7 @@ async def test_a_chain_runs_such_a_round_inline_on_both_paths(
         model=ScriptedChatModel([AssistantMessage(tool_calls=tuple(calls)), "done"]),
         tools=[double],
     )
-    if path == "call":
-        response = await chain.call("go")
-    else:
-        events = [e async for e in chain.stream("go")]
-        completed = events[-1]
-        assert isinstance(completed, ResponseCompleted)
-        response = completed.response
+    response = await answer(path, chain, "go")
     assert response.text == "done"
     results = [m.content for m in response.messages if m.role == "tool"]
     assert results == ["2", "4"]

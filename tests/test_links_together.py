@@ -11,7 +11,6 @@ from advisorchain import (
     Chain,
     ChatRequest,
     ChatResponse,
-    ResponseCompleted,
     StreamEvent,
     ToolCall,
     ToolCallingAdvisor,
@@ -27,6 +26,8 @@ from advisorchain.advisors import (
     ToolRetryAdvisor,
 )
 from advisorchain.providers import FallbackModel, ProviderUnavailableError, ScriptedChatModel
+
+from path_support import answer
 
 
 class Down:
@@ -80,15 +81,7 @@ async def test_all_links_in_one_chain(path: str) -> None:
         model=FallbackModel([Down(), secondary]),
         tools=[price, order],
     )
-    if path == "call":
-        response = await chain.call("Order tea")
-    else:
-        found = None
-        async for event in chain.stream("Order tea"):
-            if isinstance(event, ResponseCompleted):
-                found = event.response
-        assert found is not None
-        response = found
+    response = await answer(path, chain, "Order tea")
     assert response.text == "Tea ordered, 3 EUR."
     assert response.model == "secondary"
     # the first price call failed once and was retried; the order ran after it, alone;

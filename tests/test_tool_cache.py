@@ -14,7 +14,6 @@ from advisorchain import (
     Advisor,
     Chain,
     ChatResponse,
-    ResponseCompleted,
     Tool,
     ToolCall,
     ToolCallingAdvisor,
@@ -28,6 +27,8 @@ from advisorchain import (
 )
 from advisorchain.advisors import ToolResultCacheAdvisor
 from advisorchain.providers import ScriptedChatModel
+
+from path_support import answer
 
 
 def call(tool_name: str, id: str = "c1", **arguments: Any) -> ToolCall:
@@ -85,17 +86,6 @@ class Catalog:
         return [search, buy, unstable]
 
 
-async def turn(path: str, chain: Chain, *calls: ToolCall, **options: Any) -> ChatResponse:
-    if path == "call":
-        return await chain.call("go", **options)
-    response = None
-    async for event in chain.stream("go", **options):
-        if isinstance(event, ResponseCompleted):
-            response = event.response
-    assert response is not None
-    return response
-
-
 def scripted(*rounds: Any) -> ScriptedChatModel:
     script: list[Any] = []
     for r in rounds:
@@ -128,9 +118,9 @@ async def test_a_repeated_read_only_call_is_answered_from_the_cache(
         model=model,
         tools=catalog.tools(),
     )
-    first = await turn(path, chain)
+    first = await answer(path, chain, "go")
     with caplog.at_level(logging.INFO, logger="advisorchain.cache"):
-        second = await turn(path, chain)
+        second = await answer(path, chain, "go")
     assert catalog.runs == ["None:shoes:10"]
     assert results(first) == results(second) == ["None results for shoes (10)"]
     assert spy.metadata == [{}, {"cache_hit": True}]
@@ -169,11 +159,11 @@ async def test_tenants_never_share_entries(path: str) -> None:
     cache = ToolResultCacheAdvisor(key=("tenant",))
     model = ScriptedChatModel([call("search", q="x"), "done"] * 5)
     chain = Chain([ToolCallingAdvisor(), cache], model=model, tools=catalog.tools())
-    a1 = await turn(path, chain, tool_context={"tenant": "a"})
-    b1 = await turn(path, chain, tool_context={"tenant": "b"})
-    a2 = await turn(path, chain, tool_context={"tenant": "a"})
-    await turn(path, chain)  # no tenant: not cached at all
-    await turn(path, chain)
+    a1 = await answer(path, chain, "go", tool_context={"tenant": "a"})
+    b1 = await answer(path, chain, "go", tool_context={"tenant": "b"})
+    a2 = await answer(path, chain, "go", tool_context={"tenant": "a"})
+    await answer(path, chain, "go")  # no tenant: not cached at all
+    await answer(path, chain, "go")
     assert catalog.runs == ["a:x:10", "b:x:10", "None:x:10", "None:x:10"]
     assert results(a1) == results(a2) == ["a results for x (10)"]
     assert results(b1) == ["b results for x (10)"]
@@ -205,12 +195,12 @@ async def test_errors_and_tools_that_are_not_read_only_are_never_cached(path: st
     chain = Chain(
         [ToolCallingAdvisor(), ToolResultCacheAdvisor()], model=model, tools=catalog.tools()
     )
-    first = await turn(path, chain)
+    first = await answer(path, chain, "go")
     assert results(first)[0].startswith("Error: ConnectionError")
-    await turn(path, chain)
-    await turn(path, chain)
-    await turn(path, chain)
-    await turn(path, chain)
+    await answer(path, chain, "go")
+    await answer(path, chain, "go")
+    await answer(path, chain, "go")
+    await answer(path, chain, "go")
     assert catalog.runs == ["unstable:x", "unstable:x", "buy:hat", "buy:hat"]
 
 

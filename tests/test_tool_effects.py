@@ -10,8 +10,6 @@ import pytest
 
 from advisorchain import (
     Chain,
-    ChatResponse,
-    ResponseCompleted,
     Tool,
     ToolCall,
     ToolCallingAdvisor,
@@ -20,6 +18,8 @@ from advisorchain import (
     tools_from,
 )
 from advisorchain.providers import ScriptedChatModel
+
+from path_support import answer
 
 
 def call(tool_name: str, id: str, **arguments: Any) -> ToolCall:
@@ -102,17 +102,6 @@ def _round() -> list[ToolCall]:
     ]
 
 
-async def _run(path: str, chain: Chain) -> ChatResponse:
-    if path == "call":
-        return await chain.call("go")
-    response = None
-    async for event in chain.stream("go"):
-        if isinstance(event, ResponseCompleted):
-            response = event.response
-    assert response is not None
-    return response
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("path", ["call", "stream"])
 @pytest.mark.parametrize("max_concurrency", [None, 4])
@@ -126,7 +115,7 @@ async def test_a_sequential_call_is_a_barrier_in_call_order(
         model=model,
         tools=recorder.tools(),
     )
-    response = await _run(path, chain)
+    response = await answer(path, chain, "go")
     log = recorder.log
     # the calls before the barrier ran together (each waited for the other) ...
     assert set(log[:2]) == {"start a1", "start a2"}

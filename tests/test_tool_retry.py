@@ -13,7 +13,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from advisorchain import (
     Chain,
     ChatResponse,
-    ResponseCompleted,
     Tool,
     ToolCall,
     ToolCallingAdvisor,
@@ -27,6 +26,8 @@ from advisorchain import (
 from advisorchain.advisors import ExponentialBackoff, ToolRetryAdvisor
 from advisorchain.core.context import ToolContext
 from advisorchain.providers import ScriptedChatModel
+
+from path_support import answer
 
 
 def call(tool_name: str, id: str = "c1", **arguments: Any) -> ToolCall:
@@ -63,17 +64,6 @@ class Sleeps:
         self.delays.append(delay)
 
 
-async def run(path: str, chain: Chain) -> ChatResponse:
-    if path == "call":
-        return await chain.call("go")
-    response = None
-    async for event in chain.stream("go"):
-        if isinstance(event, ResponseCompleted):
-            response = event.response
-    assert response is not None
-    return response
-
-
 def tool_messages(response: ChatResponse) -> list[ToolMessage]:
     return [m for m in response.messages if isinstance(m, ToolMessage)]
 
@@ -97,7 +87,7 @@ async def test_a_flaky_idempotent_tool_is_retried_and_the_model_sees_one_result(
         [ToolCallingAdvisor(), advisor], model=model, tools=[flaky.make(**{effect: True})]
     )
     with caplog.at_level(logging.INFO, logger="advisorchain.retry"):
-        response = await run(path, chain)
+        response = await answer(path, chain, "go")
     assert flaky.attempts == 3
     [message] = tool_messages(response)
     assert message.content == "value of k" and not message.is_error
@@ -121,7 +111,7 @@ async def test_other_tools_are_never_retried(path: str) -> None:
     advisor, sleeps = retry()
     model = ScriptedChatModel([call("fetch", key="k"), "done"])
     chain = Chain([ToolCallingAdvisor(), advisor], model=model, tools=[flaky.make()])
-    response = await run(path, chain)
+    response = await answer(path, chain, "go")
     assert flaky.attempts == 1
     [message] = tool_messages(response)
     assert message.is_error
@@ -149,7 +139,7 @@ async def test_after_max_attempts_the_last_error_is_the_one_result(
     model = ScriptedChatModel([call("fetch", key="k"), "sorry"])
     chain = Chain([ToolCallingAdvisor(), advisor], model=model, tools=[flaky.make(read_only=True)])
     with caplog.at_level(logging.INFO, logger="advisorchain.retry"):
-        response = await run(path, chain)
+        response = await answer(path, chain, "go")
     assert flaky.attempts == 4
     [message] = tool_messages(response)
     assert message.is_error and "ConnectionError" in message.content
