@@ -28,7 +28,10 @@ closes connections whenever a loaded machine stretches a batch past it.
 Per N, each worker first runs one batch to open its connections (not measured); then
 `rounds` measured batches per worker, the workers taking turns in a rotating order (load
 from other processes hits all alike); a batch of N runs `ceil(min_conversations / N)`
-times in a row so that small N are measured over enough conversations. Reported: wall
+times in a row so that small N are measured over enough conversations, and a round of fewer
+than `SHORT_ROUND` conversations is run `SHORT_ROUNDS` times as often (such rounds take a
+second or two, and a single conversation's CPU swings most with the machine's load; the
+median over more rounds is steadier, for every client alike). Reported: wall
 time, throughput, latency percentiles, the worker's CPU time per conversation (median
 over rounds), and memory: the `tracemalloc` peak of one more batch, divided by N.
 
@@ -65,6 +68,10 @@ SHARD = 10
 KEEPALIVE_S = 600.0
 """Keep-alive expiry of the pooled connections (httpx's default, 5 s, is shorter than a
 batch on a loaded machine)."""
+SHORT_ROUND = 1000
+"""Conversations per round below which a round is short (N = 1 and 100, by default)."""
+SHORT_ROUNDS = 5
+"""How many times as many rounds short rounds get."""
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 Conversation = Callable[[], Awaitable[str]]
 
@@ -383,7 +390,7 @@ def run(
                 repeat = max(1, math.ceil(min_conversations / n))
                 samples: dict[str, list[dict[str, Any]]] = {w.name: [] for w in workers}
                 warm_failures = {w.name: w.ask(n=n)["failures"] for w in workers}
-                for r in range(rounds):
+                for r in range(rounds * (SHORT_ROUNDS if n * repeat < SHORT_ROUND else 1)):
                     for k in range(len(workers)):
                         worker = workers[(r + k) % len(workers)]
                         samples[worker.name].append(worker.ask(n=n, repeat=repeat))
@@ -451,7 +458,8 @@ def render(report: dict[str, Any]) -> str:
     load = report.get("load")
     if load:
         text += (
-            f"\n\n{report['rounds']} interleaved rounds per N, {report['shard']} connections "
+            f"\n\n{report['rounds']} interleaved rounds per N ({SHORT_ROUNDS}x as many of fewer "
+            f"than {SHORT_ROUND} conversations), {report['shard']} connections "
             f"per httpx client; {report['elapsed_s']:.0f} s; load average "
             f"{load[0][0]:.2f} at the start, {load[1][0]:.2f} at the end"
         )

@@ -207,13 +207,14 @@ class StreamCallIds:
     index (what `StreamAssembler` builds), else by the id the delta brought.
     """
 
-    __slots__ = ("_assigned", "_ids", "_indices", "_transcript")
+    __slots__ = ("_ids", "_indices", "_transcript")
 
     def __init__(self, transcript: Sequence[Message]) -> None:
         self._transcript = transcript
         self._ids: CallIds | None = None
-        self._assigned: dict[int, tuple[str, str]] = {}  # index -> (id sent, id given)
-        self._indices: set[int] = set()
+        # index -> (id sent, id given), or None while the index brought no id; made at the
+        # first delta (most streams bring none, and thousands may be open at once)
+        self._indices: dict[int, tuple[str, str] | None] | None = None
 
     def _registry(self) -> CallIds:
         if self._ids is None:
@@ -222,12 +223,17 @@ class StreamCallIds:
 
     def delta(self, event: ToolCallDelta) -> ToolCallDelta:
         """`event` with the id its call has in this transcript."""
-        self._indices.add(event.index)
+        indices = self._indices
+        if indices is None:
+            indices = self._indices = {}
+        index = event.index
+        given = indices.get(index)
         if not event.id:
+            if index not in indices:
+                indices[index] = None
             return event
-        given = self._assigned.get(event.index)
         if given is None:
-            given = self._assigned[event.index] = (event.id, self._registry().claim(event.id))
+            given = indices[index] = (event.id, self._registry().claim(event.id))
         return event if event.id == given[1] else replace(event, id=given[1])
 
     def response(self, response: ChatResponse) -> ChatResponse:
@@ -236,14 +242,15 @@ class StreamCallIds:
             return response
         calls = response.message.tool_calls
         registry = self._registry()
-        order = sorted(self._indices)
+        indices = self._indices or {}
+        order = sorted(indices)
         ids: list[str] = []
         if len(order) == len(calls):
             for index, call in zip(order, calls, strict=True):
-                given = self._assigned.get(index)
+                given = indices[index]
                 ids.append(given[1] if given is not None else registry.claim(call.id))
         else:
-            unused = [self._assigned[i] for i in order if i in self._assigned]
+            unused = [g for i in order if (g := indices[i]) is not None]
             for call in calls:
                 match = next((g for g in unused if call.id in g), None)
                 if match is not None:

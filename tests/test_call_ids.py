@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import tracemalloc
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -179,6 +180,35 @@ def test_stream_deltas_and_response_agree() -> None:
     )
     final = ids.response(ChatResponse(message=raw))
     assert [c.id for c in final.message.tool_calls] == [first, second, third]
+
+
+def test_an_index_whose_id_comes_late_keeps_its_position() -> None:
+    ids = StreamCallIds((UserMessage(content="go"),))
+    ids.delta(ToolCallDelta(0, None, "t", "{"))  # the id arrives in a later fragment
+    late = ids.delta(ToolCallDelta(0, "call_9", None, "}")).id
+    ids.delta(ToolCallDelta(1, None, "t", "{}"))  # never brings one
+    raw = AssistantMessage(
+        tool_calls=(ToolCall(id="call_9", name="t"), ToolCall(id="call_9", name="t"))
+    )
+    final = [c.id for c in ids.response(ChatResponse(message=raw)).message.tool_calls]
+    assert final[0] == late == "call_9" and final[1] not in ("call_9", "")
+
+
+def test_a_stream_without_tool_calls_allocates_no_id_bookkeeping() -> None:
+    # thousands of streams may be open at once: one that brings no tool call keeps no
+    # dict or set of indices and ids (an empty set alone is 216 bytes)
+    transcript = (UserMessage(content="go"),)
+    response = ChatResponse(message=AssistantMessage(content="hi"))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [StreamCallIds(transcript) for _ in range(1000)]
+        for ids in kept:
+            assert ids.response(response) is response
+        per_stream = (tracemalloc.get_traced_memory()[0] - before) / len(kept)
+    finally:
+        tracemalloc.stop()
+    assert per_stream < 128
 
 
 # -- through the chain: call and stream ---------------------------------------------------------
