@@ -1315,6 +1315,33 @@ def session6():
         [(m, b) for m in (1, 3, 5) for b in (0.1, 0.25, 0.5)],
         hbase,
     )
+    coverage = {}
+    for s_ in sets:
+        c, r = sets[s_]
+        C = np.zeros((len(r), len(c)))
+        for qi, q in enumerate(r):
+            qt = set(query_terms(q.text))
+            for i, doc in enumerate(F[s_]):
+                if doc[0]:
+                    C[qi, i] = len(qt & set(doc[0])) / len(set(doc[0]))
+        coverage[s_] = C
+
+    def covered(s, g):
+        scale = kw[s].max(1, keepdims=True)
+        return kw[s] + g * scale * (coverage[s] == 1) * (kw[s] > 0)
+
+    row(
+        "s6 keyword + bonus when every name word of the tool is in the query (share of top score)",
+        covered,
+        (0.05, 0.1, 0.2, 0.3),
+        kbase,
+    )
+    row(
+        "s6 hybrid over keyword + the whole-name bonus (share)",
+        lambda s, g: hybrid(s, key=covered(s, g)),
+        (0.05, 0.1, 0.2),
+        hbase,
+    )
     return {
         "load_average_at_start": load,
         "sizes": {s: len(r) for s, (_, r) in sets.items()},
