@@ -3,7 +3,9 @@
 
 Run: `nice -n 10 .venv/bin/python benchmarks/tool_search/rank_variants.py` (about 15 minutes
 the first time, for the embeddings; 5-7 once `benchmarks/data/embeddings.sqlite3` holds
-them); `... rank_variants.py --latency` times the name-words keyword index alone. Writes `benchmarks/results/tool_search_rank_variants.json` and prints a
+them); `... rank_variants.py --latency` times the name-words keyword index alone; `... --s6` runs only session 6's rows (about a minute,
+every vector from the cache; `--s6 --tune-only` scores a variant beyond the tuning half only
+if it gains 0.005 there) and writes `tool_search_rank_variants_s6.json`. Writes `benchmarks/results/tool_search_rank_variants.json` and prints a
 markdown table.
 
 Data: all 2,351 pooled BFCL v4 queries over its 1,287 tools, split by position into a
@@ -954,12 +956,416 @@ def error_analysis():
             print(f"  {kind}: {share(selected)}")
 
 
+# ---- session 6 variants (issue 17 item 2, continued) ---------------------------------
+# Against the shipped default (`hybrid_index(minilm_index())`, 64-token queries) and the
+# shipped `KeywordIndex()`; `--s6` runs only these rows, from cached vectors.
+
+
+def add_terms(S, imp, weighted_terms):
+    """`S` plus, per query, the BM25 impacts of extra terms: a list of {term: weight}."""
+    S = S.copy()
+    for qi, terms in enumerate(weighted_terms):
+        for t, weight in terms.items():
+            p = imp.postings.get(t)
+            if p is not None:
+                S[qi, np.frombuffer(p.tools, dtype=np.int32)] += weight * np.frombuffer(
+                    p.impacts, dtype=np.float64
+                )
+    return S
+
+
+def rm3_terms(K, F, requests, m, n, alpha, w=(2.0, 1.0, 0.5)):
+    """RM3-style feedback: the `n` terms of most weight in the first `m` keyword tools
+    (field-weighted term frequency / length, times the tool's score share), not already
+    in the query, each added at `alpha` times its normalized weight."""
+    order = np.argsort(-K, axis=1, kind="stable")[:, :m]
+    out = []
+    for qi, r in enumerate(requests):
+        seen = set(query_terms(r.text))
+        top = [int(i) for i in order[qi] if K[qi, i] > 0]
+        total = sum(K[qi, i] for i in top) or 1.0
+        mass = {}
+        for i in top:
+            doc = F[i]
+            length = sum(len(f) for f in doc) or 1
+            for weight, terms in zip(w, doc):
+                for t in terms:
+                    if t not in seen:
+                        mass[t] = mass.get(t, 0.0) + weight * K[qi, i] / total / length
+        best = sorted(mass.items(), key=lambda x: -x[1])[:n]
+        peak = best[0][1] if best else 1.0
+        out.append({t: alpha * v / peak for t, v in best})
+    return out
+
+
+def combmnz(lists, weights, depth=50):
+    """CombMNZ: min-max scaled scores of each list's first `depth`, summed (weighted),
+    times the number of lists that hold the tool there."""
+    out = np.zeros(lists[0][0].shape)
+    hits = np.zeros(out.shape)
+    rows = np.arange(out.shape[0])[:, None]
+    for (S, positive), weight in zip(lists, weights):
+        top = np.argsort(-S, axis=1, kind="stable")[:, :depth]
+        v = np.take_along_axis(S, top, 1)
+        lo, hi = v.min(1, keepdims=True), v.max(1, keepdims=True)
+        z = (v - lo) / np.where(hi > lo, hi - lo, 1)
+        keep = (v > 0) if positive else np.ones(v.shape, bool)
+        out[rows, top] += weight * z * keep
+        hits[rows, top] += keep * (weight > 0)
+    return out * hits
+
+
+def borda(lists, weights, depth=50):
+    """Borda count over each list's first `depth`: depth - rank points, weighted."""
+    out = np.zeros(lists[0][0].shape)
+    rows = np.arange(out.shape[0])[:, None]
+    for (S, positive), weight in zip(lists, weights):
+        top = np.argsort(-S, axis=1, kind="stable")[:, :depth]
+        add = np.broadcast_to(weight * (depth - np.arange(depth)) / depth, top.shape)
+        if positive:
+            add = add * (np.take_along_axis(S, top, 1) > 0)
+        out[rows, top] += add
+    return out
+
+
+def name_idf_scores(catalog, requests, F):
+    """BM25 of the name words where idf counts name fields only (not whole documents)."""
+    n = len(catalog)
+    post = {}
+    for i, doc in enumerate(F):
+        for t in doc[0]:
+            post.setdefault(t, {}).setdefault(i, 0)
+            post[t][i] += 1
+    lengths = np.array([len(doc[0]) for doc in F], float)
+    norm = 1.2 * (0.25 + 0.75 * lengths / (lengths.mean() or 1.0))
+    S = np.zeros((len(requests), n))
+    for qi, r in enumerate(requests):
+        for t in set(query_terms(r.text)):
+            if t not in post:
+                continue
+            idf = np.log(1 + (n - len(post[t]) + 0.5) / (len(post[t]) + 0.5))
+            tools = np.fromiter(post[t], int)
+            tf = np.fromiter(post[t].values(), float)
+            S[qi, tools] += idf * tf * 2.2 / (tf + norm[tools])
+    return S
+
+
+def cooccurrence_expansion(catalog, F, requests, alpha, n=3):
+    """Query expansion mined from the catalog: for each query term that is a description
+    term, the `n` name terms of highest PMI with it across tools (name field vs description
+    field), added at `alpha` times the PMI share."""
+    N = len(F)
+    name_df, desc_df, joint = {}, {}, {}
+    for doc in F:
+        names, desc = set(doc[0]), set(doc[1])
+        for t in names:
+            name_df[t] = name_df.get(t, 0) + 1
+        for t in desc:
+            desc_df[t] = desc_df.get(t, 0) + 1
+        for d in desc:
+            for t in names:
+                if t != d:
+                    joint[(d, t)] = joint.get((d, t), 0) + 1
+    best = {}
+    for (d, t), c in joint.items():
+        if c < 3:
+            continue
+        pmi = np.log(c * N / (desc_df[d] * name_df[t]))
+        if pmi > 0:
+            best.setdefault(d, []).append((pmi, t))
+    for d in best:
+        best[d] = sorted(best[d], reverse=True)[:n]
+    out = []
+    for r in requests:
+        q = set(query_terms(r.text))
+        extra = {}
+        for d in q:
+            for pmi, t in best.get(d, ()):
+                if t not in q:
+                    extra[t] = max(extra.get(t, 0.0), alpha * min(1.0, pmi / 3))
+        out.append(extra)
+    return out
+
+
+def namespace_impacts(catalog, F, gamma, w=(2.0, 1.0, 0.5)):
+    """Impacts with each tool's term frequencies scaled by 1 - gamma * (the share of the
+    other tools of its namespace holding the term): words every tool of a family shares
+    (\"weather\" in all of Weather_1's tools) tell its tools apart less."""
+    import re
+
+    space = [
+        re.split(r"[._]", d.name)[0].lower() if re.search(r"[._]", d.name) else "" for d in catalog
+    ]
+    members = {}
+    for i, ns in enumerate(space):
+        members.setdefault(ns, []).append(i)
+    holders = {}
+    for i, doc in enumerate(F):
+        for t in {t for f in doc for t in f}:
+            holders[(space[i], t)] = holders.get((space[i], t), 0) + 1
+    freqs, lengths = [], []
+    for i, doc in enumerate(F):
+        freq, length = {}, 0
+        size = len(members[space[i]]) - 1
+        for weight, terms in zip(w, doc):
+            for t in terms:
+                share = (holders[(space[i], t)] - 1) / size if space[i] and size else 0.0
+                freq[t] = freq.get(t, 0.0) + weight * (1 - gamma * share)
+                length += 1
+        freqs.append(freq)
+        lengths.append(length)
+    return Impacts.build(freqs, lengths)
+
+
+def session6():
+    t0 = time.perf_counter()
+    pool, queries = bfcl.load()
+    nf_tools, nf_requests = multistep.nestful()
+    nf_pool = list({d.name: d for d in [*nf_tools, *pool]}.values())
+    mt_tools, mt_requests = multistep.bfcl_multi_turn()
+    mt_pool = list({d.name: d for d in [*mt_tools, *pool]}.values())
+    pm_requests = multistep.bfcl_parallel_multiple(queries)
+    sets = {
+        "BFCL tuning half": (pool, queries[0::2]),
+        "BFCL evaluation half": (pool, queries[1::2]),
+        "NESTFUL, 133 tools": (nf_tools, nf_requests),
+        "NESTFUL pooled, 1,407 tools": (nf_pool, nf_requests),
+        "BFCL parallel-multiple, evaluation half": (pool, pm_requests[1::2]),
+        "BFCL multi-turn, 1,408 tools": (mt_pool, mt_requests),
+    }
+    TUNE = "BFCL tuning half"
+    load = os.getloadavg()[0]
+    raw = Cached(f"{MINILM}/raw", minilm_run())
+    q64 = Cached(f"{MINILM}/q64", minilm_q64_run())
+    F, imps, kw, names, E, D = {}, {}, {}, {}, {}, {}
+    for s, (catalog, requests) in sets.items():
+        F[s] = fields(catalog)
+        imps[s] = impacts(F[s])
+        kw[s] = keyword_scores(imps[s], len(catalog), requests)
+        names[s] = keyword_scores(impacts(F[s], w=(1.0, 0.0, 0.0)), len(catalog), requests)
+        D[s] = raw([document_text(d) for d in catalog])
+        Qs = q64([r.text.strip()[:MAX_QUERY_CHARS] for r in requests])
+        E[s] = Qs @ D[s].T
+    assert raw.embedded == 0 and q64.embedded == 0, "vectors missing from the cache"
+
+    rows, chosen = {}, {}
+    tune_only = "--tune-only" in sys.argv
+
+    def row(label, make, grid=(None,), base=None):
+        c, r = sets[TUNE]
+        scored = {g: recall(make(TUNE, g), c, r, 5) for g in grid}
+        best = max(grid, key=lambda g: scored[g])
+        if len(grid) > 1:
+            chosen[label] = {
+                "chosen": str(best),
+                "grid": {str(g): round(v, 4) for g, v in scored.items()},
+            }
+        gain = scored[best] - base if base is not None else None
+        cells = {}
+        for s, (c, r) in sets.items():
+            if tune_only and s != TUNE and gain is not None and gain < 0.005:
+                continue
+            S = make(s, best)
+            cells[s] = (recall(S, c, r, 5), recall(S, c, r, 10))
+        rows[label if len(grid) == 1 else f"{label} [{best}]"] = cells
+        print(label, best, {s: f"{a:.4f}/{b:.4f}" for s, (a, b) in cells.items()}, flush=True)
+        return scored[best]
+
+    def hybrid(s, emb=None, key=None):
+        lists = [(kw[s] if key is None else key, True), (E[s] if emb is None else emb, False)]
+        lists.append((names[s], True))
+        return rrf(lists, [1, 1, 0.25], 5)
+
+    kbase = row("s6 keyword (shipped)", lambda s, g: kw[s])
+    hbase = row("s6 hybrid (shipped default, 64-token queries)", lambda s, g: hybrid(s))
+
+    # 1. RM3 feedback for the keyword index (name and description terms of the first m).
+    rm3 = {}
+
+    def rm3_scores(s, g):
+        key = (s, g)
+        if key not in rm3:
+            m, n, alpha = g
+            rm3[key] = add_terms(kw[s], imps[s], rm3_terms(kw[s], F[s], sets[s][1], m, n, alpha))
+        return rm3[key]
+
+    grid = [(m, n, a) for m in (3, 5, 10) for n in (5, 10) for a in (0.1, 0.2, 0.4)]
+    row("s6 keyword + RM3 feedback (first m tools, n terms, weight)", rm3_scores, grid, kbase)
+
+    # 2. Rocchio for the embedding: query moved toward the mean of the first m fused tools.
+    def rocchio(s, g):
+        m, beta = g
+        first = hybrid(s)
+        top = np.argsort(-first, axis=1, kind="stable")[:, :m]
+        centroid = D[s][top].mean(1)
+        # cos(q + beta c, d) up to the norm of the query, which a ranking ignores.
+        moved = E[s] + beta * (centroid @ D[s].T)
+        return hybrid(s, moved)
+
+    row(
+        "s6 hybrid, embedding Rocchio toward the first m fused tools (m, beta)",
+        rocchio,
+        [(m, b) for m in (1, 3, 5, 10) for b in (0.1, 0.25, 0.5)],
+        hbase,
+    )
+    row(
+        "s6 embedding alone, Rocchio toward its own first m (m, beta)",
+        lambda s, g: (
+            E[s]
+            + g[1] * (D[s][np.argsort(-E[s], axis=1, kind="stable")[:, : g[0]]].mean(1) @ D[s].T)
+        ),
+        [(m, b) for m in (1, 3, 5) for b in (0.25, 0.5)],
+    )
+
+    # 3. Fusion rules other than RRF over the three lists.
+    three = lambda s: [(kw[s], True), (E[s], False), (names[s], True)]
+    row(
+        "s6 hybrid: CombMNZ over the three lists (name list weight)",
+        lambda s, g: combmnz(three(s), [1, 1, g]),
+        (0.0, 0.25, 0.5),
+        hbase,
+    )
+    row(
+        "s6 hybrid: Borda over the three lists' first d (name weight, d)",
+        lambda s, g: borda(three(s), [1, 1, g[0]], g[1]),
+        [(w, d) for w in (0.25, 0.5) for d in (10, 20, 50)],
+        hbase,
+    )
+
+    # 4. Name words with idf over names alone, as the hybrid's third list.
+    nidf = {s: name_idf_scores(c, r, F[s]) for s, (c, r) in sets.items()}
+    row(
+        "s6 hybrid, third list: name words with name-only idf (weight)",
+        lambda s, g: rrf([(kw[s], True), (E[s], False), (nidf[s], True)], [1, 1, g]),
+        (0.25, 0.5),
+        hbase,
+    )
+
+    # 5. Catalog-mined expansion: description term -> name terms by PMI.
+    co = {}
+
+    def co_scores(s, g):
+        if (s, g) not in co:
+            co[(s, g)] = add_terms(
+                kw[s], imps[s], cooccurrence_expansion(sets[s][0], F[s], sets[s][1], g)
+            )
+        return co[(s, g)]
+
+    row(
+        "s6 keyword + name terms mined by PMI with the query's description terms (weight)",
+        co_scores,
+        (0.05, 0.1, 0.2),
+        kbase,
+    )
+    row(
+        "s6 hybrid over keyword + RM3 (the keyword row's knob)",
+        lambda s, g: hybrid(s, key=rm3_scores(s, g)),
+        [(m, n, a) for m in (3, 5) for n in (5, 10) for a in (0.1, 0.2)],
+        hbase,
+    )
+    nsk = {}
+
+    def ns_scores(s, g):
+        if (s, g) not in nsk:
+            c, r = sets[s]
+            nsk[(s, g)] = keyword_scores(namespace_impacts(c, F[s], g), len(c), r)
+        return nsk[(s, g)]
+
+    row(
+        "s6 keyword, terms shared by a namespace's tools down-weighted (gamma)",
+        ns_scores,
+        (0.25, 0.5, 0.75),
+        kbase,
+    )
+    row(
+        "s6 hybrid over the namespace-weighted keyword (gamma)",
+        lambda s, g: hybrid(s, key=ns_scores(s, g)),
+        (0.25, 0.5, 0.75),
+        hbase,
+    )
+
+    def rrf_depth(s, g):
+        return rrf([(kw[s], True), (E[s], False), (names[s], True)], [1, 1, 0.25], 5, g)
+
+    row("s6 hybrid, RRF over each list's first d (d)", rrf_depth, (10, 20, 30, 100), hbase)
+    name_terms = {s: {t for doc in F[s] for t in doc[0]} for s in sets}
+
+    def name_boost(s, g):
+        c, r = sets[s]
+        boosts = [
+            {t: g for t in dict.fromkeys(query_terms(q.text)) if t in name_terms[s]} for q in r
+        ]
+        return add_terms(kw[s], imps[s], boosts)
+
+    row(
+        "s6 keyword, query terms that are some tool's name word counted 1 + w times (w)",
+        name_boost,
+        (0.25, 0.5, 1.0),
+        kbase,
+    )
+
+    def cross_rocchio(s, g):
+        m, beta = g
+        top = np.argsort(-kw[s], axis=1, kind="stable")[:, :m]
+        return hybrid(s, E[s] + beta * (D[s][top].mean(1) @ D[s].T))
+
+    row(
+        "s6 hybrid, embedding query moved toward keyword's first m tools (m, beta)",
+        cross_rocchio,
+        [(m, b) for m in (1, 3, 5) for b in (0.1, 0.25, 0.5)],
+        hbase,
+    )
+    coverage = {}
+    for s_ in sets:
+        c, r = sets[s_]
+        C = np.zeros((len(r), len(c)))
+        for qi, q in enumerate(r):
+            qt = set(query_terms(q.text))
+            for i, doc in enumerate(F[s_]):
+                if doc[0]:
+                    C[qi, i] = len(qt & set(doc[0])) / len(set(doc[0]))
+        coverage[s_] = C
+
+    def covered(s, g):
+        scale = kw[s].max(1, keepdims=True)
+        return kw[s] + g * scale * (coverage[s] == 1) * (kw[s] > 0)
+
+    row(
+        "s6 keyword + bonus when every name word of the tool is in the query (share of top score)",
+        covered,
+        (0.05, 0.1, 0.2, 0.3),
+        kbase,
+    )
+    row(
+        "s6 hybrid over keyword + the whole-name bonus (share)",
+        lambda s, g: hybrid(s, key=covered(s, g)),
+        (0.05, 0.1, 0.2),
+        hbase,
+    )
+    return {
+        "load_average_at_start": load,
+        "sizes": {s: len(r) for s, (_, r) in sets.items()},
+        "chosen": chosen,
+        "rows": {
+            k: {s: [round(a, 4), round(b, 4)] for s, (a, b) in v.items()} for k, v in rows.items()
+        },
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
 if __name__ == "__main__":
     if "--errors" in sys.argv:
         error_analysis()
         sys.exit()
     if "--latency" in sys.argv:
         name_index_latency()
+        sys.exit()
+    if "--s6" in sys.argv:
+        outcome = session6()
+        print(markdown(outcome))
+        out = RESULTS.with_name("tool_search_rank_variants_s6.json")
+        out.write_text(json.dumps(outcome, indent=2) + "\n")
+        print(f"written: {out}")
         sys.exit()
     outcome = main()
     print(markdown(outcome))
