@@ -18,7 +18,12 @@ from advisorchain.advisors import KeywordIndex
 from advisorchain.advisors.tool_search import _fts5_terms, keyword
 from advisorchain.advisors.tool_search._bm25 import Impacts
 from advisorchain.advisors.tool_search._fts5_terms import TOKENIZE, Fts5Terms
-from advisorchain.advisors.tool_search.index import document, joined_words, split_identifier
+from advisorchain.advisors.tool_search.index import (
+    document,
+    document_parts,
+    joined_words,
+    split_identifier,
+)
 from advisorchain.advisors.tool_search.keyword import query_words
 
 VOCABULARY = (
@@ -269,11 +274,13 @@ def test_a_build_pauses_the_garbage_collector_and_restores_it(
 ) -> None:
     seen: list[bool] = []
 
-    def spying(definition: ToolDefinition, words: Callable[[str], str]) -> tuple[str, str, str]:
+    def spying(
+        definition: ToolDefinition, words: Callable[[str], str]
+    ) -> tuple[str, str, list[str]]:
         seen.append(gc.isenabled())
-        return document(definition, words)
+        return document_parts(definition, words)
 
-    monkeypatch.setattr("advisorchain.advisors.tool_search.keyword.document", spying)
+    monkeypatch.setattr("advisorchain.advisors.tool_search.keyword.document_parts", spying)
     was = gc.isenabled()
     try:
         (gc.enable if enabled else gc.disable)()
@@ -328,3 +335,13 @@ def test_a_build_splits_each_parameter_name_once(monkeypatch: pytest.MonkeyPatch
     assert sorted(split) == ["pageSize", "user_id"]
     assert built.search_sync("page size", 1) == ["list_0"]
     assert document(tools[0]) == ("list 0", "Lists things.", "page size  user id ")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_ascii_text_folds_to_the_tokens_of_the_regular_expression(text: str) -> None:
+    every = "".join(map(chr, range(128)))
+    for sample in (text, every, every[::-1] + text):
+        assert sample.translate(keyword._FOLD).split() == keyword._ASCII_TOKEN.findall(
+            sample.lower()
+        )
