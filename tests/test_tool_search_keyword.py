@@ -345,3 +345,40 @@ def test_ascii_text_folds_to_the_tokens_of_the_regular_expression(text: str) -> 
         assert sample.translate(keyword._FOLD).split() == keyword._ASCII_TOKEN.findall(
             sample.lower()
         )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_TEXT, _TEXT, st.lists(st.tuples(_TEXT, _TEXT), max_size=4)),
+        min_size=1,
+        max_size=8,
+    ),
+    st.sampled_from([(2.0, 1.0, 0.5), (1.0, 1.0, 1.0), (3.0, 0.5, 2.0)]),
+)
+def test_texts_split_once_each_give_the_terms_of_their_joined_fields(
+    tools_of: list[tuple[str, str, list[tuple[str, str]]]], weights: tuple[float, float, float]
+) -> None:
+    # Parameters of ASCII and other text in one field, repeated across tools (the
+    # same text is split once), empty names and descriptions.
+    shared = tools_of[0][2]
+    tools = [
+        ToolDefinition(
+            f"{name}_{i}",
+            description,
+            {
+                "properties": {
+                    f"{n}{j}": {"type": "string", "description": text}
+                    for j, (n, text) in enumerate([*params, *shared])
+                }
+            },
+        )
+        for i, (name, description, params) in enumerate(tools_of)
+    ]
+    counted = KeywordIndex(weights=weights).build_sync(tools)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(keyword, "_MAX_UNITS", 0)  # FTS5 tokenizes every chunk of the fields
+        added = KeywordIndex(weights=weights).build_sync(tools)
+    assert _postings(counted) == _postings(added)
+    for word, found in added._words.items():
+        assert counted._words[word] == found
