@@ -18,7 +18,12 @@ from advisorchain.advisors import KeywordIndex
 from advisorchain.advisors.tool_search import _fts5_terms, keyword
 from advisorchain.advisors.tool_search._bm25 import Impacts
 from advisorchain.advisors.tool_search._fts5_terms import TOKENIZE, Fts5Terms
-from advisorchain.advisors.tool_search.index import document, joined_words, split_identifier
+from advisorchain.advisors.tool_search.index import (
+    document,
+    document_parts,
+    joined_words,
+    split_identifier,
+)
 from advisorchain.advisors.tool_search.keyword import query_words
 
 VOCABULARY = (
@@ -269,11 +274,13 @@ def test_a_build_pauses_the_garbage_collector_and_restores_it(
 ) -> None:
     seen: list[bool] = []
 
-    def spying(definition: ToolDefinition, words: Callable[[str], str]) -> tuple[str, str, str]:
+    def spying(
+        definition: ToolDefinition, words: Callable[[str], str]
+    ) -> tuple[str, str, list[str]]:
         seen.append(gc.isenabled())
-        return document(definition, words)
+        return document_parts(definition, words)
 
-    monkeypatch.setattr("advisorchain.advisors.tool_search.keyword.document", spying)
+    monkeypatch.setattr("advisorchain.advisors.tool_search.keyword.document_parts", spying)
     was = gc.isenabled()
     try:
         (gc.enable if enabled else gc.disable)()
@@ -328,3 +335,50 @@ def test_a_build_splits_each_parameter_name_once(monkeypatch: pytest.MonkeyPatch
     assert sorted(split) == ["pageSize", "user_id"]
     assert built.search_sync("page size", 1) == ["list_0"]
     assert document(tools[0]) == ("list 0", "Lists things.", "page size  user id ")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_ascii_text_folds_to_the_tokens_of_the_regular_expression(text: str) -> None:
+    every = "".join(map(chr, range(128)))
+    for sample in (text, every, every[::-1] + text):
+        assert sample.translate(keyword._FOLD).split() == keyword._ASCII_TOKEN.findall(
+            sample.lower()
+        )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_TEXT, _TEXT, st.lists(st.tuples(_TEXT, _TEXT), max_size=4)),
+        min_size=1,
+        max_size=8,
+    ),
+    st.sampled_from([(2.0, 1.0, 0.5), (1.0, 1.0, 1.0), (3.0, 0.5, 2.0)]),
+)
+def test_texts_split_once_each_give_the_terms_of_their_joined_fields(
+    tools_of: list[tuple[str, str, list[tuple[str, str]]]], weights: tuple[float, float, float]
+) -> None:
+    # Parameters of ASCII and other text in one field, repeated across tools (the
+    # same text is split once), empty names and descriptions.
+    shared = tools_of[0][2]
+    tools = [
+        ToolDefinition(
+            f"{name}_{i}",
+            description,
+            {
+                "properties": {
+                    f"{n}{j}": {"type": "string", "description": text}
+                    for j, (n, text) in enumerate([*params, *shared])
+                }
+            },
+        )
+        for i, (name, description, params) in enumerate(tools_of)
+    ]
+    counted = KeywordIndex(weights=weights).build_sync(tools)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(keyword, "_MAX_UNITS", 0)  # FTS5 tokenizes every chunk of the fields
+        added = KeywordIndex(weights=weights).build_sync(tools)
+    assert _postings(counted) == _postings(added)
+    for word, found in added._words.items():
+        assert counted._words[word] == found

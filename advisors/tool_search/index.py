@@ -137,11 +137,17 @@ def document(
     `parameter_words` gives a parameter name's words (`joined_words`, or the same
     remembered: a catalog's parameter names repeat, `limit` or `id` in many tools).
     """
-    name = joined_words(definition.name)
-    params = " ".join(
-        f"{parameter_words(n)} {d}" for n, d in parameter_texts(definition.parameters)
-    )
-    return name, definition.description, params
+    name, description, parts = document_parts(definition, parameter_words)
+    return name, description, " ".join(parts)
+
+
+def document_parts(
+    definition: ToolDefinition, parameter_words: Callable[[str], str] = joined_words
+) -> tuple[str, str, list[str]]:
+    """`document(definition)` with the parameter field as its parts, one per parameter
+    (its name's words and its text; the field is the parts joined by spaces)."""
+    parts = [f"{parameter_words(n)} {d}" for n, d in parameter_texts(definition.parameters)]
+    return joined_words(definition.name), definition.description, parts
 
 
 def document_text(definition: ToolDefinition) -> str:
