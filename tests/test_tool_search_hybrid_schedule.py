@@ -113,3 +113,28 @@ async def test_refused_by_all_raises_the_first_index_refusal_whatever_ran_first(
     keyword = await KeywordIndex().build(CATALOG)
     nested = HybridIndex(keyword, HybridIndex(Refusing(_letters())))
     assert await nested.search("send email", 1) == ["send_email"]  # the others still answer
+
+
+class Asked:
+    """An index that notes the `k` each search asks it for."""
+
+    def __init__(self, index: ToolIndex, asked: list[int]) -> None:
+        self.index, self.asked = index, asked
+
+    async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:
+        return Asked(await self.index.build(definitions), self.asked)
+
+    async def search(self, query: str, k: int) -> list[str]:
+        self.asked.append(k)
+        return await self.index.search(query, k)
+
+
+@pytest.mark.anyio
+async def test_each_index_is_asked_for_twenty_names_by_default() -> None:
+    asked: list[int] = []
+    hybrid = await HybridIndex(
+        Asked(KeywordIndex(), asked), Asked(EmbeddingIndex(_letters()), asked)
+    ).build(CATALOG)
+    await hybrid.search("weather in a city", 5)
+    await hybrid.search("weather in a city", 30)  # more than the depth: k itself
+    assert asked == [20, 20, 30, 30]

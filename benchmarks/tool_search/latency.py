@@ -15,8 +15,8 @@ and hybrid), so both see the same load, and each tree's embedding build runs onc
   Hybrid is warm, each tree's default (`hybrid_index` where it has one): the catalog is
   embedded and the model loaded; each query is embedded (MiniLM, `--query-threads`
   onnxruntime threads, default 2) as that tree's `minilm_index()` would: from its first
-  `QUERY_TOKENS` tokens, here by the integer graph (`float_` rows: this tree with the
-  packaged float graph). The 10,000-tool
+  `QUERY_TOKENS` tokens, here by the integer graph where the tree has one (`float_`
+  rows: this tree with the packaged float graph). The 10,000-tool
   embedding matrix reuses each original tool's vector for its renamed copies (embedding
   8,713 more texts only to time a matrix product would take minutes here); the query path
   is the real one.
@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 import random
@@ -279,8 +280,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         options: dict[str, Any] = {"threads": args.query_threads}
         if getattr(module, "QUERY_TOKENS", None):
             options["max_length"] = module.QUERY_TOKENS
-        if prefix == "":
-            options["integer"] = True  # as minilm_index() does
+        if prefix != "float_" and "integer" in inspect.signature(tree.minilm_embedder).parameters:
+            options["integer"] = True  # as minilm_index() does (in a tree that has it)
         index = tree.EmbeddingIndex(
             reusing(prefix.replace("float_", "")),
             batch_size=512,
