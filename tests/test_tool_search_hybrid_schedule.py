@@ -130,11 +130,12 @@ class Asked:
 
 
 @pytest.mark.anyio
-async def test_each_index_is_asked_for_twenty_names_by_default() -> None:
+@pytest.mark.parametrize(("depth", "expected"), [(None, [50, 50, 60, 60]), (20, [20, 20, 60, 60])])
+async def test_each_index_is_asked_for_depth_names(depth: int | None, expected: list[int]) -> None:
     asked: list[int] = []
-    hybrid = await HybridIndex(
-        Asked(KeywordIndex(), asked), Asked(EmbeddingIndex(_letters()), asked)
-    ).build(CATALOG)
-    await hybrid.search("weather in a city", 5)
-    await hybrid.search("weather in a city", 30)  # more than the depth: k itself
-    assert asked == [20, 20, 30, 30]
+    indexes = (Asked(KeywordIndex(), asked), Asked(EmbeddingIndex(_letters()), asked))
+    hybrid = HybridIndex(*indexes) if depth is None else HybridIndex(*indexes, depth=depth)
+    built = await hybrid.build(CATALOG)
+    await built.search("weather in a city", 5)
+    await built.search("weather in a city", 60)  # more than the depth: k itself
+    assert asked == expected
