@@ -623,8 +623,8 @@ def session5_rows(sets, F, kw, names, row, raw, emb_whole):
     )
 
 
-def main():
-    t0 = time.perf_counter()
+def evaluation_sets():
+    """The BFCL pool and queries, and every (catalog, requests) set a variant is scored on."""
     pool, queries = bfcl.load()
     nf_tools, nf_requests = multistep.nestful()
     nf_pool = list({d.name: d for d in [*nf_tools, *pool]}.values())
@@ -639,6 +639,12 @@ def main():
         "BFCL parallel-multiple, evaluation half": (pool, pm_requests[1::2]),
         "BFCL multi-turn, 1,408 tools": (mt_pool, mt_requests),
     }
+    return pool, queries, sets
+
+
+def main():
+    t0 = time.perf_counter()
+    pool, queries, sets = evaluation_sets()
     TUNE = "BFCL tuning half"
     load = os.getloadavg()[0]
 
@@ -1119,20 +1125,7 @@ def namespace_impacts(catalog, F, gamma, w=(2.0, 1.0, 0.5)):
 
 def session6():
     t0 = time.perf_counter()
-    pool, queries = bfcl.load()
-    nf_tools, nf_requests = multistep.nestful()
-    nf_pool = list({d.name: d for d in [*nf_tools, *pool]}.values())
-    mt_tools, mt_requests = multistep.bfcl_multi_turn()
-    mt_pool = list({d.name: d for d in [*mt_tools, *pool]}.values())
-    pm_requests = multistep.bfcl_parallel_multiple(queries)
-    sets = {
-        "BFCL tuning half": (pool, queries[0::2]),
-        "BFCL evaluation half": (pool, queries[1::2]),
-        "NESTFUL, 133 tools": (nf_tools, nf_requests),
-        "NESTFUL pooled, 1,407 tools": (nf_pool, nf_requests),
-        "BFCL parallel-multiple, evaluation half": (pool, pm_requests[1::2]),
-        "BFCL multi-turn, 1,408 tools": (mt_pool, mt_requests),
-    }
+    pool, queries, sets = evaluation_sets()
     TUNE = "BFCL tuning half"
     load = os.getloadavg()[0]
     raw = Cached(f"{MINILM}/raw", minilm_run())
