@@ -42,6 +42,7 @@ import sys
 import time
 import zipfile
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -1173,14 +1174,10 @@ def session6():
     hbase = row("s6 hybrid (shipped default, 64-token queries)", lambda s, g: hybrid(s))
 
     # 1. RM3 feedback for the keyword index (name and description terms of the first m).
-    rm3 = {}
-
+    @cache
     def rm3_scores(s, g):
-        key = (s, g)
-        if key not in rm3:
-            m, n, alpha = g
-            rm3[key] = add_terms(kw[s], imps[s], rm3_terms(kw[s], F[s], sets[s][1], m, n, alpha))
-        return rm3[key]
+        m, n, alpha = g
+        return add_terms(kw[s], imps[s], rm3_terms(kw[s], F[s], sets[s][1], m, n, alpha))
 
     grid = [(m, n, a) for m in (3, 5, 10) for n in (5, 10) for a in (0.1, 0.2, 0.4)]
     row("s6 keyword + RM3 feedback (first m tools, n terms, weight)", rm3_scores, grid, kbase)
@@ -1235,14 +1232,9 @@ def session6():
     )
 
     # 5. Catalog-mined expansion: description term -> name terms by PMI.
-    co = {}
-
+    @cache
     def co_scores(s, g):
-        if (s, g) not in co:
-            co[(s, g)] = add_terms(
-                kw[s], imps[s], cooccurrence_expansion(sets[s][0], F[s], sets[s][1], g)
-            )
-        return co[(s, g)]
+        return add_terms(kw[s], imps[s], cooccurrence_expansion(sets[s][0], F[s], sets[s][1], g))
 
     row(
         "s6 keyword + name terms mined by PMI with the query's description terms (weight)",
@@ -1256,13 +1248,11 @@ def session6():
         [(m, n, a) for m in (3, 5) for n in (5, 10) for a in (0.1, 0.2)],
         hbase,
     )
-    nsk = {}
 
+    @cache
     def ns_scores(s, g):
-        if (s, g) not in nsk:
-            c, r = sets[s]
-            nsk[(s, g)] = keyword_scores(namespace_impacts(c, F[s], g), len(c), r)
-        return nsk[(s, g)]
+        c, r = sets[s]
+        return keyword_scores(namespace_impacts(c, F[s], g), len(c), r)
 
     row(
         "s6 keyword, terms shared by a namespace's tools down-weighted (gamma)",
