@@ -337,12 +337,16 @@ def test_a_build_splits_each_parameter_name_once(monkeypatch: pytest.MonkeyPatch
     assert document(tools[0]) == ("list 0", "Lists things.", "page size  user id ")
 
 
+# What `unicode61` reads as one token in ASCII text folded to lowercase.
+UNICODE61_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
 def test_ascii_text_folds_to_the_tokens_of_the_regular_expression(text: str) -> None:
     every = "".join(map(chr, range(128)))
     for sample in (text, every, every[::-1] + text):
-        assert sample.translate(keyword._FOLD).split() == keyword._ASCII_TOKEN.findall(
+        assert sample.translate(keyword._FOLD).split() == UNICODE61_ASCII_TOKEN.findall(
             sample.lower()
         )
 

@@ -25,12 +25,10 @@ _MAX_UNITS = 8
 # Chunks that can also be query words (lowercase, no separators): their terms are kept
 # with the index, so most query words need no tokenizing at search time.
 _QUERY_WORD = re.compile(r"[^\W_A-Z]+")
-# What `unicode61` reads as one token in ASCII text folded to lowercase: every other
-# ASCII character separates tokens.
-_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
-# ASCII text to `unicode61`'s tokens by `text.translate(_FOLD).split()`: letters folded
-# to lowercase, every other character that is not a digit made a space (a third of the
-# time of `_ASCII_TOKEN.findall(text.lower())`, with the same tokens).
+# ASCII text to `unicode61`'s tokens by `text.translate(_FOLD).split()`: `unicode61`
+# reads runs of ASCII letters and digits as tokens (`[a-z0-9]+` once folded to
+# lowercase) and every other ASCII character as a separator; the translation folds the
+# letters and makes every other character a space (a third of the time of the regex).
 _FOLD = {c: chr(c).lower() if chr(c).isalnum() else " " for c in range(128)}
 
 STOP_WORDS = frozenset(
