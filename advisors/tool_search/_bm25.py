@@ -68,7 +68,7 @@ class Impacts:
         `frequencies[i][term] * scale` is the weighted count of `term` in tool `i` (each
         field's count times the field's weight, summed), `lengths[i]` its number of terms
         in all fields; `idf = log((N - n + 0.5) / (n + 0.5))`, at least 1e-6; `k1 = 1.2`,
-        `b = 0.75`. Posting lists are arrays, which the garbage collector never visits.
+        `b = 0.75`. Posting lists are arrays of machine numbers (12 bytes a posting).
         """
         size = len(frequencies)
         holding = Counter(chain.from_iterable(frequencies))  # n of every term
