@@ -19,7 +19,6 @@ MAX_QUERY_CHARS = 2000
 """Queries are cut to this many characters before any index reads them."""
 
 _MAX_VALUES = 64
-_WORD = re.compile(r"\w+")
 # camelCase boundaries: `getHTTPResponse` -> get HTTP Response.
 _SEPARATORS = re.compile(r"[\W_]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -56,8 +55,11 @@ def split_identifier(identifier: str) -> list[str]:
     if identifier.lower() == identifier:  # no capitals, so no camelCase to split
         return [w for w in _SEPARATORS.split(identifier) if w]
     words: list[str] = []
-    for part in _WORD.findall(identifier):
-        for piece in part.split("_"):
+    for piece in _SEPARATORS.split(identifier):
+        if piece.lower() == piece:  # no capitals: no camelCase boundary (or empty)
+            if piece:
+                words.append(piece)
+        else:
             words.extend(w.lower() for w in _CAMEL.split(piece) if w)
     return words
 
