@@ -211,7 +211,7 @@ def test_split_identifier_without_capitals_splits_as_the_general_path() -> None:
         return found
 
     rng = random.Random(1)
-    alphabet = "abcXYZ019_-. é€ǅßİΣ/\t"
+    alphabet = "abcXYZ019_-. é€ǅßİΣ/\t$@\x00\x7f"
     samples = ["get_weather", "zip-code.v2", "__x__", "é_ß", "getHTTPResponse", ""]
     samples += [
         "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(5000)

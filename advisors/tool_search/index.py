@@ -19,8 +19,11 @@ MAX_QUERY_CHARS = 2000
 """Queries are cut to this many characters before any index reads them."""
 
 _MAX_VALUES = 64
-# camelCase boundaries: `getHTTPResponse` -> get HTTP Response.
 _SEPARATORS = re.compile(r"[\W_]+")
+# The same separators in ASCII (every character but letters and digits) as spaces, for
+# `bytes.translate`: an ASCII identifier is split without the regular expression.
+_ASCII_SEPARATORS = bytes(c if c < 128 and chr(c).isalnum() else 32 for c in range(256))
+# camelCase boundaries: `getHTTPResponse` -> get HTTP Response.
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
@@ -52,13 +55,16 @@ def split_identifier(identifier: str) -> list[str]:
     """Words of an identifier: split on `_`, `-`, `.`, spaces and camelCase, lowercased."""
     if identifier.isalnum() and identifier.islower():  # the common case: one word
         return [identifier]
+    if identifier.isascii():
+        pieces = identifier.encode().translate(_ASCII_SEPARATORS).decode().split()
+    else:
+        pieces = [p for p in _SEPARATORS.split(identifier) if p]
     if identifier.lower() == identifier:  # no capitals, so no camelCase to split
-        return [w for w in _SEPARATORS.split(identifier) if w]
+        return pieces
     words: list[str] = []
-    for piece in _SEPARATORS.split(identifier):
-        if piece.lower() == piece:  # no capitals: no camelCase boundary (or empty)
-            if piece:
-                words.append(piece)
+    for piece in pieces:
+        if piece.lower() == piece:  # no capitals: no camelCase boundary
+            words.append(piece)
         else:
             words.extend(w.lower() for w in _CAMEL.split(piece) if w)
     return words
