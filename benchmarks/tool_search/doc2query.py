@@ -219,7 +219,7 @@ def evaluate():
     F, F4, kw, names, E, Emax, Emean, cover = {}, {}, {}, {}, {}, {}, {}, {}
     for s, (catalog, requests) in sets.items():
         syn = synthetic(catalog)
-        cover[s] = sum(bool(x) for x in syn) / len(catalog)
+        cover[s] = sum(bool(x) for x in syn) / max(1, len(catalog))
         F[s] = rv.fields(catalog)
         F4[s] = fields_with(catalog, syn)
         kw[s] = rv.keyword_scores(rv.impacts(F[s]), len(catalog), requests)
@@ -275,7 +275,7 @@ def evaluate():
 
     def emb_mix(s, g):
         how, a = g
-        return {"max": Emax[s], "mean": E[s] + a * Emean[s]}[how]
+        return Emax[s] if how == "max" else E[s] + a * Emean[s]
 
     emb_grid = [("max", None)] + [("mean", a) for a in (0.25, 0.5, 1.0)]
     weights = (0.25, 0.5, 1.0, 2.0)
