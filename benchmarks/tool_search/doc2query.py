@@ -216,7 +216,7 @@ def evaluate():
     for label, cells in reference.items():
         print(label, {s: f"{a:.4f}/{b:.4f}" for s, (a, b) in cells.items()}, flush=True)
 
-    F, F4, kw, names, E, Emax, Emean, cover = {}, {}, {}, {}, {}, {}, {}, {}
+    F, F4, kw, names, E, Emax, Emean, Eonly, cover = {}, {}, {}, {}, {}, {}, {}, {}, {}
     for s, (catalog, requests) in sets.items():
         syn = synthetic(catalog)
         cover[s] = sum(bool(x) for x in syn) / max(1, len(catalog))
@@ -231,15 +231,17 @@ def evaluate():
         V = raw(flat) if flat else np.zeros((0, D.shape[1]), np.float32)
         SV = Q @ V.T if len(flat) else np.zeros((len(requests), 0))
         mx, mean, j = E[s].copy(), np.zeros_like(E[s]), 0
+        only = np.full_like(E[s], -1.0)
         for i, x in enumerate(syn):
             if x:
                 block = SV[:, j : j + len(x)]
-                mx[:, i] = np.maximum(mx[:, i], block.max(1))
+                only[:, i] = block.max(1)
+                mx[:, i] = np.maximum(mx[:, i], only[:, i])
                 mean[:, i] = block.mean(1)
                 j += len(x)
             else:
                 mean[:, i] = E[s][:, i]
-        Emax[s], Emean[s] = mx, mean
+        Emax[s], Emean[s], Eonly[s] = mx, mean, only
     print({s: round(c, 3) for s, c in cover.items()}, "share of tools with requests", flush=True)
 
     rows, chosen = {}, {}
@@ -278,7 +280,7 @@ def evaluate():
         return Emax[s] if how == "max" else E[s] + a * Emean[s]
 
     emb_grid = [("max", None)] + [("mean", a) for a in (0.25, 0.5, 1.0)]
-    weights = (0.25, 0.5, 1.0, 2.0)
+    weights = (0.1, 0.25, 0.5, 1.0, 2.0)
 
     row("d2q keyword (shipped)", lambda s, g: kw[s])
     row("d2q hybrid (shipped default, 64-token queries)", lambda s, g: hybrid(s))
@@ -304,6 +306,27 @@ def evaluate():
         "d2q hybrid, both (4th-field weight, embedding)",
         lambda s, g: hybrid(s, emb=emb_mix(s, g[1]), key=keyword4(s, g[0])),
         [(w, e) for w in weights for e in emb_grid],
+    )
+    row("d2q embedding: max over request vectors alone (Re-Invoke)", lambda s, g: Eonly[s])
+    row(
+        "d2q hybrid + request vectors' max cosine as a 4th list (weight)",
+        lambda s, g: rv.rrf(
+            [(kw[s], True), (E[s], False), (names[s], True), (Eonly[s], False)],
+            [1, 1, 0.25, g],
+        ),
+        (0.25, 0.5, 1.0),
+    )
+    req = {
+        s: rv.keyword_scores(rv.impacts(F4[s], w=(0.0, 0.0, 0.0, 1.0)), len(c), r)
+        for s, (c, r) in sets.items()
+    }
+    row(
+        "d2q hybrid + BM25 of the requests alone as a 4th list (weight)",
+        lambda s, g: rv.rrf(
+            [(kw[s], True), (E[s], False), (names[s], True), (req[s], True)],
+            [1, 1, 0.25, g],
+        ),
+        (0.1, 0.25, 0.5),
     )
     return {
         "load_average_at_start": load,
