@@ -7,7 +7,8 @@ first, then NESTFUL, then the multi-turn tools), K short requests a user might t
 made by the local Qwen2.5-Coder-0.5B GGUF (greedy, one thread) from the tool's name,
 description and parameter names only: no benchmark query is shown to it. Results are
 kept in `benchmarks/data/doc2query.sqlite3`, keyed by the sha256 of the prompt, so a
-killed run continues where it stopped.
+killed run continues where it stopped. K is `DOC2QUERY_K` (default 2: session 8 ran
+out of time for 3; about 2.6 s of one thread per tool at K = 2).
 
 `... doc2query.py` (no flag) scores the variants in the style of `rank_variants.py`
 (knobs on the BFCL tuning half by recall@5) and writes
