@@ -2,8 +2,8 @@
 """Doc2query for tool search (issue 17 item 2): synthetic requests per tool, then ranking.
 
 `nice -n 10 .venv/bin/python benchmarks/tool_search/doc2query.py --generate [--limit N]`
-writes, for every tool of the catalogs `rank_variants.evaluation_sets()` uses (BFCL pool
-first, then NESTFUL, then the multi-turn tools), K short requests a user might type,
+writes, for every tool of the catalogs `rank_variants.evaluation_sets()` uses (NESTFUL's
+first, then the BFCL pool in a fixed shuffled order, then the multi-turn tools), K short requests a user might type,
 made by the local Qwen2.5-Coder-0.5B GGUF (greedy, one thread) from the tool's name,
 description and parameter names only: no benchmark query is shown to it. Results are
 kept in `benchmarks/data/doc2query.sqlite3`, keyed by the sha256 of the prompt, so a
@@ -11,9 +11,9 @@ killed run continues where it stopped. K is `DOC2QUERY_K` (default 2: session 8 
 out of time for 3; about 2.6 s of one thread per tool at K = 2).
 
 `... doc2query.py` (no flag) scores the variants in the style of `rank_variants.py`
-(knobs on the BFCL tuning half by recall@5) and writes
-`benchmarks/results/tool_search_doc2query.json`. A tool without generated requests
-keeps its original text only.
+(knobs on the tuning half by recall@5) on the sets whose every tool has requests (the
+BFCL sub-catalog generated so far, NESTFUL, both pooled), with the shipped rows on the
+usual six sets for reference, and writes `benchmarks/results/tool_search_doc2query.json`.
 """
 # ruff: noqa
 
