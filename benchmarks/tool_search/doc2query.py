@@ -1,0 +1,365 @@
+# mypy: ignore-errors
+"""Doc2query for tool search (issue 17 item 2): synthetic requests per tool, then ranking.
+
+`nice -n 10 .venv/bin/python benchmarks/tool_search/doc2query.py --generate [--limit N]`
+writes, for every tool of the catalogs `rank_variants.evaluation_sets()` uses (NESTFUL's
+first, then the BFCL pool in a fixed shuffled order, then the multi-turn tools), K short requests a user might type,
+made by the local Qwen2.5-Coder-0.5B GGUF (greedy, one thread) from the tool's name,
+description and parameter names only: no benchmark query is shown to it. Results are
+kept in `benchmarks/data/doc2query.sqlite3`, keyed by the sha256 of the prompt, so a
+killed run continues where it stopped. K is `DOC2QUERY_K` (default 2: session 8 ran
+out of time for 3; about 2.6 s of one thread per tool at K = 2).
+
+`... doc2query.py` (no flag) scores the variants in the style of `rank_variants.py`
+(knobs on the tuning half by recall@5) on the sets whose every tool has requests (the
+BFCL sub-catalog generated so far, NESTFUL, both pooled), with the shipped rows on the
+usual six sets for reference, and writes `benchmarks/results/tool_search_doc2query.json`.
+"""
+# ruff: noqa
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np
+
+import bfcl
+import rank_variants as rv
+from advisorchain.advisors.tool_search._bm25 import Impacts
+from advisorchain.advisors.tool_search.embedding import MINILM
+from advisorchain.advisors.tool_search.index import (
+    MAX_QUERY_CHARS,
+    document_text,
+    parameter_texts,
+    split_identifier,
+)
+
+MODEL = Path.home() / ".cache" / "advisorchain" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+STORE = bfcl.DATA / "doc2query.sqlite3"
+RESULTS = rv.RESULTS.with_name("tool_search_doc2query.json")
+K = int(os.environ.get("DOC2QUERY_K", "2"))
+MAX_REQUEST_CHARS = 160
+
+
+def prompt(d):
+    params = [n for n, _ in parameter_texts(d.parameters)][:12]
+    description = " ".join(d.description.split())[:400]
+    return (
+        f"Tool name: {d.name}\nDescription: {description}\n"
+        f"Parameters: {', '.join(params) or 'none'}\n\n"
+        f"Write {K} different short requests a user might type to an assistant that this "
+        "tool would answer. One request per line, no numbering, no explanations."
+    )
+
+
+def key(text):
+    return hashlib.sha256(f"{MODEL.name}\n{text}".encode()).hexdigest()
+
+
+def parse(text):
+    out = []
+    for line in text.splitlines():
+        line = re.sub(r"^\s*(?:[-*\u2022]|\d+[.)]|Request\s*\d*:)\s*", "", line).strip()
+        line = line.strip("\"'` ")
+        if len(line) < 8 or line.endswith(":"):
+            continue
+        if line not in out:
+            out.append(line[:MAX_REQUEST_CHARS])
+    return out[:K]
+
+
+def open_store():
+    db = sqlite3.connect(STORE)
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS requests"
+        " (key TEXT PRIMARY KEY, name TEXT, requests TEXT, raw TEXT, seconds REAL)"
+    )
+    return db
+
+
+def catalog_union():
+    """Every definition the sets use: NESTFUL's, then the BFCL pool's in a fixed shuffled
+    order (a prefix of it is a random sub-catalog), then the multi-turn tools."""
+    pool, _, sets = rv.evaluation_sets()
+    shuffled = [pool[i] for i in np.random.default_rng(0).permutation(len(pool))]
+    ordered = [
+        *sets["NESTFUL, 133 tools"][0],
+        *shuffled,
+        *sets["BFCL multi-turn, 1,408 tools"][0],
+    ]
+    seen, out = set(), []
+    for d in ordered:
+        k = key(prompt(d))
+        if k not in seen:
+            seen.add(k)
+            out.append(d)
+    return out
+
+
+def generate(limit=None):
+    from llama_cpp import Llama
+
+    llm = Llama(
+        model_path=str(MODEL), n_ctx=1024, n_threads=1, n_threads_batch=1, verbose=False, seed=0
+    )
+    db = open_store()
+    done = {row[0] for row in db.execute("SELECT key FROM requests")}
+    todo = [d for d in catalog_union() if key(prompt(d)) not in done]
+    print(f"{len(done)} done, {len(todo)} to do, load {os.getloadavg()[0]:.2f}", flush=True)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for i, d in enumerate(todo[:limit]):
+        p = prompt(d)
+        t0 = time.perf_counter()
+        out = llm.create_chat_completion(
+            messages=[{"role": "user", "content": p}], temperature=0.0, max_tokens=30 * K
+        )
+        text = out["choices"][0]["message"]["content"]
+        seconds = time.perf_counter() - t0
+        db.execute(
+            "INSERT OR REPLACE INTO requests VALUES (?, ?, ?, ?, ?)",
+            (key(p), d.name, json.dumps(parse(text)), text, seconds),
+        )
+        db.commit()
+        if i < 3 or i % 50 == 0:
+            print(f"{i} {d.name} {seconds:.2f}s {parse(text)}", flush=True)
+    n = min(len(todo), limit or len(todo))
+    if n:
+        print(
+            f"{n} tools: {(time.perf_counter() - wall0) / n:.2f} s/tool wall, "
+            f"CPU {time.process_time() - cpu0:.0f} s",
+            flush=True,
+        )
+
+
+def synthetic(catalog):
+    """Each tool's generated requests ([] when none was generated)."""
+    db = open_store()
+    known = dict(db.execute("SELECT key, requests FROM requests"))
+    return [json.loads(known.get(key(prompt(d)), "[]")) for d in catalog]
+
+
+# ---- scoring -------------------------------------------------------------------------
+
+
+def fields_with(defs, extra):
+    """`rank_variants.fields` plus a 4th field: the tool's synthetic requests."""
+    F = rv.fields(defs)
+    texts = [" ".join(" ".join(split_identifier(w)) for w in " ".join(r).split()) for r in extra]
+    distinct = list({c for t in texts for c in t.split()})
+    terms_of = dict(zip(distinct, rv.T.terms(distinct)))
+    return [f + [[t for c in text.split() for t in terms_of[c]]] for f, text in zip(F, texts)]
+
+
+def one_thread(max_length):
+    """MiniLM as `rank_variants` runs it (same cache keys), on one thread."""
+    import asyncio
+
+    from advisorchain.advisors.tool_search import minilm_embedder
+
+    embed = minilm_embedder(batch_size=32, max_length=max_length, threads=1)
+    return lambda texts: asyncio.run(embed(texts))
+
+
+def covered_sets(sets, queries):
+    """Sets whose every tool has generated requests: NESTFUL's 133 tools, the BFCL
+    sub-catalog of the tools generated so far (a random share of the pool) with the
+    queries of each half whose expected tools all lie in it, and NESTFUL pooled with it."""
+    pool = sets["BFCL tuning half"][0]
+    sub = [d for d, x in zip(pool, synthetic(pool)) if x]
+    names = {d.name for d in sub}
+    nf_tools, nf_requests = sets["NESTFUL, 133 tools"]
+    half = lambda part: [q for q in part if q.expected <= names]
+    tune, evaluation = half(queries[0::2]), half(queries[1::2])
+    n = f"{len(sub):,}"
+    return {
+        f"BFCL sub-catalog ({n} tools), tuning half": (sub, tune),
+        f"BFCL sub-catalog ({n} tools), evaluation half": (sub, evaluation),
+        "NESTFUL, 133 tools": (nf_tools, nf_requests),
+        f"NESTFUL pooled with the sub-catalog, {len(sub) + len(nf_tools):,} tools": (
+            list({d.name: d for d in [*nf_tools, *sub]}.values()),
+            nf_requests,
+        ),
+    }
+
+
+def evaluate():
+    t0 = time.perf_counter()
+    pool, queries, standard = rv.evaluation_sets()
+    sets = covered_sets(standard, queries)
+    TUNE = next(iter(sets))
+    load = os.getloadavg()[0]
+    raw = rv.Cached(f"{MINILM}/raw", one_thread(256))
+    q64 = rv.Cached(f"{MINILM}/q64", one_thread(64))
+
+    # The shipped rows on the six standard sets, for reference.
+    reference = {}
+    for s, (catalog, requests) in standard.items():
+        F = rv.fields(catalog)
+        K_ = rv.keyword_scores(rv.impacts(F), len(catalog), requests)
+        N_ = rv.keyword_scores(rv.impacts(F, w=(1.0, 0.0, 0.0)), len(catalog), requests)
+        E_ = (
+            q64([r.text.strip()[:MAX_QUERY_CHARS] for r in requests])
+            @ raw([document_text(d) for d in catalog]).T
+        )
+        H_ = rv.rrf([(K_, True), (E_, False), (N_, True)], [1, 1, 0.25], 5)
+        for label, S in (("keyword (shipped)", K_), ("hybrid (shipped default)", H_)):
+            reference.setdefault(label, {})[s] = (
+                rv.recall(S, catalog, requests, 5),
+                rv.recall(S, catalog, requests, 10),
+            )
+    for label, cells in reference.items():
+        print(label, {s: f"{a:.4f}/{b:.4f}" for s, (a, b) in cells.items()}, flush=True)
+
+    F, F4, kw, names, E, Emax, Emean, Eonly, cover = {}, {}, {}, {}, {}, {}, {}, {}, {}
+    for s, (catalog, requests) in sets.items():
+        syn = synthetic(catalog)
+        cover[s] = sum(bool(x) for x in syn) / max(1, len(catalog))
+        F[s] = rv.fields(catalog)
+        F4[s] = fields_with(catalog, syn)
+        kw[s] = rv.keyword_scores(rv.impacts(F[s]), len(catalog), requests)
+        names[s] = rv.keyword_scores(rv.impacts(F[s], w=(1.0, 0.0, 0.0)), len(catalog), requests)
+        D = raw([document_text(d) for d in catalog])
+        Q = q64([r.text.strip()[:MAX_QUERY_CHARS] for r in requests])
+        E[s] = Q @ D.T
+        flat = [t for x in syn for t in x]
+        V = raw(flat) if flat else np.zeros((0, D.shape[1]), np.float32)
+        SV = Q @ V.T if len(flat) else np.zeros((len(requests), 0))
+        mx, mean, j = E[s].copy(), np.zeros_like(E[s]), 0
+        only = np.full_like(E[s], -1.0)
+        for i, x in enumerate(syn):
+            if x:
+                block = SV[:, j : j + len(x)]
+                only[:, i] = block.max(1)
+                mx[:, i] = np.maximum(mx[:, i], only[:, i])
+                mean[:, i] = block.mean(1)
+                j += len(x)
+            else:
+                mean[:, i] = E[s][:, i]
+        Emax[s], Emean[s], Eonly[s] = mx, mean, only
+    print({s: round(c, 3) for s, c in cover.items()}, "share of tools with requests", flush=True)
+
+    rows, chosen = {}, {}
+
+    def row(label, make, grid=(None,)):
+        c, r = sets[TUNE]
+        scored = {g: rv.recall(make(TUNE, g), c, r, 5) for g in grid}
+        best = max(grid, key=lambda g: scored[g])
+        if len(grid) > 1:
+            chosen[label] = {
+                "chosen": str(best),
+                "grid": {str(g): round(v, 4) for g, v in scored.items()},
+            }
+        cells = {}
+        for s, (c, r) in sets.items():
+            S = make(s, best)
+            cells[s] = (rv.recall(S, c, r, 5), rv.recall(S, c, r, 10))
+        rows[label if len(grid) == 1 else f"{label} [{best}]"] = cells
+        print(label, best, {s: f"{a:.4f}/{b:.4f}" for s, (a, b) in cells.items()}, flush=True)
+
+    def hybrid(s, emb=None, key=None):
+        lists = [(kw[s] if key is None else key, True), (E[s] if emb is None else emb, False)]
+        lists.append((names[s], True))
+        return rv.rrf(lists, [1, 1, 0.25], 5)
+
+    kw4 = {}
+
+    def keyword4(s, w):
+        if (s, w) not in kw4:
+            c, r = sets[s]
+            kw4[(s, w)] = rv.keyword_scores(rv.impacts(F4[s], w=(2.0, 1.0, 0.5, w)), len(c), r)
+        return kw4[(s, w)]
+
+    def emb_mix(s, g):
+        how, a = g
+        return Emax[s] if how == "max" else E[s] + a * Emean[s]
+
+    emb_grid = [("max", None)] + [("mean", a) for a in (0.25, 0.5, 1.0)]
+    weights = (0.1, 0.25, 0.5, 1.0, 2.0)
+
+    row("d2q keyword (shipped)", lambda s, g: kw[s])
+    row("d2q hybrid (shipped default, 64-token queries)", lambda s, g: hybrid(s))
+    row("d2q embedding alone (shipped)", lambda s, g: E[s])
+    row("d2q keyword, synthetic requests as a 4th BM25 field (weight)", keyword4, weights)
+    row("d2q embedding: max over text and request vectors", lambda s, g: Emax[s])
+    row(
+        "d2q embedding: text + a * mean of request cosines (a)",
+        lambda s, g: emb_mix(s, ("mean", g)),
+        (0.25, 0.5, 1.0),
+    )
+    row(
+        "d2q hybrid, keyword with the 4th field (weight)",
+        lambda s, g: hybrid(s, key=keyword4(s, g)),
+        weights,
+    )
+    row(
+        "d2q hybrid, embedding with requests (max / mean a)",
+        lambda s, g: hybrid(s, emb=emb_mix(s, g)),
+        emb_grid,
+    )
+    row(
+        "d2q hybrid, both (4th-field weight, embedding)",
+        lambda s, g: hybrid(s, emb=emb_mix(s, g[1]), key=keyword4(s, g[0])),
+        [(w, e) for w in weights for e in emb_grid],
+    )
+    row("d2q embedding: max over request vectors alone (Re-Invoke)", lambda s, g: Eonly[s])
+    row(
+        "d2q hybrid + request vectors' max cosine as a 4th list (weight)",
+        lambda s, g: rv.rrf(
+            [(kw[s], True), (E[s], False), (names[s], True), (Eonly[s], False)],
+            [1, 1, 0.25, g],
+        ),
+        (0.25, 0.5, 1.0),
+    )
+    req = {
+        s: rv.keyword_scores(rv.impacts(F4[s], w=(0.0, 0.0, 0.0, 1.0)), len(c), r)
+        for s, (c, r) in sets.items()
+    }
+    row(
+        "d2q hybrid + BM25 of the requests alone as a 4th list (weight)",
+        lambda s, g: rv.rrf(
+            [(kw[s], True), (E[s], False), (names[s], True), (req[s], True)],
+            [1, 1, 0.25, g],
+        ),
+        (0.1, 0.25, 0.5),
+    )
+    return {
+        "load_average_at_start": load,
+        "k": K,
+        "reference": {
+            "sizes": {s: len(r) for s, (_, r) in standard.items()},
+            "rows": {
+                k: {s: [round(a, 4), round(b, 4)] for s, (a, b) in v.items()}
+                for k, v in reference.items()
+            },
+        },
+        "share_of_tools_with_requests": {s: round(c, 4) for s, c in cover.items()},
+        "sizes": {s: len(r) for s, (_, r) in sets.items()},
+        "embedded": {"texts": raw.embedded + q64.embedded, "cpu_s": round(raw.seconds, 1)},
+        "chosen": chosen,
+        "rows": {
+            k: {s: [round(a, 4), round(b, 4)] for s, (a, b) in v.items()} for k, v in rows.items()
+        },
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+if __name__ == "__main__":
+    if "--generate" in sys.argv:
+        limit = None
+        if "--limit" in sys.argv:
+            limit = int(sys.argv[sys.argv.index("--limit") + 1])
+        generate(limit)
+        sys.exit()
+    outcome = evaluate()
+    print(rv.markdown(outcome["reference"]))
+    print(rv.markdown(outcome))
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(outcome, indent=2) + "\n")
+    print(f"written: {RESULTS}")
