@@ -20,9 +20,9 @@ MAX_QUERY_CHARS = 2000
 
 _MAX_VALUES = 64
 _SEPARATORS = re.compile(r"[\W_]+")
-# The same separators in ASCII (every character but letters and digits) as spaces, for
-# `bytes.translate`: an ASCII identifier is split without the regular expression.
-_ASCII_SEPARATORS = bytes(c if c < 128 and chr(c).isalnum() else 32 for c in range(256))
+ASCII_SEPARATORS = bytes(c if c < 128 and chr(c).isalnum() else 32 for c in range(256))
+"""A `bytes.translate` table making every byte but ASCII letters and digits a space: the
+separators of `_SEPARATORS` in ASCII text, so an ASCII identifier is split without a regex."""
 # camelCase boundaries: `getHTTPResponse` -> get HTTP Response.
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -56,7 +56,7 @@ def split_identifier(identifier: str) -> list[str]:
     if identifier.isalnum() and identifier.islower():  # the common case: one word
         return [identifier]
     if identifier.isascii():
-        pieces = identifier.encode().translate(_ASCII_SEPARATORS).decode().split()
+        pieces = identifier.encode().translate(ASCII_SEPARATORS).decode().split()
     else:
         pieces = [p for p in _SEPARATORS.split(identifier) if p]
     if identifier.lower() == identifier:  # no capitals, so no camelCase to split
