@@ -334,18 +334,13 @@ def evaluate():
         "k": K,
         "reference": {
             "sizes": {s: len(r) for s, (_, r) in standard.items()},
-            "rows": {
-                k: {s: [round(a, 4), round(b, 4)] for s, (a, b) in v.items()}
-                for k, v in reference.items()
-            },
+            "rows": rv.rounded(reference),
         },
         "share_of_tools_with_requests": {s: round(c, 4) for s, c in cover.items()},
         "sizes": {s: len(r) for s, (_, r) in sets.items()},
         "embedded": {"texts": raw.embedded + q64.embedded, "cpu_s": round(raw.seconds, 1)},
         "chosen": chosen,
-        "rows": {
-            k: {s: [round(a, 4), round(b, 4)] for s, (a, b) in v.items()} for k, v in rows.items()
-        },
+        "rows": rv.rounded(rows),
         "seconds": round(time.perf_counter() - t0, 1),
     }
 

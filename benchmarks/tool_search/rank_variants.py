@@ -851,11 +851,14 @@ def main():
         "sizes": {s: len(r) for s, (_, r) in sets.items()},
         "embedding_cpu": timings,
         "chosen": chosen,
-        "rows": {
-            k: {s: [round(a, 4), round(b, 4)] for s, (a, b) in v.items()} for k, v in rows.items()
-        },
+        "rows": rounded(rows),
         "seconds": round(time.perf_counter() - t0, 1),
     }
+
+
+def rounded(rows):
+    """Each row's (recall@5, recall@10) per set, rounded to 4 places, as the JSON keeps them."""
+    return {k: {s: [round(a, 4), round(b, 4)] for s, (a, b) in v.items()} for k, v in rows.items()}
 
 
 def markdown(result):
@@ -1329,9 +1332,7 @@ def session6():
         "load_average_at_start": load,
         "sizes": {s: len(r) for s, (_, r) in sets.items()},
         "chosen": chosen,
-        "rows": {
-            k: {s: [round(a, 4), round(b, 4)] for s, (a, b) in v.items()} for k, v in rows.items()
-        },
+        "rows": rounded(rows),
         "seconds": round(time.perf_counter() - t0, 1),
     }
 
