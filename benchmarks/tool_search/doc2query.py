@@ -245,23 +245,8 @@ def evaluate():
         Emax[s], Emean[s], Eonly[s] = mx, mean, only
     print({s: round(c, 3) for s, c in cover.items()}, "share of tools with requests", flush=True)
 
-    rows, chosen = {}, {}
-
-    def row(label, make, grid=(None,)):
-        c, r = sets[TUNE]
-        scored = {g: rv.recall(make(TUNE, g), c, r, 5) for g in grid}
-        best = max(grid, key=lambda g: scored[g])
-        if len(grid) > 1:
-            chosen[label] = {
-                "chosen": str(best),
-                "grid": {str(g): round(v, 4) for g, v in scored.items()},
-            }
-        cells = {}
-        for s, (c, r) in sets.items():
-            S = make(s, best)
-            cells[s] = (rv.recall(S, c, r, 5), rv.recall(S, c, r, 10))
-        rows[label if len(grid) == 1 else f"{label} [{best}]"] = cells
-        print(label, best, {s: f"{a:.4f}/{b:.4f}" for s, (a, b) in cells.items()}, flush=True)
+    table = rv.Variants(sets, TUNE)
+    row, rows, chosen = table.row, table.rows, table.chosen
 
     def hybrid(s, emb=None, key=None):
         lists = [(kw[s] if key is None else key, True), (E[s] if emb is None else emb, False)]

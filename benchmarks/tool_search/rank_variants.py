@@ -674,24 +674,8 @@ def main():
         s: keyword_scores(impacts(F[s], w=(1.0, 0.0, 0.0)), len(c), r) for s, (c, r) in sets.items()
     }
 
-    rows, chosen = {}, {}
-
-    def row(label, make, grid=(None,)):
-        """`make(set, knob)` -> scores; the knob with the best tuning-half recall@5."""
-        c, r = sets[TUNE]
-        scored = {g: recall(make(TUNE, g), c, r, 5) for g in grid}
-        best = max(grid, key=lambda g: scored[g])
-        if len(grid) > 1:
-            chosen[label] = {
-                "chosen": str(best),
-                "grid": {str(g): round(v, 4) for g, v in scored.items()},
-            }
-        cells = {}
-        for s, (c, r) in sets.items():
-            S = make(s, best)
-            cells[s] = (recall(S, c, r, 5), recall(S, c, r, 10))
-        rows[label if len(grid) == 1 else f"{label} [{best}]"] = cells
-        print(label, best, {s: f"{a:.4f}/{b:.4f}" for s, (a, b) in cells.items()}, flush=True)
+    table = Variants(sets, TUNE)
+    row, rows, chosen = table.row, table.rows, table.chosen
 
     # Keyword.
     row("keyword (shipped scoring)", lambda s, g: kw[s])
@@ -854,6 +838,38 @@ def main():
         "rows": rounded(rows),
         "seconds": round(time.perf_counter() - t0, 1),
     }
+
+
+class Variants:
+    """The rows of a variant table. `row(label, make, grid)` chooses the knob of `grid`
+    whose scores `make(set, knob)` give the best recall@5 on the `tune` set, records the
+    grid in `chosen`, scores the chosen knob on every set (recall@5 and @10) into `rows`,
+    prints the row and returns its tuning recall@5. With `tune_only`, a row given the
+    `base` recall it must beat is scored beyond the tuning set only if it gains 0.005."""
+
+    def __init__(self, sets, tune, tune_only=False):
+        self.sets, self.tune, self.tune_only = sets, tune, tune_only
+        self.rows, self.chosen = {}, {}
+
+    def row(self, label, make, grid=(None,), base=None):
+        c, r = self.sets[self.tune]
+        scored = {g: recall(make(self.tune, g), c, r, 5) for g in grid}
+        best = max(grid, key=lambda g: scored[g])
+        if len(grid) > 1:
+            self.chosen[label] = {
+                "chosen": str(best),
+                "grid": {str(g): round(v, 4) for g, v in scored.items()},
+            }
+        gain = scored[best] - base if base is not None else None
+        cells = {}
+        for s, (c, r) in self.sets.items():
+            if self.tune_only and s != self.tune and gain is not None and gain < 0.005:
+                continue
+            S = make(s, best)
+            cells[s] = (recall(S, c, r, 5), recall(S, c, r, 10))
+        self.rows[label if len(grid) == 1 else f"{label} [{best}]"] = cells
+        print(label, best, {s: f"{a:.4f}/{b:.4f}" for s, (a, b) in cells.items()}, flush=True)
+        return scored[best]
 
 
 def rounded(rows):
@@ -1145,28 +1161,8 @@ def session6():
         E[s] = Qs @ D[s].T
     assert raw.embedded == 0 and q64.embedded == 0, "vectors missing from the cache"
 
-    rows, chosen = {}, {}
-    tune_only = "--tune-only" in sys.argv
-
-    def row(label, make, grid=(None,), base=None):
-        c, r = sets[TUNE]
-        scored = {g: recall(make(TUNE, g), c, r, 5) for g in grid}
-        best = max(grid, key=lambda g: scored[g])
-        if len(grid) > 1:
-            chosen[label] = {
-                "chosen": str(best),
-                "grid": {str(g): round(v, 4) for g, v in scored.items()},
-            }
-        gain = scored[best] - base if base is not None else None
-        cells = {}
-        for s, (c, r) in sets.items():
-            if tune_only and s != TUNE and gain is not None and gain < 0.005:
-                continue
-            S = make(s, best)
-            cells[s] = (recall(S, c, r, 5), recall(S, c, r, 10))
-        rows[label if len(grid) == 1 else f"{label} [{best}]"] = cells
-        print(label, best, {s: f"{a:.4f}/{b:.4f}" for s, (a, b) in cells.items()}, flush=True)
-        return scored[best]
+    table = Variants(sets, TUNE, tune_only="--tune-only" in sys.argv)
+    row, rows, chosen = table.row, table.rows, table.chosen
 
     def hybrid(s, emb=None, key=None):
         lists = [(kw[s] if key is None else key, True), (E[s] if emb is None else emb, False)]
