@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 import random
 import re
 import sqlite3
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from advisorchain import ToolDefinition
 from advisorchain.advisors import KeywordIndex
 from advisorchain.advisors.tool_search import _fts5_terms, keyword
-from advisorchain.advisors.tool_search._bm25 import Impacts
+from advisorchain.advisors.tool_search._bm25 import Impacts, LazyPostings
 from advisorchain.advisors.tool_search._fts5_terms import TOKENIZE, Fts5Terms
 from advisorchain.advisors.tool_search.index import (
     document,
@@ -384,3 +385,61 @@ def test_texts_split_once_each_give_the_terms_of_their_joined_fields(
     assert _postings(counted) == _postings(added)
     for word, found in added._words.items():
         assert counted._words[word] == found
+
+
+def test_impacts_are_computed_for_the_terms_searched_and_kept_for_catalog_terms() -> None:
+    built = KeywordIndex().build_sync(catalog(300, seed=8))
+    assert built._impacts is not None
+    postings = built._impacts.postings
+    assert isinstance(postings, LazyPostings)
+    assert postings._ready == {}  # the build computed no impacts
+    built.search_sync("weather forecast", 5)
+    assert set(postings._ready) == {"weather", "forecast"}
+    # Words a model makes up are looked up, never remembered: memory stays the catalog's.
+    for i in range(500):
+        assert built.search_sync(f"zq{i}x weather", 5)
+    assert set(postings._ready) == {"weather", "forecast"}
+
+
+def test_impacts_computed_on_lookup_are_those_of_the_bm25_formula() -> None:
+    frequencies: list[dict[str, float]] = [{"a": 2.0, "b": 1.0}, {"a": 1.0}, {"c": 4.0, "b": 0.0}]
+    lengths = [3, 1, 5]
+    impacts = Impacts.build(frequencies, lengths, scale=0.5)
+    average = sum(lengths) / 3
+
+    def impact(count: float, n: int, length: int) -> float:
+        f = count * 0.5
+        idf = max(math.log((3 - n + 0.5) / (n + 0.5)), 1e-6)
+        return idf * ((f * 2.2) / (f + 1.2 * (0.25 + 0.75 * length / average)))
+
+    a, b, c = (impacts.postings[t] for t in "abc")
+    assert (list(a.tools), list(a.impacts)) == ([0, 1], [impact(2, 2, 3), impact(1, 2, 1)])
+    # A count of 0 (a zero-weight field) still counts in `n` but gets no posting.
+    assert (list(b.tools), list(b.impacts)) == ([0], [impact(1, 2, 3)])
+    assert (list(c.tools), c.bound) == ([2], impact(4, 1, 5))
+    only_zero = Impacts.build([{"z": 0.0}, {"y": 1.0}], [1, 1])
+    assert "z" not in only_zero.postings and only_zero.postings.get("z") is None
+    assert list(only_zero.postings) == ["y"] and len(only_zero.postings) == 1
+    with pytest.raises(KeyError):
+        only_zero.postings["z"]
+
+
+def test_threads_searching_a_new_index_at_once_see_the_ranking_of_one_thread() -> None:
+    tools = catalog(400, seed=9)
+    queries = [" ".join(random.Random(i).sample(VOCABULARY, 4)) for i in range(60)]
+    expected = KeywordIndex().build_sync(tools)
+    answers = [expected.search_sync(q, 10) for q in queries]
+    shared = KeywordIndex().build_sync(tools)
+    start = threading.Barrier(4)
+    results: list[list[list[str]]] = []
+
+    def search_all() -> None:
+        start.wait()
+        results.append([shared.search_sync(q, 10) for q in queries])
+
+    threads = [threading.Thread(target=search_all) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [answers] * 4

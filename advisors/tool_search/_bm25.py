@@ -1,7 +1,8 @@
 """BM25 impacts per (term, tool) and an exact top-k search over them.
 
-`Impacts.build` turns each tool's weighted term frequencies into one score per (term,
-tool), the tool's BM25 contribution for that term, kept in posting lists ordered by tool.
+`Impacts.build` inverts each tool's weighted term frequencies into posting lists ordered
+by tool; the first lookup of a term turns its list into one score per tool, the tool's
+BM25 contribution for that term (`LazyPostings`).
 A query's score of a tool is the sum of its terms' impacts, as SQLite FTS5's `bm25()`
 sums its phrases. `Impacts.top` finds the best `k` tools without scoring every tool
 that shares a word with the query: terms are visited from the one that can add most;
@@ -17,9 +18,9 @@ import heapq
 import math
 from array import array
 from bisect import bisect_left
-from collections import Counter
-from collections.abc import Mapping, Sequence
-from itertools import chain
+from collections import Counter, defaultdict, deque
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
 from typing import Any, NamedTuple
 
 K1 = 1.2
@@ -68,46 +69,41 @@ class Impacts:
         `frequencies[i][term] * scale` is the weighted count of `term` in tool `i` (each
         field's count times the field's weight, summed), `lengths[i]` its number of terms
         in all fields; `idf = log((N - n + 0.5) / (n + 0.5))`, at least 1e-6; `k1 = 1.2`,
-        `b = 0.75`. Posting lists are arrays of machine numbers (12 bytes a posting).
+        `b = 0.75`. A (term, tool) pair of count 0 (a term only in fields of weight 0)
+        counts in `n` and gets no posting.
+
+        The build only inverts the frequencies into each term's tools and counts; a
+        term's impacts are computed the first time it is looked up (`LazyPostings`),
+        so a catalog's many terms no query reads cost no arithmetic.
         """
         size = len(frequencies)
-        holding = Counter(chain.from_iterable(frequencies))  # n of every term
         average = sum(lengths) / size if size else 1.0
         norms = [K1 * (1 - B + B * length / average) for length in lengths]
-        k1_1 = K1 + 1.0
-        # Per term: its tools' and impacts' appenders, its idf, the two arrays.
-        slots: dict[str, tuple[Any, Any, float, array[int], array[float]]] = {}
-        for term, n in holding.items():
-            idf = math.log((size - n + 0.5) / (n + 0.5))
-            tools, values = array("i"), array("d")
-            slots[term] = (tools.append, values.append, idf if idf > 0.0 else 1e-6, tools, values)
+        tools_of: defaultdict[str, list[int]] = defaultdict(list)
+        counts_of: defaultdict[str, list[float]] = defaultdict(list)
+        tools_slot, counts_slot = tools_of.__getitem__, counts_of.__getitem__
+        append, consume = list.append, deque[object](maxlen=0).extend
         for tool, frequency in enumerate(frequencies):
-            norm = norms[tool]
-            for term, count in frequency.items():
-                f = count * scale
-                add_tool, add_value, idf, _, _ = slots[term]
-                add_tool(tool)
-                add_value(idf * ((f * k1_1) / (f + norm)))
-        postings = {t: Postings(s[3], s[4], max(s[4])) for t, s in slots.items()}
-        return cls(postings, size)
+            # Two appends per (term, tool) pair, looped in C: keys and values of a
+            # mapping iterate in the same order.
+            consume(map(append, map(tools_slot, frequency), repeat(tool)))
+            consume(map(append, map(counts_slot, frequency), frequency.values()))
+        tools_of.default_factory = counts_of.default_factory = None  # plain mappings now
+        return cls(LazyPostings(tools_of, counts_of, norms, scale), size)
 
     def score(self, terms: Sequence[str], tool: int) -> float:
         """The score of one tool for `terms` (summed in their order, as FTS5 does)."""
-        total = 0.0
-        for term in terms:
-            postings = self.postings.get(term)
-            if postings is not None:
-                total += postings.impact(tool)
-        return total
+        return _score({t: p for t in terms if (p := self.postings.get(t)) is not None}, terms, tool)
 
     def top(self, terms: Sequence[str], k: int) -> list[int]:
         """The `k` best tools for `terms` (a term may repeat: it counts each time),
         best score first, ties by catalog position; tools scoring 0 are left out."""
-        known = [t for t in terms if t in self.postings]
+        found = {t: p for t in dict.fromkeys(terms) if (p := self.postings.get(t)) is not None}
+        known = [t for t in terms if t in found]
         if not known or k < 1:
             return []
         repeats = Counter(known)
-        bounds = {t: self.postings[t].bound * repeats[t] * (1 + _SLACK) for t in repeats}
+        bounds = {t: found[t].bound * repeats[t] * (1 + _SLACK) for t in repeats}
         order = sorted(repeats, key=lambda t: -bounds[t])
         rest = [0.0] * (len(order) + 1)  # rest[i]: the most terms order[i:] can add
         for i in range(len(order) - 1, -1, -1):
@@ -117,7 +113,7 @@ class Impacts:
         floor = 0.0  # a lower bound of the final k-th best score
         check_below = math.inf
         for i, term in enumerate(order):
-            postings = self.postings[term]
+            postings = found[term]
             times = repeats[term]
             if growing and len(scores) >= k and rest[i] <= check_below:
                 floor = _kth(scores, k)
@@ -145,8 +141,88 @@ class Impacts:
         # The final order from scores summed in the query's order, like FTS5's.
         cut = _kth(scores, k) * (1 - _SLACK) if len(scores) > k else 0.0
         near = [t for t, s in scores.items() if s >= cut]
-        best = heapq.nsmallest(k, ((-self.score(known, t), t) for t in near))
+        best = heapq.nsmallest(k, ((-_score(found, known, t), t) for t in near))
         return [tool for _, tool in best]
+
+
+class LazyPostings(Mapping[str, Postings]):
+    """Each term's `Postings`, computed from its tools and counts on first lookup.
+
+    Safe to share between threads: two threads looking up a new term at once both
+    compute the same postings, and either result is kept. A term all of whose counts
+    are 0 has no postings (it is not in the mapping).
+    """
+
+    def __init__(
+        self,
+        tools_of: Mapping[str, list[int]],
+        counts_of: Mapping[str, list[float]],
+        norms: Sequence[float],
+        scale: float,
+    ) -> None:
+        self._tools_of = tools_of
+        self._counts_of = counts_of
+        self._norms = norms
+        self._scale = scale
+        self._ready: dict[str, Postings | None] = {}  # only terms of the catalog
+
+    def __getitem__(self, term: str) -> Postings:
+        postings = self._lookup(term)
+        if postings is None:
+            raise KeyError(term)
+        return postings
+
+    def get(self, term: str, default: Any = None) -> Any:
+        """The postings of `term`, or `default` if no tool holds it."""
+        postings = self._lookup(term)
+        return default if postings is None else postings
+
+    def _lookup(self, term: str) -> Postings | None:
+        try:
+            return self._ready[term]
+        except KeyError:
+            if term not in self._tools_of:  # not kept: queries may hold any words
+                return None
+            postings = self._ready[term] = self._computed(term)
+            return postings
+
+    def __contains__(self, term: object) -> bool:
+        return isinstance(term, str) and self._lookup(term) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (term for term in self._tools_of if term in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def _computed(self, term: str) -> Postings | None:
+        tools = self._tools_of[term]
+        counts = self._counts_of[term]
+        size, n = len(self._norms), len(tools)
+        idf = math.log((size - n + 0.5) / (n + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6
+        norms, scale, k1_1 = self._norms, self._scale, K1 + 1.0
+        weighted = map(scale.__mul__, counts) if scale != 1.0 else counts
+        impacts = [
+            idf * ((f * k1_1) / (f + norm))
+            for f, norm in zip(weighted, map(norms.__getitem__, tools), strict=True)
+        ]
+        if 0 in counts:
+            kept = [(t, v) for t, v in zip(tools, impacts, strict=True) if v > 0.0]
+            if not kept:
+                return None
+            tools, impacts = [t for t, _ in kept], [v for _, v in kept]
+        return Postings(array("i", tools), array("d", impacts), max(impacts))
+
+
+def _score(found: Mapping[str, Postings], terms: Sequence[str], tool: int) -> float:
+    total = 0.0
+    for term in terms:
+        postings = found.get(term)
+        if postings is not None:
+            total += postings.impact(tool)
+    return total
 
 
 def _kth(scores: Mapping[int, float], k: int) -> float:

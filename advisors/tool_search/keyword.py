@@ -6,7 +6,6 @@ import gc
 import math
 import re
 import threading
-from array import array
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -15,7 +14,7 @@ from itertools import chain
 import anyio.to_thread
 
 from ...core.tools import ToolDefinition
-from ._bm25 import Impacts, Postings
+from ._bm25 import Impacts
 from ._fts5_terms import Fts5Terms, shared_terms
 from .index import ASCII_SEPARATORS, ToolIndex, document_parts, joined_words, words
 
@@ -54,9 +53,10 @@ class KeywordIndex:
 
     Scores are those of FTS5's `bm25()` with `weights` as the column weights of the
     name, description and parameter fields (the ranking of the FTS5 table this index
-    used up to 0.2, ties in catalog order). They are computed once per (term, tool)
-    when the index is built and kept in posting lists; a search adds up the lists of
-    the query's words, visiting the most telling words first and skipping the tools
+    used up to 0.2, ties in catalog order). The build inverts each tool's term counts
+    into posting lists; a term's scores, one per tool holding it, are computed the first
+    time a search reads the term, and kept (`_bm25.LazyPostings`). A search adds up the
+    lists of the query's words, visiting the most telling words first and skipping the tools
     that can no longer reach the first `k` (see `_bm25.Impacts.top`). A tool scoring 0
     (matching only in fields of weight 0, which FTS5 would list last) is not listed:
     `weights=(1.0, 0.0, 0.0)` ranks by name words alone, with FTS5's lengths and idf.
@@ -64,7 +64,8 @@ class KeywordIndex:
     A query is reduced to its words (`index.words`): operators, quotes and punctuation
     typed by a model are never syntax. English function words are left out unless the
     query has nothing else; at most 64 distinct words are read. A query with no words
-    finds nothing. A built index is immutable: one may be shared by conversations on
+    finds nothing. A built index ranks the same for its whole life (only the scores of
+    the catalog's terms are added, once each): one may be shared by conversations on
     any thread. A build pauses Python's cyclic garbage collector while it runs
     (`collector_paused`) and restores it after.
     """
@@ -111,8 +112,6 @@ class KeywordIndex:
                 joined = [(n, d, " ".join(p)) for n, d, p in docs]
                 counted = _added(terms, joined, self.weights)
             impacts, self._words = counted
-        if 0.0 in self.weights:
-            impacts = _positive_only(impacts)
         self._impacts = impacts
         self._terms = terms
         self._names = tuple(d.name for d in definitions)
@@ -253,20 +252,6 @@ def _added(
         lengths.append(length)
     words = {c: t for c, t in terms_of.items() if _QUERY_WORD.fullmatch(c)}
     return Impacts.build(frequencies, lengths), words
-
-
-def _positive_only(impacts: Impacts) -> Impacts:
-    """The impacts without their zeros (a term's occurrences in fields of weight 0):
-    a tool matching only there is never scored, and the lists stay as short as the
-    weighted fields make them. Idf and lengths stay those of all fields."""
-    kept: dict[str, Postings] = {}
-    for term, postings in impacts.postings.items():
-        pairs = [(t, v) for t, v in zip(postings.tools, postings.impacts, strict=True) if v > 0.0]
-        if pairs:
-            kept[term] = Postings(
-                array("i", [t for t, _ in pairs]), array("d", [v for _, v in pairs]), postings.bound
-            )
-    return Impacts(kept, impacts.size)
 
 
 def _units(weights: tuple[float, float, float]) -> tuple[tuple[int, int, int], float] | None:
