@@ -393,12 +393,18 @@ def test_impacts_are_computed_for_the_terms_searched_and_kept_for_catalog_terms(
     postings = built._impacts.postings
     assert isinstance(postings, LazyPostings)
     assert postings._ready == {}  # the build computed no impacts
+    every = set(postings._tools_of)
     built.search_sync("weather forecast", 5)
     assert set(postings._ready) == {"weather", "forecast"}
+    # A scored term's raw lists are let go; the mapping still holds every term.
+    assert set(postings._tools_of) == every - {"weather", "forecast"}
+    assert postings["weather"] is postings._ready["weather"]
     # Words a model makes up are looked up, never remembered: memory stays the catalog's.
     for i in range(500):
         assert built.search_sync(f"zq{i}x weather", 5)
     assert set(postings._ready) == {"weather", "forecast"}
+    assert set(postings) == every  # reading them all scores them all
+    assert postings._tools_of == {} and set(postings._ready) == every
 
 
 def test_impacts_computed_on_lookup_are_those_of_the_bm25_formula() -> None:

@@ -150,17 +150,19 @@ class LazyPostings(Mapping[str, Postings]):
 
     Safe to share between threads: two threads looking up a new term at once both
     compute the same postings, and either result is kept. A term all of whose counts
-    are 0 has no postings (it is not in the mapping).
+    are 0 has no postings (it is not in the mapping). Once scored, a term's tools and
+    counts are let go: the lists of a fully read index take what eager scoring took.
     """
 
     def __init__(
         self,
-        tools_of: Mapping[str, list[int]],
-        counts_of: Mapping[str, list[float]],
+        tools_of: dict[str, list[int]],
+        counts_of: dict[str, list[float]],
         norms: Sequence[float],
         scale: float,
     ) -> None:
-        self._tools_of = tools_of
+        self._terms = tuple(tools_of)
+        self._tools_of = tools_of  # each term's tools and counts until it is scored
         self._counts_of = counts_of
         self._norms = norms
         self._scale = scale
@@ -181,23 +183,28 @@ class LazyPostings(Mapping[str, Postings]):
         try:
             return self._ready[term]
         except KeyError:
-            if term not in self._tools_of:  # not kept: queries may hold any words
-                return None
-            postings = self._ready[term] = self._computed(term)
-            return postings
+            pass
+        tools = self._tools_of.get(term)
+        if tools is None:  # not in the catalog, or scored by another thread meanwhile
+            return self._ready.get(term)  # words not in the catalog are not remembered
+        counts = self._counts_of[term]
+        postings = self._ready[term] = self._computed(tools, counts)
+        # The raw lists go once the scores are kept (a thread that read them first
+        # computes the same postings; one that comes later finds them kept).
+        self._tools_of.pop(term, None)
+        self._counts_of.pop(term, None)
+        return postings
 
     def __contains__(self, term: object) -> bool:
         return isinstance(term, str) and self._lookup(term) is not None
 
     def __iter__(self) -> Iterator[str]:
-        return (term for term in self._tools_of if term in self)
+        return (term for term in self._terms if term in self)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def _computed(self, term: str) -> Postings | None:
-        tools = self._tools_of[term]
-        counts = self._counts_of[term]
+    def _computed(self, tools: list[int], counts: list[float]) -> Postings | None:
         size, n = len(self._norms), len(tools)
         idf = math.log((size - n + 0.5) / (n + 0.5))
         if idf <= 0.0:
