@@ -93,7 +93,7 @@ class Impacts:
 
     def score(self, terms: Sequence[str], tool: int) -> float:
         """The score of one tool for `terms` (summed in their order, as FTS5 does)."""
-        return _score({t: p for t in terms if (p := self.postings.get(t)) is not None}, terms, tool)
+        return _score(self.postings, terms, tool)
 
     def top(self, terms: Sequence[str], k: int) -> list[int]:
         """The `k` best tools for `terms` (a term may repeat: it counts each time),
