@@ -248,10 +248,16 @@ def evaluate():
     table = rv.Variants(sets, TUNE)
     row, rows, chosen = table.row, table.rows, table.chosen
 
-    def hybrid(s, emb=None, key=None):
+    def hybrid(s, emb=None, key=None, fourth=None):
+        """The shipped fusion of set `s`, with a list replaced or a `(scores, positive,
+        weight)` 4th list added."""
         lists = [(kw[s] if key is None else key, True), (E[s] if emb is None else emb, False)]
         lists.append((names[s], True))
-        return rv.rrf(lists, [1, 1, 0.25], 5)
+        weights = [1, 1, 0.25]
+        if fourth is not None:
+            lists.append(fourth[:2])
+            weights.append(fourth[2])
+        return rv.rrf(lists, weights, 5)
 
     kw4 = {}
 
@@ -296,10 +302,7 @@ def evaluate():
     row("d2q embedding: max over request vectors alone (Re-Invoke)", lambda s, g: Eonly[s])
     row(
         "d2q hybrid + request vectors' max cosine as a 4th list (weight)",
-        lambda s, g: rv.rrf(
-            [(kw[s], True), (E[s], False), (names[s], True), (Eonly[s], False)],
-            [1, 1, 0.25, g],
-        ),
+        lambda s, g: hybrid(s, fourth=(Eonly[s], False, g)),
         (0.25, 0.5, 1.0),
     )
     req = {
@@ -308,10 +311,7 @@ def evaluate():
     }
     row(
         "d2q hybrid + BM25 of the requests alone as a 4th list (weight)",
-        lambda s, g: rv.rrf(
-            [(kw[s], True), (E[s], False), (names[s], True), (req[s], True)],
-            [1, 1, 0.25, g],
-        ),
+        lambda s, g: hybrid(s, fourth=(req[s], True, g)),
         (0.1, 0.25, 0.5),
     )
     return {
