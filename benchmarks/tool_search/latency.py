@@ -62,7 +62,6 @@ from run import percentile, renamed
 from advisorchain import ToolDefinition
 from advisorchain.advisors.tool_search import (
     KeywordIndex,
-    ToolIndex,
 )
 from advisorchain.advisors.tool_search.embedding import MINILM
 from advisorchain.advisors.tool_search.index import document_text
@@ -73,21 +72,6 @@ else:
     import openapi_catalog
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "tool_search_latency.json"
-
-
-async def timed(index: ToolIndex, queries: Sequence[str]) -> dict[str, float]:
-    latencies, cpu = [], []
-    for q in queries:
-        start, start_cpu = time.perf_counter(), time.process_time()
-        await index.search(q, 5)
-        latencies.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-    return {
-        "p50_ms": round(percentile(latencies, 50) * 1000, 2),
-        "p99_ms": round(percentile(latencies, 99) * 1000, 2),
-        "cpu_p50_ms": round(percentile(cpu, 50) * 1000, 2),
-        "cpu_p99_ms": round(percentile(cpu, 99) * 1000, 2),
-    }
 
 
 def load_tree(tree: Path) -> Any:
@@ -110,6 +94,18 @@ def stats(latencies: list[float], cpu: list[float]) -> dict[str, float]:
         "cpu_p50_ms": round(percentile(cpu, 50) * 1000, 2),
         "cpu_p99_ms": round(percentile(cpu, 99) * 1000, 2),
     }
+
+
+async def interleaved(built: dict[str, Any], queries: Sequence[str]) -> dict[str, dict[str, float]]:
+    """`stats` of `search(query, 5)` per index, each query searched by every index in turn."""
+    times: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label in built}
+    for q in queries:
+        for label, index in built.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            await index.search(q, 5)
+            times[label][0].append(time.perf_counter() - start)
+            times[label][1].append(time.process_time() - start_cpu)
+    return {label: stats(wall, cpu) for label, (wall, cpu) in times.items()}
 
 
 def build_catalogs(pool: list[ToolDefinition], large: bool) -> dict[str, list[ToolDefinition]]:
@@ -149,15 +145,8 @@ async def keyword_rows(
         built = {label: await kind().build(catalog) for label, kind in kinds.items()}
         # First pass: each query on a new index (its terms' first lookups); then again.
         for suffix in ("", "_repeat"):
-            times: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in kinds}
-            for q in queries:
-                for label, index in built.items():
-                    start, start_cpu = time.perf_counter(), time.process_time()
-                    await index.search(q, 5)
-                    times[label][0].append(time.perf_counter() - start)
-                    times[label][1].append(time.process_time() - start_cpu)
-            for label, (wall, cpu) in times.items():
-                out[f"{label}_{size}{suffix}"] = stats(wall, cpu)
+            for label, row in (await interleaved(built, queries)).items():
+                out[f"{label}_{size}{suffix}"] = row
     return out
 
 
@@ -298,18 +287,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     packages = {"": packages[""], "float_": packages[""], **packages}
     for size, catalog in (("1287", pool), ("10000", big)):
         built = {p: await hybrid_of(p, t).build(catalog) for p, t in packages.items()}
-        times: dict[str, tuple[list[float], list[float]]] = {p: ([], []) for p in built}
         for index in built.values():
             await index.search("warm up", 5)
-        for q in queries:
-            for prefix, index in built.items():
-                start, start_cpu = time.perf_counter(), time.process_time()
-                await index.search(q, 5)
-                times[prefix][0].append(time.perf_counter() - start)
-                times[prefix][1].append(time.process_time() - start_cpu)
-        for prefix, (walls, cpus) in times.items():
-            out[f"{prefix}hybrid_{size}"] = stats(walls, cpus)
-            print(prefix, "hybrid", size, out[f"{prefix}hybrid_{size}"], flush=True)
+        for prefix, row in (await interleaved(built, queries)).items():
+            out[f"{prefix}hybrid_{size}"] = row
+            print(prefix, "hybrid", size, row, flush=True)
     out["load_average_at_end"] = os.getloadavg()[0]
     return out
 
