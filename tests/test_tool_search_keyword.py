@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from advisorchain import ToolDefinition
 from advisorchain.advisors import KeywordIndex
 from advisorchain.advisors.tool_search import _fts5_terms, keyword
-from advisorchain.advisors.tool_search._bm25 import Impacts, LazyPostings
+from advisorchain.advisors.tool_search._bm25 import Impacts, LazyPostings, Postings
 from advisorchain.advisors.tool_search._fts5_terms import TOKENIZE, Fts5Terms
 from advisorchain.advisors.tool_search.index import (
     document,
@@ -449,3 +449,25 @@ def test_threads_searching_a_new_index_at_once_see_the_ranking_of_one_thread() -
     for thread in threads:
         thread.join()
     assert results == [answers] * 4
+
+
+def test_a_term_scored_by_another_thread_between_reading_its_two_lists_is_found() -> None:
+    impacts = Impacts.build([{"a": 1.0}, {"a": 2.0, "b": 1.0}], [1, 3])
+    assert isinstance(impacts.postings, LazyPostings)
+    postings: LazyPostings = impacts.postings
+    scored_meanwhile: list[Postings] = []
+    interleaved = threading.Event()
+
+    class OtherThreadFinishes(dict[str, list[int]]):
+        """Another thread scores the term right after this one read its tools."""
+
+        def get(self, key: str, default: object = None) -> object:  # type: ignore[override]
+            found = super().get(key, default)
+            if not interleaved.is_set():
+                interleaved.set()
+                scored_meanwhile.append(postings[key])
+            return found
+
+    postings._tools_of = OtherThreadFinishes(postings._tools_of)
+    found: Postings = postings["a"]
+    assert found is scored_meanwhile[0] and list(found.tools) == [0, 1]

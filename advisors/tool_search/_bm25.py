@@ -185,12 +185,12 @@ class LazyPostings(Mapping[str, Postings]):
         except KeyError:
             pass
         tools = self._tools_of.get(term)
-        if tools is None:  # not in the catalog, or scored by another thread meanwhile
+        counts = self._counts_of.get(term)
+        if tools is None or counts is None:  # not in the catalog, or scored meanwhile
             return self._ready.get(term)  # words not in the catalog are not remembered
-        counts = self._counts_of[term]
         postings = self._ready[term] = self._computed(tools, counts)
         # The raw lists go once the scores are kept (a thread that read them first
-        # computes the same postings; one that comes later finds them kept).
+        # computes the same postings; one that finds either gone finds the scores kept).
         self._tools_of.pop(term, None)
         self._counts_of.pop(term, None)
         return postings
