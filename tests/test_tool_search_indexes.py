@@ -316,9 +316,13 @@ async def test_keyword_index_is_built_in_a_worker_thread(monkeypatch: pytest.Mon
     threads: list[int] = []
     fill = KeywordIndex._fill
 
-    def spy(self: KeywordIndex, definitions: tuple[ToolDefinition, ...]) -> None:
+    def spy(
+        self: KeywordIndex,
+        definitions: tuple[ToolDefinition, ...],
+        examples: dict[str, tuple[str, ...]] | None = None,
+    ) -> None:
         threads.append(threading.get_ident())
-        fill(self, definitions)
+        fill(self, definitions, examples)
 
     monkeypatch.setattr(KeywordIndex, "_fill", spy)
     built = await KeywordIndex().build(CATALOG)

