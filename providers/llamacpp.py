@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
-import anyio.lowlevel
 import anyio.to_thread
 
 from ..core._arguments import parse_argument_object
 from ..core._assembly import StreamAssembler
+from ..core._loop_lock import LoopLock
 from ..core.errors import ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from ..core.messages import (
@@ -136,8 +136,7 @@ class LlamaCppChatModel:
         self.llama_options = dict(llama_options or {})
         self.load_seconds: float | None = None
         self._llama = llama
-        self._lock: anyio.Lock | None = None
-        self._lock_loop: object = None
+        self._exclusive = LoopLock()  # one inference at a time
 
     def __repr__(self) -> str:
         return f"LlamaCppChatModel(model_name={self.model_name!r})"
@@ -181,15 +180,6 @@ class LlamaCppChatModel:
             options["n_threads"] = self.n_threads
         options.update(self.llama_options)
         return Llama(model_path=str(path), **options)
-
-    def _exclusive(self) -> anyio.Lock:
-        # One inference at a time. anyio locks belong to one event loop, so a model that
-        # moves to another loop (a test run on asyncio, then on trio) gets a fresh lock.
-        loop = anyio.lowlevel.current_token()
-        if self._lock is None or self._lock_loop != loop:
-            self._lock = anyio.Lock()
-            self._lock_loop = loop
-        return self._lock
 
     # -- the ChatModel protocol ---------------------------------------------------------------
 

@@ -15,10 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, TypeAlias, runtime_checkable
 
-import anyio
-import anyio.lowlevel
 import anyio.to_thread
 
+from ...core._loop_lock import LoopLock
 from ...core.messages import UserMessage
 from ...core.model import ChatModel
 from ...core.options import ChatOptions
@@ -212,8 +211,7 @@ class ExampleWriter:
         self.cache: ExampleCache | None = cache or None
         self.asked = 0  # model calls made, for tests and reports
         self._memory: dict[str, tuple[str, ...]] = {}
-        self._lock: anyio.Lock | None = None
-        self._lock_loop: object = None
+        self._exclusive = LoopLock()  # concurrent calls take turns
 
     def __repr__(self) -> str:
         return f"ExampleWriter({self.model!r}, per_tool={self.per_tool})"
@@ -240,12 +238,3 @@ class ExampleWriter:
         self.asked += 1
         response = await self.model.call(request)
         return parse_examples(response.text, self.per_tool)
-
-    def _exclusive(self) -> anyio.Lock:
-        # anyio locks belong to one event loop: a writer used from another loop (asyncio,
-        # then trio) gets a fresh lock.
-        loop = anyio.lowlevel.current_token()
-        if self._lock is None or self._lock_loop != loop:
-            self._lock = anyio.Lock()
-            self._lock_loop = loop
-        return self._lock

@@ -1,22 +1,29 @@
 # mypy: ignore-errors
-"""Doc2query for tool search (issue 17 item 2): synthetic requests per tool, then ranking.
+"""Doc2query for tool search (issue 17 item 2): example requests per tool, then ranking.
 
-`nice -n 10 .venv/bin/python benchmarks/tool_search/doc2query.py --generate [--limit N]`
-writes, for every tool of the catalogs `rank_variants.evaluation_sets()` uses (NESTFUL's
-first, then the BFCL pool in a fixed shuffled order, then the multi-turn tools), K short requests a user might type,
-made by the local Qwen2.5-Coder-0.5B GGUF (greedy, one thread) from the tool's name,
-description and parameter names only: no benchmark query is shown to it. Results are
-kept in `benchmarks/data/doc2query.sqlite3`, keyed by the sha256 of the prompt, so a
-killed run continues where it stopped. K is `DOC2QUERY_K` (default 2: session 8 ran
-out of time for 3; about 2.6 s of one thread per tool at K = 2).
+`nice -n 10 .venv/bin/python benchmarks/tool_search/doc2query.py --generate [--limit N]
+[--shard I/N]` writes, for every tool of the catalogs `rank_variants.evaluation_sets()`
+uses (NESTFUL's first, then the BFCL pool in a fixed shuffled order, then the multi-turn
+tools), K short requests a user might type, made by the local Qwen2.5-Coder-0.5B GGUF
+(greedy, one thread) from the library's prompt (`examples.example_prompt`: the tool's
+name, description and parameter names only; no benchmark query is shown to it). The
+model's answers are kept in `benchmarks/data/doc2query.sqlite3`, keyed by the sha256 of
+the prompt, so a killed run continues where it stopped; `--shard I/N` takes every N-th
+tool from the I-th, for N processes side by side. K is `DOC2QUERY_K` (default 2, as
+`ExampleWriter`'s `per_tool`; 3-4 s of one thread per tool here).
 
-`... doc2query.py` (no flag) scores the variants in the style of `rank_variants.py`
-(knobs on the tuning half by recall@5) on the sets whose every tool has requests (the
-BFCL sub-catalog generated so far, NESTFUL, both pooled), with the shipped rows on the
-usual six sets for reference, and writes `benchmarks/results/tool_search_doc2query.json`.
+`... doc2query.py` (no flag) parses the answers with the library's parser
+(`examples.parse_examples`) and scores the variants in the style of `rank_variants.py`
+(knobs on the tuning half by recall@5): on the usual six sets once every tool of them
+has an answer, else on the sets whose every tool has one (the BFCL sub-catalog generated
+so far, NESTFUL, both pooled). The `library` rows run the shipped `KeywordIndex` and
+`hybrid_index` with and without `examples=` (the parsed requests as a mapping) at their
+default weights. Shipped rows on the usual six sets come first, for reference; writes
+`benchmarks/results/tool_search_doc2query.json`.
 """
 # ruff: noqa
 
+import asyncio
 import hashlib
 import json
 import os
@@ -33,7 +40,9 @@ import numpy as np
 import bfcl
 import rank_variants as rv
 from advisorchain.advisors.tool_search._bm25 import Impacts
+from advisorchain.advisors.tool_search import EmbeddingIndex, KeywordIndex, hybrid_index
 from advisorchain.advisors.tool_search.embedding import MINILM
+from advisorchain.advisors.tool_search.examples import example_prompt, parse_examples
 from advisorchain.advisors.tool_search.index import (
     MAX_QUERY_CHARS,
     document_text,
@@ -49,14 +58,8 @@ MAX_REQUEST_CHARS = 160
 
 
 def prompt(d):
-    params = [n for n, _ in parameter_texts(d.parameters)][:12]
-    description = " ".join(d.description.split())[:400]
-    return (
-        f"Tool name: {d.name}\nDescription: {description}\n"
-        f"Parameters: {', '.join(params) or 'none'}\n\n"
-        f"Write {K} different short requests a user might type to an assistant that this "
-        "tool would answer. One request per line, no numbering, no explanations."
-    )
+    """The library's prompt (`ExampleWriter` asks the same)."""
+    return example_prompt(d, K)
 
 
 def key(text):
@@ -64,19 +67,12 @@ def key(text):
 
 
 def parse(text):
-    out = []
-    for line in text.splitlines():
-        line = re.sub(r"^\s*(?:[-*\u2022]|\d+[.)]|Request\s*\d*:)\s*", "", line).strip()
-        line = line.strip("\"'` ")
-        if len(line) < 8 or line.endswith(":"):
-            continue
-        if line not in out:
-            out.append(line[:MAX_REQUEST_CHARS])
-    return out[:K]
+    """The library's parser (`ExampleWriter` keeps the same)."""
+    return list(parse_examples(text, K))
 
 
 def open_store():
-    db = sqlite3.connect(STORE)
+    db = sqlite3.connect(STORE, timeout=60)
     db.execute(
         "CREATE TABLE IF NOT EXISTS requests"
         " (key TEXT PRIMARY KEY, name TEXT, requests TEXT, raw TEXT, seconds REAL)"
@@ -103,7 +99,7 @@ def catalog_union():
     return out
 
 
-def generate(limit=None):
+def generate(limit=None, shard=(0, 1)):
     from llama_cpp import Llama
 
     llm = Llama(
@@ -111,7 +107,7 @@ def generate(limit=None):
     )
     db = open_store()
     done = {row[0] for row in db.execute("SELECT key FROM requests")}
-    todo = [d for d in catalog_union() if key(prompt(d)) not in done]
+    todo = [d for d in catalog_union() if key(prompt(d)) not in done][shard[0] :: shard[1]]
     print(f"{len(done)} done, {len(todo)} to do, load {os.getloadavg()[0]:.2f}", flush=True)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     for i, d in enumerate(todo[:limit]):
@@ -138,11 +134,21 @@ def generate(limit=None):
         )
 
 
+def _answers():
+    return dict(open_store().execute("SELECT key, raw FROM requests"))
+
+
 def synthetic(catalog):
-    """Each tool's generated requests ([] when none was generated)."""
-    db = open_store()
-    known = dict(db.execute("SELECT key, requests FROM requests"))
-    return [json.loads(known.get(key(prompt(d)), "[]")) for d in catalog]
+    """Each tool's generated requests, parsed from the model's answer by the library's
+    parser ([] when none was generated, or none was usable)."""
+    known = _answers()
+    return [parse(known[k]) if (k := key(prompt(d))) in known else [] for d in catalog]
+
+
+def generated(catalog):
+    """Whether the model has answered for every tool of `catalog`."""
+    known = _answers()
+    return all(key(prompt(d)) in known for d in catalog)
 
 
 # ---- scoring -------------------------------------------------------------------------
@@ -171,6 +177,8 @@ def covered_sets(sets, queries):
     """Sets whose every tool has generated requests: NESTFUL's 133 tools, the BFCL
     sub-catalog of the tools generated so far (a random share of the pool) with the
     queries of each half whose expected tools all lie in it, and NESTFUL pooled with it."""
+    if all(generated(catalog) for catalog, _ in sets.values()):
+        return sets  # every tool of every set: the usual sets
     pool = sets["BFCL tuning half"][0]
     sub = [d for d, x in zip(pool, synthetic(pool)) if x]
     names = {d.name for d in sub}
@@ -187,6 +195,40 @@ def covered_sets(sets, queries):
             nf_requests,
         ),
     }
+
+
+async def library_rows(sets, raw, q64):
+    """The library's own indexes over each set, given the examples as a mapping of the
+    parsed requests: what `KeywordIndex(examples=...)` and `hybrid_index(...,
+    examples=...)` rank with their default weights (no knob chosen here)."""
+
+    async def embed(texts):
+        return raw(texts).tolist()
+
+    async def embed_q64(texts):
+        return q64(texts).tolist()
+
+    def minilm():
+        return EmbeddingIndex(embed, query_embed=embed_q64)
+
+    templates = {
+        "library KeywordIndex()": lambda ex: KeywordIndex(),
+        "library KeywordIndex(examples=...)": lambda ex: KeywordIndex(examples=ex),
+        "library hybrid_index(MiniLM), 64-token queries": lambda ex: hybrid_index(minilm()),
+        "library hybrid_index(MiniLM, examples=...), 64-token queries": lambda ex: hybrid_index(
+            minilm(), examples=ex
+        ),
+    }
+    examples = {s: {d.name: x for d, x in zip(c, synthetic(c)) if x} for s, (c, _) in sets.items()}
+    out = {}
+    for label, make in templates.items():
+        cells = {}
+        for s, (catalog, requests) in sets.items():
+            built = await make(examples[s]).build(catalog)
+            cells[s] = await rv.searched_recall(built, requests)
+        out[label] = cells
+        print(label, {s: f"{a:.4f}/{b:.4f}" for s, (a, b) in cells.items()}, flush=True)
+    return out
 
 
 def evaluate():
@@ -314,6 +356,7 @@ def evaluate():
         lambda s, g: hybrid(s, fourth=(req[s], True, g)),
         (0.1, 0.25, 0.5),
     )
+    rows.update(asyncio.run(library_rows(sets, raw, q64)))
     return {
         "load_average_at_start": load,
         "k": K,
@@ -335,7 +378,11 @@ if __name__ == "__main__":
         limit = None
         if "--limit" in sys.argv:
             limit = int(sys.argv[sys.argv.index("--limit") + 1])
-        generate(limit)
+        shard = (0, 1)
+        if "--shard" in sys.argv:  # i/n: every n-th tool from the i-th, for n processes
+            i, n = sys.argv[sys.argv.index("--shard") + 1].split("/")
+            shard = (int(i), int(n))
+        generate(limit, shard)
         sys.exit()
     outcome = evaluate()
     print(rv.markdown(outcome["reference"]))
