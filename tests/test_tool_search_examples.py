@@ -320,3 +320,25 @@ async def test_the_advisor_finds_a_tool_by_its_examples_on_both_paths(path: str)
         assert isinstance(events[-1], ResponseCompleted)
         text = events[-1].response.text
     assert text == "found: get_weather"
+
+
+@pytest.mark.anyio
+async def test_the_local_model_writes_requests_a_keyword_index_finds_its_tool_by(
+    local_model_path: Path, tmp_path: Path, anyio_backend: str
+) -> None:
+    if anyio_backend != "asyncio":
+        pytest.skip("one backend is enough for the real model")
+    from advisorchain.providers.llamacpp import LlamaCppChatModel
+
+    model = LlamaCppChatModel(local_model_path, n_ctx=1024, n_threads=1)
+    tool = ToolDefinition(
+        "get_stock_price",
+        "Latest trading price of a stock, by its ticker symbol.",
+        {"type": "object", "properties": {"ticker": {"type": "string"}}},
+    )
+    cache = ExampleCache(tmp_path / "e.sqlite3", model=model.model_name)
+    found = await ExampleWriter(model, cache=cache).examples([tool])
+    written = found["get_stock_price"]
+    assert 1 <= len(written) <= 2 and all(8 <= len(w) <= MAX_EXAMPLE_CHARS for w in written)
+    again = ExampleWriter(model, cache=ExampleCache(tmp_path / "e.sqlite3", model=model.model_name))
+    assert await again.examples([tool]) == found and again.asked == 0
