@@ -20,6 +20,9 @@ so far, NESTFUL, both pooled). The `library` rows run the shipped `KeywordIndex`
 `hybrid_index` with and without `examples=` (the parsed requests as a mapping) at their
 default weights. Shipped rows on the usual six sets come first, for reference; writes
 `benchmarks/results/tool_search_doc2query.json`.
+
+`... doc2query.py --latency` times what the examples cost the library on the BFCL pool
+(`latency()`), into `tool_search_doc2query_latency.json`.
 """
 # ruff: noqa
 
@@ -373,7 +376,84 @@ def evaluate():
     }
 
 
+def latency(queries=300):
+    """The library's cost of examples on the BFCL pool: keyword builds (CPU, median of 5,
+    alternating), the embedding of the examples (MiniLM cold, 2 threads, the definitions
+    embedded first and cached in memory), and keyword and hybrid queries with and without
+    them (`latency.interleaved`: each query searched by every index in turn)."""
+    import random
+    import statistics
+
+    import latency as lt
+
+    from advisorchain.advisors.tool_search import minilm_embedder
+
+    pool, bfcl_queries, _ = rv.evaluation_sets()
+    examples = {d.name: x for d, x in zip(pool, synthetic(pool)) if x}
+    out = {"load_average_at_start": os.getloadavg()[0], "tools_with_examples": len(examples)}
+    builds = {"keyword": [], "keyword_examples": []}
+    for _ in range(5):
+        for label, index in (
+            ("keyword", KeywordIndex()),
+            ("keyword_examples", KeywordIndex(examples=examples)),
+        ):
+            t = time.process_time()
+            index.build_sync(pool)
+            builds[label].append(time.process_time() - t)
+    out["build_1287_cpu_s"] = {k: round(statistics.median(v), 3) for k, v in builds.items()}
+
+    async def timed():
+        known = {}
+        embed = minilm_embedder()
+
+        async def remembered(texts):
+            missing = [t for t in texts if t not in known]
+            if missing:
+                t0 = time.process_time()
+                known.update(zip(missing, await embed(missing)))
+                spent.append((len(missing), time.process_time() - t0))
+            return [known[t] for t in texts]
+
+        spent = []
+        queries_q64 = minilm_embedder(max_length=64, integer=True)
+        # No query cache: every timed query is embedded (both hybrids would share one).
+        plain = EmbeddingIndex(remembered, batch_size=256, query_embed=queries_q64, query_cache=0)
+        built = {"hybrid": await hybrid_index(plain).build(pool)}
+        definitions = spent[:]
+        built["hybrid_examples"] = await hybrid_index(plain, examples=examples).build(pool)
+        out["embedded_cpu_s"] = {
+            "definitions": [
+                sum(n for n, _ in definitions),
+                round(sum(s for _, s in definitions), 1),
+            ],
+            "examples": [
+                sum(n for n, _ in spent[len(definitions) :]),
+                round(sum(s for _, s in spent[len(definitions) :]), 1),
+            ],
+        }
+        built["keyword"] = KeywordIndex().build_sync(pool)
+        built["keyword_examples"] = KeywordIndex(examples=examples).build_sync(pool)
+        sample = [q.text for q in random.Random(0).sample(bfcl_queries, queries + 20)]
+        warm, texts = sample[:20], sample[20:]
+        for q in warm:  # the query graph loaded, the first terms scored
+            for index in built.values():
+                await index.search(q, 5)
+        out["queries"] = await lt.interleaved(built, texts)
+
+    asyncio.run(timed())
+    out["load_average_at_end"] = os.getloadavg()[0]
+    return out
+
+
 if __name__ == "__main__":
+    if "--latency" in sys.argv:
+        n = sys.argv[sys.argv.index("--latency") + 1] if sys.argv[-1] != "--latency" else "300"
+        outcome = latency(int(n))
+        print(json.dumps(outcome, indent=2))
+        path = RESULTS.with_name("tool_search_doc2query_latency.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(outcome, indent=2) + "\n")
+        sys.exit()
     if "--generate" in sys.argv:
         limit = None
         if "--limit" in sys.argv:
