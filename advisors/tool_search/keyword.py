@@ -263,13 +263,14 @@ def _counted(
     terms_of = stemmed.__getitem__
     frequencies: list[Mapping[str, float]] = []
     lengths: list[int] = []
+
+    def field_terms(texts: Sequence[str]) -> tuple[str, ...]:
+        if len(texts) == 1:
+            return terms_of(texts[0])
+        return tuple(chain.from_iterable(map(terms_of, texts)))
+
     for fields in docs:
-        found = [
-            terms_of(texts[0])
-            if len(texts) == 1
-            else tuple(chain.from_iterable(map(terms_of, texts)))
-            for texts in fields
-        ]
+        found = list(map(field_terms, fields))
         lengths.append(sum(map(len, found)))
         frequencies.append(Counter(chain.from_iterable(map(tuple.__mul__, found, field_units))))
     words: Words = {token: (stem,) for token, stem in zip(ordered, stems, strict=True)}
