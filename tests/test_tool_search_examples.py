@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
+import anyio
 import pytest
 from test_tool_search_advisor import make_tools
 from test_tool_search_keyword import VOCABULARY, catalog
@@ -342,3 +343,39 @@ async def test_the_local_model_writes_requests_a_keyword_index_finds_its_tool_by
     assert 1 <= len(written) <= 2 and all(8 <= len(w) <= MAX_EXAMPLE_CHARS for w in written)
     again = ExampleWriter(model, cache=ExampleCache(tmp_path / "e.sqlite3", model=model.model_name))
     assert await again.examples([tool]) == found and again.asked == 0
+
+
+@pytest.mark.anyio
+async def test_a_writer_asks_up_to_concurrency_calls_at_once_and_stops_on_a_failure() -> None:
+    tools = [ToolDefinition(f"tool_{i}", f"Does thing number {i}.", {}) for i in range(12)]
+    running: list[int] = [0]
+    most: list[int] = [0]
+
+    async def answer(request: ChatRequest) -> str:
+        running[0] += 1
+        most[0] = max(most[0], running[0])
+        await anyio.sleep(0.01)
+        running[0] -= 1
+        return _answers(request)
+
+    writer = ExampleWriter(ScriptedChatModel(answer), cache=None, concurrency=3)
+    found = await writer.examples(tools)
+    assert most[0] == 3 and writer.asked == 12
+    sequential = await ExampleWriter(ScriptedChatModel(_answers), cache=None).examples(tools)
+    assert found == sequential
+
+    calls: list[int] = [0]
+
+    async def failing(request: ChatRequest) -> str:
+        calls[0] += 1
+        await anyio.sleep(0.01)
+        if calls[0] == 2:
+            raise RuntimeError("model down")
+        return _answers(request)
+
+    broken = ExampleWriter(ScriptedChatModel(failing), cache=None, concurrency=2)
+    with pytest.raises(RuntimeError, match="model down"):
+        await broken.examples(tools)
+    assert calls[0] <= 3  # the calls under way end; no new one starts
+    with pytest.raises(ValueError, match="concurrency"):
+        ExampleWriter(ScriptedChatModel([]), concurrency=0)

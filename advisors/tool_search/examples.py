@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, TypeAlias, runtime_checkable
 
+import anyio
 import anyio.to_thread
 
 from ...core._loop_lock import LoopLock
@@ -176,18 +177,20 @@ class ExampleWriter:
 
     `examples(definitions)` reads each tool's examples from `cache` (`True`: an
     `ExampleCache` at `default_examples_path()` named by the model's `model_name`;
-    `None`: only this object's memory) and asks the model, one tool at a time
-    (`example_prompt`, temperature 0, at most `max_tokens` tokens), for the tools it
-    lacks, keeping each answer as soon as it is parsed. A failing model call raises its
-    error; the examples written before it are kept, so the next call resumes there.
+    `None`: only this object's memory) and asks the model, `concurrency` tools at a
+    time (`example_prompt`, temperature 0, at most `max_tokens` tokens), for the tools
+    it lacks, keeping each answer as soon as it is parsed. A failing model call raises
+    its error once the calls under way have ended (no new one starts); the examples
+    written before are kept, so the next call resumes there.
     Concurrent calls (a `HybridIndex` building two indexes that both read examples)
     take turns, and the second finds the first's examples. The answer is the model's
     text, untrusted: it is cut to `_MAX_ANSWER_CHARS` and parsed into at most
     `per_tool` lines of `MAX_EXAMPLE_CHARS`; nothing of it reaches a model's prompt.
 
     Writing takes a model call per tool: with the local Qwen2.5-Coder-0.5B, about 3-4 s
-    per tool on one core (`benchmarks/tool_search/doc2query.py`); call `examples` once
-    ahead (`await writer.examples(tools)`) so that no conversation waits for it.
+    per tool on one core (`benchmarks/tool_search/doc2query.py`; a local model answers
+    one call at a time, so `concurrency` is for remote ones); call `examples` once ahead
+    (`await writer.examples(tools)`) so that no conversation waits for it.
     """
 
     def __init__(
@@ -197,11 +200,15 @@ class ExampleWriter:
         per_tool: int = 2,
         cache: ExampleCache | None | bool = True,
         max_tokens: int = 60,
+        concurrency: int = 1,
     ) -> None:
         if per_tool < 1 or per_tool > MAX_EXAMPLES:
             raise ValueError(f"per_tool must be between 1 and {MAX_EXAMPLES}")
         if max_tokens < 1:
             raise ValueError("max_tokens must be at least 1")
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.concurrency = concurrency
         self.model = model
         self.per_tool = per_tool
         self.max_tokens = max_tokens
@@ -223,12 +230,32 @@ class ExampleWriter:
             missing = [p for p in dict.fromkeys(prompts.values()) if p not in self._memory]
             if missing and self.cache is not None:
                 self._memory.update(await anyio.to_thread.run_sync(self.cache.get_many, missing))
-            for prompt in (p for p in missing if p not in self._memory):
-                written = await self._write(prompt)
+            await self._write_all([p for p in missing if p not in self._memory])
+        return {name: self._memory[prompt] for name, prompt in prompts.items()}
+
+    async def _write_all(self, prompts: Sequence[str]) -> None:
+        # `concurrency` workers take the prompts in order (one worker: strictly in order).
+        failures: list[Exception] = []
+        pending = iter(prompts)
+
+        async def worker() -> None:
+            for prompt in pending:
+                if failures:
+                    return  # a call failed: start no new one
+                try:
+                    written = await self._write(prompt)
+                except Exception as exc:
+                    failures.append(exc)
+                    return
                 self._memory[prompt] = written
                 if self.cache is not None:
                     await anyio.to_thread.run_sync(self.cache.put_many, {prompt: written})
-        return {name: self._memory[prompt] for name, prompt in prompts.items()}
+
+        async with anyio.create_task_group() as group:
+            for _ in range(min(self.concurrency, len(prompts))):
+                group.start_soon(worker)
+        if failures:
+            raise failures[0]
 
     async def _write(self, prompt: str) -> tuple[str, ...]:
         request = ChatRequest(
