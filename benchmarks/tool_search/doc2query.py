@@ -38,6 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import anyio.to_thread
 import numpy as np
 
 import bfcl
@@ -205,11 +206,13 @@ async def library_rows(sets, raw, q64):
     parsed requests: what `KeywordIndex(examples=...)` and `hybrid_index(...,
     examples=...)` rank with their default weights (no knob chosen here)."""
 
+    # In a worker thread: a text not yet cached is embedded by a model run with its own
+    # event loop (`one_thread`).
     async def embed(texts):
-        return raw(texts).tolist()
+        return (await anyio.to_thread.run_sync(raw, texts)).tolist()
 
     async def embed_q64(texts):
-        return q64(texts).tolist()
+        return (await anyio.to_thread.run_sync(q64, texts)).tolist()
 
     def minilm():
         return EmbeddingIndex(embed, query_embed=embed_q64)
