@@ -13,7 +13,7 @@ import os
 import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
@@ -23,7 +23,7 @@ import anyio.to_thread
 
 from ...core.tools import ToolDefinition
 from ._store import KeyedBlobs
-from .examples import Examples, ExampleSource, examples_for
+from .examples import Examples, check_examples, examples_for
 from .index import MAX_QUERY_CHARS, ToolIndex, document_text
 
 EmbeddingFunction: TypeAlias = Callable[[Sequence[str]], Awaitable[Sequence[Sequence[float]]]]
@@ -86,12 +86,7 @@ class EmbeddingIndex:
             raise ValueError("batch_size must be at least 1")
         if query_cache < 0:
             raise ValueError("query_cache must be at least 0")
-        if not (math.isfinite(examples_weight) and examples_weight >= 0):
-            raise ValueError("examples_weight is a non-negative number")
-        if examples is not None and not isinstance(examples, Mapping | ExampleSource):
-            raise TypeError(
-                "examples must be a mapping of tool names to requests or an ExampleSource"
-            )
+        check_examples(examples, examples_weight)
         self.embed = embed
         self.batch_size = batch_size
         self.cache = cache
@@ -109,12 +104,11 @@ class EmbeddingIndex:
 
     def with_examples(self, examples: Examples, weight: float = EXAMPLES_WEIGHT) -> EmbeddingIndex:
         """This index's settings with `examples` mixed into each tool's vector at `weight`."""
-        copy = self._configured(examples, weight)
-        copy._queries = self._queries
-        return copy
+        return self._configured(examples, weight)
 
     def _configured(self, examples: Examples | None, weight: float) -> EmbeddingIndex:
-        return EmbeddingIndex(
+        """A new index of these settings, sharing this one's remembered query vectors."""
+        configured = EmbeddingIndex(
             self.embed,
             batch_size=self.batch_size,
             cache=self.cache,
@@ -123,6 +117,8 @@ class EmbeddingIndex:
             examples=examples,
             examples_weight=weight,
         )
+        configured._queries = self._queries
+        return configured
 
     async def build(self, definitions: Sequence[ToolDefinition]) -> ToolIndex:
         """A new index holding one embedding per definition: its text's normalized
@@ -147,7 +143,6 @@ class EmbeddingIndex:
         if callable(prepare):  # the first query then waits for no model to load
             await prepare()
         built = self._configured(self.examples, self.examples_weight)
-        built._queries = self._queries
         built._names = tuple(d.name for d in catalog)
         built._vectors = vectors
         built._matrix = _as_matrix(vectors)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -55,6 +56,19 @@ Examples: TypeAlias = ToolExamples | ExampleSource
 """What an index accepts as `examples`: a mapping, or a source asked at each build."""
 
 
+_NOT_EXAMPLES = "examples must be a mapping of tool names to requests or an ExampleSource"
+
+
+def check_examples(examples: object, weight: float) -> None:
+    """What an index checks of its `examples` and `examples_weight` when configured:
+    `TypeError` unless examples is None, a mapping or an `ExampleSource`; `ValueError`
+    unless the weight is a finite non-negative number."""
+    if not (isinstance(weight, int | float) and math.isfinite(weight) and weight >= 0):
+        raise ValueError("examples_weight is a non-negative number")
+    if examples is not None and not isinstance(examples, Mapping | ExampleSource):
+        raise TypeError(_NOT_EXAMPLES)
+
+
 async def examples_for(
     examples: Examples, definitions: Sequence[ToolDefinition]
 ) -> dict[str, tuple[str, ...]]:
@@ -67,7 +81,7 @@ async def examples_for(
     elif isinstance(examples, ExampleSource):
         found = await examples.examples(definitions)
     else:
-        raise TypeError("examples must be a mapping of tool names to requests or an ExampleSource")
+        raise TypeError(_NOT_EXAMPLES)
     return cleaned_examples(found, definitions)
 
 

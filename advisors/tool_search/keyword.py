@@ -16,7 +16,7 @@ import anyio.to_thread
 from ...core.tools import ToolDefinition
 from ._bm25 import Impacts
 from ._fts5_terms import Fts5Terms, shared_terms
-from .examples import Examples, ExampleSource, cleaned_examples, examples_for
+from .examples import Examples, check_examples, cleaned_examples, examples_for
 from .index import ASCII_SEPARATORS, ToolIndex, document_parts, joined_words, words
 
 _MAX_TERMS = 64
@@ -83,12 +83,7 @@ class KeywordIndex:
     ) -> None:
         if len(weights) != 3 or not all(_weight(w) for w in weights):
             raise ValueError("weights are three non-negative numbers: name, description, params")
-        if not _weight(examples_weight):
-            raise ValueError("examples_weight is a non-negative number")
-        if examples is not None and not isinstance(examples, Mapping | ExampleSource):
-            raise TypeError(
-                "examples must be a mapping of tool names to requests or an ExampleSource"
-            )
+        check_examples(examples, examples_weight)
         self.weights = weights
         self.examples = examples
         self.examples_weight = examples_weight
