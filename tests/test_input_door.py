@@ -178,7 +178,7 @@ def test_developer_is_a_system_message_and_errors_name_the_index() -> None:
 @pytest.mark.anyio
 async def test_a_single_message_object_is_a_prompt() -> None:
     model = ScriptedChatModel(["ok"])
-    await Chain(model=model).call(UserMessage(content="hi"))  # type: ignore[arg-type]
+    await Chain(model=model).call(UserMessage(content="hi"))
     assert model.requests[0].messages == (UserMessage(content="hi"),)
 
 
@@ -273,7 +273,7 @@ def test_leaving_stream_sync_early_closes_the_turn() -> None:
     closed: list[str] = []
 
     class Slow(ScriptedChatModel):
-        async def stream(self, request: Any) -> Any:  # type: ignore[override]
+        async def stream(self, request: Any) -> Any:
             try:
                 for word in ("a ", "b ", "c"):
                     yield TextDelta(word)
