@@ -20,6 +20,7 @@ import pytest
 from advisorchain import Chain, ToolCall, ToolCallingAdvisor, tool
 from advisorchain.cli_commands import StatusLine, default_by, stream_turn
 from advisorchain.providers import ScriptedChatModel
+
 from postgres_support import drop_approval_tables, drop_tables
 
 APP = textwrap.dedent(
