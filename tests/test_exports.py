@@ -95,6 +95,8 @@ ADVISORS = {
     "DeferredApprover",
     "EmbeddingIndex",
     "ExponentialBackoff",
+    "GuardrailAdvisor",
+    "GuardrailTripped",
     "HybridIndex",
     "InMemoryApprovalStore",
     "InMemoryBudgetStore",
@@ -131,6 +133,7 @@ ADVISORS = {
     "ToolRetryAdvisor",
     "ToolSearchAdvisor",
     "TracingAdvisor",
+    "model_judge",
     "trim_history",
 }
 
