@@ -152,15 +152,15 @@ async def run_evals(
     cases: Iterable[EvalCase],
     *,
     concurrency: int = 4,
-    timeout: float | None = None,
+    case_timeout: float | None = None,
 ) -> EvalReport:
     """Run each case as one `chain.call`, at most `concurrency` at once, and judge it.
 
-    A case whose turn raises (or exceeds `timeout` seconds) fails with the error's type
+    A case whose turn raises (or takes over `case_timeout` seconds) fails with the error's type
     and message as its failure; the other cases go on. Results keep the cases' order.
     """
     require_number(concurrency, "concurrency", minimum=1, integer=True)
-    require_number(timeout, "timeout", positive=True, optional=True)
+    require_number(case_timeout, "case_timeout", positive=True, optional=True)
     listed = tuple(cases)
     names = [c.name for c in listed]
     if len(set(names)) != len(names):
@@ -171,7 +171,7 @@ async def run_evals(
 
     async def one(index: int, case: EvalCase) -> None:
         async with limiter:
-            results[index] = await _run_case(chain, case, timeout)
+            results[index] = await _run_case(chain, case, case_timeout)
 
     async with anyio.create_task_group() as tasks:
         for index, case in enumerate(listed):
@@ -180,14 +180,14 @@ async def run_evals(
     return EvalReport(done, time.perf_counter() - started)
 
 
-async def _run_case(chain: Chain, case: EvalCase, timeout: float | None) -> CaseResult:
+async def _run_case(chain: Chain, case: EvalCase, limit: float | None) -> CaseResult:
     started = time.perf_counter()
     try:
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(limit):
             response = await chain.call(case.input, tool_context=case.tool_context)
     except Exception as exc:
         seconds = time.perf_counter() - started
-        message = str(exc)[:200] if not isinstance(exc, TimeoutError) else f"over {timeout}s"
+        message = str(exc)[:200] if not isinstance(exc, TimeoutError) else f"over {limit}s"
         failure = f"error: {type(exc).__name__}: {message}"
         return CaseResult(case, (failure,), None, seconds, error=exc)
     seconds = time.perf_counter() - started

@@ -151,7 +151,7 @@ async def test_a_timeout_fails_only_its_case() -> None:
     report = await run_evals(
         Chain(model=Stuck([])),
         [EvalCase("stuck", "stuck"), EvalCase("fine", "hello", expected_facts=["fine"])],
-        timeout=0.05,
+        case_timeout=0.05,
     )
     assert report.results[0].failures == ("error: TimeoutError: over 0.05s",)
     assert report.results[1].passed
@@ -159,7 +159,7 @@ async def test_a_timeout_fails_only_its_case() -> None:
 
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(TypeError, match="must be a list, not a string"):
-        EvalCase("x", "hi", forbidden="secret")  # type: ignore[arg-type]
+        EvalCase("x", "hi", forbidden="secret")
     with pytest.raises(ValueError, match="unique"):
         anyio.run(run_evals, make_chain(), [EvalCase("a", "hi"), EvalCase("a", "hi")])
     with pytest.raises(ValueError, match="at least 1"):

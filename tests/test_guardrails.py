@@ -4,8 +4,10 @@ bypassed the guardrails)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import inspect
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
+from typing import cast
 
 import pytest
 
@@ -157,7 +159,8 @@ async def test_on_a_stream_the_text_waits_for_the_verdict() -> None:
 
     class Model(ScriptedChatModel):
         async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-            async with aclosing(super().stream(request)) as events:
+            upstream = cast(AsyncGenerator[StreamEvent, None], super().stream(request))
+            async with aclosing(upstream) as events:
                 async for event in events:
                     if isinstance(event, TextDelta):
                         order.append("model yielded text")
@@ -215,7 +218,9 @@ async def test_a_model_judge_trips_with_its_reason(path: str) -> None:
 @pytest.mark.anyio
 async def test_a_judge_that_answers_otherwise_trips_fail_closed() -> None:
     judge = model_judge(ScriptedChatModel(["Looks fine to me!"]), "Be nice.")
-    assert await judge("hello") == "the judge's answer was neither PASS nor FAIL"
+    verdict = judge("hello")
+    assert inspect.isawaitable(verdict)
+    assert await verdict == "the judge's answer was neither PASS nor FAIL"
 
 
 @pytest.mark.anyio
