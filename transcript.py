@@ -21,7 +21,7 @@ from typing import IO, Any, TypeAlias
 from .advisors.redaction import RedactionAdvisor, RedactionRule
 from .core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from .core.parts import DocumentPart, ImagePart, ReasoningPart, TextPart
-from .core.prompt import to_messages
+from .core.prompt import OpenAIMessage, to_messages
 from .core.response import ChatResponse
 
 Redact: TypeAlias = RedactionAdvisor | Iterable[str | RedactionRule] | None
@@ -44,7 +44,7 @@ _UNSET: Any = object()
 
 
 def format_transcript(
-    source: ChatResponse | Sequence[Message] | Message,
+    source: ChatResponse | Sequence[Message | OpenAIMessage] | Message | OpenAIMessage,
     *,
     color: bool = False,
     redact: Redact = _UNSET,
@@ -70,7 +70,7 @@ def format_transcript(
 
 
 def print_transcript(
-    source: ChatResponse | Sequence[Message] | Message,
+    source: ChatResponse | Sequence[Message | OpenAIMessage] | Message | OpenAIMessage,
     *,
     file: IO[str] | None = None,
     color: bool | None = None,

@@ -11,6 +11,7 @@ from advisorchain import (
     AssistantMessage,
     Chain,
     ImagePart,
+    Message,
     TextPart,
     ToolCall,
     ToolCallingAdvisor,
@@ -74,7 +75,7 @@ async def test_a_suspended_turn_shows_what_waits() -> None:
 
 def test_secrets_are_redacted_in_text_and_arguments_unless_told_otherwise() -> None:
     key = "sk-proj-abcdefghijklmnopqrstuvwx"
-    messages = [
+    messages: list[Message] = [
         AssistantMessage(
             tool_calls=(ToolCall.from_arguments("pay", {"card": "4242 4242 4242 4242"}, id="c"),)
         ),

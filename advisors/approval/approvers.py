@@ -13,6 +13,7 @@ import anyio
 import anyio.to_thread
 
 from ...core._arguments import ArgumentsError, parse_arguments
+from ...core._checks import require_callable
 from .types import ApprovalCall, ApprovalRequest, Approve, Decision, Decisions, Defer, Reject
 
 
@@ -48,6 +49,7 @@ class CallbackApprover:
         name: str = "",
         run_inline: bool = False,
     ) -> None:
+        require_callable(fn, "CallbackApprover's function", "fn(request) -> decisions")
         self.fn = fn
         self.name = name or str(getattr(fn, "__name__", "callback"))
         self.run_inline = run_inline
