@@ -67,7 +67,8 @@ class GuardrailAdvisor(Advisor):
     2. Call `next` (the tool loop and the model).
     3. Output: each of `output_checks` reads the final answer's text (not a turn waiting
        for approval, nor an answer that is tool calls). One trips: raise
-       `GuardrailTripped("output", ...)` or replace the answer by `replacement`.
+       `GuardrailTripped("output", ...)` or replace the answer by `replacement` (and drop
+       a structured `output` validated from the answer that tripped).
 
     On `stream` the output checks run on the whole answer, so the text is held back: every
     `TextDelta`, `ReasoningDelta`, `AnswerDiscarded` and `ToolProgress` carrying such an
@@ -188,7 +189,8 @@ class GuardrailAdvisor(Advisor):
             return response
         self._raise_unless_replacing("output", *tripped)
         replaced = response.with_message(AssistantMessage(content=self.replacement))
-        return _with_finish_reason(replaced, "content_filter")
+        # the structured output was read from the answer that tripped: it goes with it
+        return replace(replaced, finish_reason="content_filter", output=None)
 
     async def _first_trip(self, checks: tuple[Check, ...], text: str) -> tuple[str, str] | None:
         for check in checks:
@@ -254,10 +256,6 @@ def _carries_text(event: StreamEvent) -> bool:
 
 def _name(check: object) -> str:
     return str(getattr(check, "__name__", None) or type(check).__name__)
-
-
-def _with_finish_reason(response: ChatResponse, reason: str) -> ChatResponse:
-    return replace(response, finish_reason=reason)
 
 
 __all__ = [

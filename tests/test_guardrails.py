@@ -280,3 +280,29 @@ def test_it_refuses_a_place_inside_the_tool_loop_and_bad_arguments() -> None:
         GuardrailAdvisor(input_checks=["no cards"])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="on_trip"):
         GuardrailAdvisor(input_checks=[no_card_numbers], on_trip="log")  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+@PATHS
+async def test_a_replaced_answer_drops_the_structured_output_read_from_it(path: str) -> None:
+    from pydantic import BaseModel
+
+    from advisorchain.advisors import StructuredOutputAdvisor
+
+    class Deal(BaseModel):
+        vendor: str
+
+    guard = GuardrailAdvisor(output_checks=[no_competitors], on_trip="replace")
+    chain = Chain(
+        [guard, StructuredOutputAdvisor(Deal)],
+        model=ScriptedChatModel(['{"vendor": "AcmeCorp"}']),
+    )
+    if path == "call":
+        response = await chain.call("best vendor?")
+    else:
+        events = [e async for e in chain.stream("best vendor?")]
+        completed = events[-1]
+        assert isinstance(completed, ResponseCompleted)
+        response = completed.response
+    assert response.text == "Sorry, I can't help with that."
+    assert response.output is None
