@@ -322,6 +322,9 @@ async def approvals_command(args: argparse.Namespace, out: IO[str], err: IO[str]
     if record is None:
         err.write(f"advisorchain: no pending approval {args.id!r}\n")
         return 1
+    if record.status == "completed":
+        err.write(f"advisorchain: approval {args.id!r} was already decided and resumed\n")
+        return 1
     decisions = _decisions(record, args)
     for call in record.calls:
         decision = decisions[call.id]

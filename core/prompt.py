@@ -1,9 +1,9 @@
 """What `Chain.call` and `Chain.stream` accept, checked at the door.
 
-A prompt is a user message's text, one message or a transcript (advisorchain messages
-and/or OpenAI-style message dicts), or a whole `ChatRequest`. Anything else is an
-`InvalidPromptError` naming what was given and what is expected, before any link or
-model sees it.
+A prompt is a user message's text, one message or a transcript (a list, tuple or iterator
+of advisorchain messages and/or OpenAI-style message dicts), or a whole `ChatRequest`.
+Anything else is an `InvalidPromptError` naming what was given and what is expected,
+before any link or model sees it.
 
 OpenAI-style dicts (`{"role": "user", "content": "hi"}`, as the Chat Completions API
 takes them) are converted strictly by `from_openai_messages`: every key must be one the
@@ -22,7 +22,7 @@ shape. Roles:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from pydantic import ValidationError
@@ -42,7 +42,14 @@ from .request import ChatRequest
 OpenAIMessage: TypeAlias = Mapping[str, Any]
 """An OpenAI-style chat message: a dict with `role` and `content` (and more by role)."""
 
-Prompt: TypeAlias = str | Message | OpenAIMessage | Sequence[Message | OpenAIMessage] | ChatRequest
+Prompt: TypeAlias = (
+    str
+    | Message
+    | OpenAIMessage
+    | Sequence[Message | OpenAIMessage]
+    | Iterator[Message | OpenAIMessage]
+    | ChatRequest
+)
 """What `Chain.call` accepts: a user message's text, one message or a transcript
 (advisorchain messages and/or OpenAI-style dicts), or a whole request."""
 
@@ -78,7 +85,7 @@ def to_messages(prompt: object) -> tuple[Message, ...]:
         return (prompt,)
     if isinstance(prompt, Mapping):
         return from_openai_messages([prompt])
-    if isinstance(prompt, (bytes, bytearray)) or not isinstance(prompt, Sequence):
+    if isinstance(prompt, (bytes, bytearray)) or not isinstance(prompt, (Sequence, Iterator)):
         raise InvalidPromptError(f"{_EXPECTED}; got {_describe(prompt)}")
     items = tuple(prompt)
     if all(type(m) in _MESSAGE_TYPES for m in items):

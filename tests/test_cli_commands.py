@@ -178,7 +178,8 @@ def test_approve_from_the_cli_resumes_the_turn_audited(cli: Cli) -> None:
     assert pending not in cli("approvals", "list", *cli.store("approvals")).stdout
 
     again = cli("approvals", "approve", pending, "--chain", "refunds_app:chain")
-    assert again.returncode == 1 and "already" in again.stderr.lower()
+    assert again.returncode == 1 and "already decided" in again.stderr
+    assert "approved:" not in again.stderr  # nothing claims to have been decided
 
     conversation = cli("conversation", "show", "c-42", *cli.store("memory"))
     assert conversation.returncode == 0, conversation.stderr

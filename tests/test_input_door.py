@@ -190,6 +190,16 @@ def test_developer_is_a_system_message_and_errors_name_the_index() -> None:
 
 
 @pytest.mark.anyio
+async def test_an_iterator_of_messages_is_a_prompt_but_a_set_is_not() -> None:
+    model = ScriptedChatModel(["ok"])
+    chain = Chain(model=model)
+    await chain.call(iter([{"role": "user", "content": "hi"}]))
+    assert model.requests[0].messages == (UserMessage(content="hi"),)
+    with pytest.raises(InvalidPromptError, match="got set"):
+        await chain.call({UserMessage(content="hi")})  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
 async def test_a_single_message_object_is_a_prompt() -> None:
     model = ScriptedChatModel(["ok"])
     await Chain(model=model).call(UserMessage(content="hi"))
