@@ -139,6 +139,22 @@ def test_run_streams_the_answer_of_a_prompt(cli: Cli) -> None:
     assert "\x1b" not in done.stderr  # no status line when stderr is not a terminal
 
 
+def test_run_can_force_the_status_line_and_print_the_transcript(tmp_path: Path) -> None:
+    (tmp_path / "refunds_app.py").write_text(APP, encoding="utf-8")
+    cli = Cli(tmp_path, f"sqlite:{tmp_path / 'app.db'}", "advisorchain_")
+    done = cli("run", "refunds_app:chain", "-p", "hello", "--status", "--transcript")
+    assert done.returncode == 0, done.stderr
+    # (text mode reads the carriage returns as newlines)
+    assert "\n\x1b[2K… waiting for the model (" in done.stderr
+    assert done.stderr.endswith("\n\x1b[2K")  # cleared before the answer
+    lines = done.stdout.splitlines()
+    assert lines[:2] == [
+        "You said: hello (1 user messages)",
+        "assistant: You said: hello (1 user messages)",
+    ]
+    assert lines[2].startswith("-- finish: stop · ") and len(lines) == 3
+
+
 def test_run_reads_the_prompt_from_standard_input(cli: Cli) -> None:
     done = cli("run", "refunds_app:chain", stdin="from a pipe\n")
     assert done.returncode == 0, done.stderr
