@@ -34,7 +34,9 @@ from advisorchain import (
 )
 from advisorchain.advisors import (
     ApprovalAdvisor,
+    BudgetAdvisor,
     CallbackApprover,
+    ConsoleApprover,
     DeferredApprover,
     ExponentialBackoff,
     InMemoryApprovalStore,
@@ -259,6 +261,25 @@ BAD_CONSTRUCTORS: list[tuple[Callable[[], object], type[Exception] | None, str]]
     (lambda: ScriptedChatModel("hello"), TypeError, r"ScriptedChatModel\(\['hello'\]\)"),
     (lambda: ChatOptions(temperature="hot"), TypeError, "temperature must be a number"),  # type: ignore[arg-type]
     (lambda: ChatOptions(max_tokens=0), ValueError, "max_tokens must be at least 1"),
+    (lambda: ConsoleApprover(input_fn="y"), TypeError, "input_fn must be a callable"),  # type: ignore[arg-type]
+    (lambda: ToolCallingAdvisor(max_calls="9"), TypeError, "max_calls must be an integer"),  # type: ignore[arg-type]
+    (
+        lambda: ToolCallingAdvisor(tool_limits={"refund": "1"}),  # type: ignore[dict-item]
+        TypeError,
+        r"tool_limits\['refund'\] must be an integer",
+    ),
+    (lambda: ToolCallingAdvisor(tool_timeout=-1), ValueError, "tool_timeout must be positive"),
+    (lambda: BudgetAdvisor(max_total_tokens="5k"), TypeError, "max_total_tokens must be a number"),  # type: ignore[arg-type]
+    (
+        lambda: Chain(model=ScriptedChatModel([])).as_tool("t", "d", max_depth="3"),  # type: ignore[arg-type]
+        TypeError,
+        "max_depth must be an integer",
+    ),
+    (
+        lambda: Chain(model=ScriptedChatModel([])).as_tool("t", "d", parameters="x"),  # type: ignore[arg-type]
+        ChainConfigurationError,
+        "parameters must be a JSON schema",
+    ),
     (lambda: InMemoryApprovalStore(), None, ""),  # a valid one, for contrast
 ]
 

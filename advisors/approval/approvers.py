@@ -115,6 +115,7 @@ class ConsoleApprover:
         output: TextIO | None = None,
         user: str = "console",
     ) -> None:
+        require_callable(input_fn, "input_fn", "input_fn() -> the typed answer")
         self.input_fn = input_fn
         self.output = output
         self.user = user
