@@ -61,6 +61,8 @@ async def test_lists_dataclasses_and_typeddicts_are_typed_too() -> None:
     assert_type(found, list[Point])
     assert_type(found[0].x, int)
     assert found[0].x == 1
+    assert_type(response.output_as(list[Point]), list[Point])
+    assert response.output_as(list[Point]) == found
 
     person = StructuredOutputAdvisor(Person)
     chain = Chain([person], model=ScriptedChatModel(['{"name": "Ada", "age": 36}']))
