@@ -38,11 +38,12 @@ from .advisors.approval import (
     SQLiteApprovalStore,
 )
 from .advisors.memory import ChatMemoryStore, PostgresChatMemoryStore, SQLiteChatMemoryStore
+from .advisors.redaction import RedactionAdvisor
 from .core.chain import Chain
 from .core.events import ResponseCompleted, TextDelta, ToolCallFinished, ToolCallStarted
 from .core.messages import Message, UserMessage
 from .core.response import ChatResponse
-from .transcript import format_transcript, supports_color
+from .transcript import SECRET_RULES, format_transcript, supports_color
 
 
 class UsageError(Exception):
@@ -290,8 +291,17 @@ def _when(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _secret_free(text: str) -> str:
+    """`text` with the secrets a transcript hides (API keys, card numbers) redacted."""
+    return _SECRETS.redact(text)
+
+
+_SECRETS = RedactionAdvisor(SECRET_RULES, apply_to=("answer",))
+
+
 def _call_text(name: str, arguments: Any) -> str:
-    return f"{name}({json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True)})"
+    text = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True, default=str)
+    return _secret_free(f"{name}({text})")
 
 
 def _store_of(args: argparse.Namespace) -> ApprovalStore:
@@ -402,7 +412,10 @@ async def _show(store: ApprovalStore, args: argparse.Namespace, out: IO[str]) ->
         out.write("audit:\n")
         for entry in audit:
             edited = (
-                f" to {json.dumps(dict(entry.edited_arguments), sort_keys=True)}"
+                " to "
+                + _secret_free(
+                    json.dumps(dict(entry.edited_arguments), sort_keys=True, default=str)
+                )
                 if entry.edited_arguments is not None
                 else ""
             )

@@ -311,3 +311,35 @@ def test_decided_by_defaults_to_the_login_name(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("LOGNAME", "carol")
     monkeypatch.setenv("USER", "carol")
     assert default_by() == "cli:carol"
+
+
+def test_listed_and_shown_arguments_have_their_secrets_redacted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from advisorchain.advisors import ApprovalAdvisor, DeferredApprover, SQLiteApprovalStore
+    from advisorchain.cli import run as cli_run
+
+    @tool(requires_approval=True)
+    def charge(card: str) -> str:
+        """Charge a card."""
+        return "charged"
+
+    database = tmp_path / "approvals.db"
+    chain = Chain(
+        [
+            ToolCallingAdvisor(),
+            ApprovalAdvisor(DeferredApprover(), store=SQLiteApprovalStore(database)),
+        ],
+        model=ScriptedChatModel(
+            [ToolCall.from_arguments("charge", {"card": "4242 4242 4242 4242"}, id="c1")]
+        ),
+        tools=[charge],
+    )
+    pending = chain.call_sync("charge my card")
+    assert pending.pending_approval is not None
+    assert cli_run(["approvals", "list", "--store", f"sqlite:{database}"]) == 0
+    approval_id = pending.pending_approval.id
+    assert cli_run(["approvals", "show", approval_id, "--store", f"sqlite:{database}"]) == 0
+    shown = capsys.readouterr().out
+    assert "4242 4242" not in shown
+    assert shown.count("[REDACTED:card]") >= 3  # listed, the call shown, the transcript
