@@ -47,7 +47,7 @@ from advisorchain.advisors import (
     ToolResultCacheAdvisor,
     ToolRetryAdvisor,
 )
-from advisorchain.providers import ScriptedChatModel
+from advisorchain.providers import OpenAIChatModel, ScriptedChatModel, model_from_name
 
 
 @tool
@@ -280,6 +280,23 @@ BAD_CONSTRUCTORS: list[tuple[Callable[[], object], type[Exception] | None, str]]
         ChainConfigurationError,
         "parameters must be a JSON schema",
     ),
+    (
+        lambda: OpenAIChatModel("gpt-4.1", api_key="sk-test", timeout="5"),  # type: ignore[arg-type]
+        TypeError,
+        "timeout .* must be a number",
+    ),
+    (
+        lambda: OpenAIChatModel("gpt-4.1", api_key="sk-test", max_retries=-1),
+        ValueError,
+        "max_retries must be at least 0",
+    ),
+    (
+        lambda: OpenAIChatModel("gpt-4.1", api_key="sk-test", headers="x"),  # type: ignore[arg-type]
+        TypeError,
+        "headers must be a mapping",
+    ),
+    (lambda: OpenAIChatModel("gpt-4.1", base_url=3), TypeError, "base_url must be a URL"),  # type: ignore[arg-type]
+    (lambda: model_from_name(3), TypeError, "a model name is a string"),  # type: ignore[arg-type]
     (lambda: InMemoryApprovalStore(), None, ""),  # a valid one, for contrast
 ]
 
