@@ -54,6 +54,7 @@ Prompt: TypeAlias = (
 (advisorchain messages and/or OpenAI-style dicts), or a whole request."""
 
 _MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+_EXACT_TYPES = frozenset(_MESSAGE_TYPES)
 
 _EXPECTED = (
     "a prompt is the user's text (str), a message (UserMessage(...) or an OpenAI-style "
@@ -79,6 +80,16 @@ def _describe(value: object) -> str:
 def to_messages(prompt: object) -> tuple[Message, ...]:
     """The messages of a prompt that is not a `ChatRequest`; `InvalidPromptError` if it is
     not a prompt at all."""
+    kind = type(prompt)
+    if kind is str:
+        return (UserMessage(content=prompt),)  # type: ignore[arg-type]
+    if kind is list or kind is tuple:  # exact types first: pydantic's isinstance is slow
+        items: tuple[Any, ...] = tuple(prompt)  # type: ignore[arg-type]
+        if _EXACT_TYPES.issuperset(map(type, items)):
+            return items  # the common case: a transcript of messages, nothing to convert
+        return _transcript(items)
+    if kind in _EXACT_TYPES:
+        return (prompt,)  # type: ignore[return-value]
     if isinstance(prompt, str):
         return (UserMessage(content=prompt),)
     if isinstance(prompt, _MESSAGE_TYPES):
@@ -87,9 +98,11 @@ def to_messages(prompt: object) -> tuple[Message, ...]:
         return from_openai_messages([prompt])
     if isinstance(prompt, (bytes, bytearray)) or not isinstance(prompt, (Sequence, Iterator)):
         raise InvalidPromptError(f"{_EXPECTED}; got {_describe(prompt)}")
-    items = tuple(prompt)
-    if all(type(m) in _MESSAGE_TYPES for m in items):
-        return items  # the common case: a transcript of messages, nothing to convert
+    return _transcript(tuple(prompt))
+
+
+def _transcript(items: tuple[Any, ...]) -> tuple[Message, ...]:
+    """A list's items as messages: each a message or an OpenAI-style dict."""
     for index, item in enumerate(items):
         if isinstance(item, str):
             raise InvalidPromptError(
