@@ -23,9 +23,17 @@ from ...core.messages import ToolCall
 from ...core.request import ChatRequest
 from ...core.subchain import SUBCHAIN_APPROVAL
 from ...core.suspension import Suspension, SuspensionHandler
-from ...core.tools import Tool
+from ...core.tools import InvalidToolArguments, Tool, ValidatedArguments
 from .approvers import Approver, DeferredApprover
-from .resume import allow, options_to_dict, rejected, remember, resume_turn
+from .resume import (
+    allow,
+    edited_result,
+    options_to_dict,
+    rejected,
+    remember,
+    remembered_arguments,
+    resume_turn,
+)
 from .sqlite_store import SQLiteApprovalStore
 from .store import ApprovalStore, InMemoryApprovalStore
 from .types import (
@@ -41,6 +49,7 @@ from .types import (
     arguments_fingerprint,
     audit_record,
     canonical_arguments,
+    json_arguments,
 )
 
 Policy: TypeAlias = Callable[[Tool, Mapping[str, Any], ToolContext], "bool | Mapping[str, Any]"]
@@ -264,9 +273,11 @@ class ApprovalAdvisor(Advisor):
             )
         if isinstance(decision, Reject):
             return rejected(decision.reason)
-        if decision.arguments is not None:
-            invocation = invocation.with_arguments(decision.arguments)
-        return self._waiting(turn, invocation, await next(invocation))
+        if decision.arguments is None:
+            return self._waiting(turn, invocation, await next(invocation))
+        edited = invocation.with_arguments(decision.arguments)
+        result = self._waiting(turn, edited, await next(edited))
+        return edited_result(result, invocation.arguments, edited.arguments)
 
     def _waiting(
         self, turn: TurnApprovals, invocation: ToolInvocation, result: ToolResult
@@ -279,7 +290,7 @@ class ApprovalAdvisor(Advisor):
             id=invocation.call.id,
             name=invocation.name,
             description=invocation.tool.description,
-            arguments=dict(invocation.arguments),
+            arguments=json_arguments(invocation.arguments),
             details={SUBCHAIN_APPROVAL: result.suspension.id},
         )
         if turn.on_suspend is None:
@@ -402,6 +413,7 @@ class ApprovalAdvisor(Advisor):
         for item in asked:
             decision = decisions[item.id]
             if isinstance(decision, Approve) and decision.remember is not None:
+                decision = remembered_arguments(request.find_tool(item.name), decision)
                 await remember(self.store, item, decision, conversation_id, approver)
         return decisions, shown
 
@@ -460,10 +472,10 @@ class ApprovalAdvisor(Advisor):
         else:
             request = invocation.request
             found = request.find_tool(call.name)
-            parsed = _arguments(call)
-            if found is None or parsed is None:
-                return None
-            tool, arguments = found, parsed
+            checked = _checked_arguments(found, call)
+            if found is None or checked is None:
+                return None  # the loop answers it with an error: it does not run
+            tool, arguments = found, checked
             context = ToolContext(
                 request.tool_context,
                 call_id=call.id,
@@ -477,7 +489,7 @@ class ApprovalAdvisor(Advisor):
             id=call.id,
             name=tool.name,
             description=tool.description,
-            arguments=dict(arguments),
+            arguments=json_arguments(arguments),
             details=dict(details),
         )
 
@@ -492,7 +504,7 @@ class ApprovalAdvisor(Advisor):
             id=invocation.call.id,
             name=invocation.name,
             description=invocation.tool.description,
-            arguments=dict(invocation.arguments),
+            arguments=json_arguments(invocation.arguments),
         )
         refusal = Reject(ARGUMENTS_CHANGED, by=_FAIL_CLOSED)
         await self.store.record(
@@ -589,12 +601,24 @@ def _arguments(call: ToolCall) -> dict[str, Any] | None:
     return parse_argument_object(call.arguments)
 
 
+def _checked_arguments(tool: Tool | None, call: ToolCall) -> ValidatedArguments | None:
+    """The validated arguments of `call` to `tool`, or `None` if it cannot run."""
+    parsed = _arguments(call)
+    if tool is None or parsed is None:
+        return None
+    try:
+        return tool.check_arguments(parsed)
+    except InvalidToolArguments:
+        return None
+
+
 def _describe(request: ChatRequest, call: ToolCall) -> ApprovalCall:
     """An `ApprovalCall` for a pending call this advisor did not defer itself."""
     tool = request.find_tool(call.name)
+    checked = _checked_arguments(tool, call)
     return ApprovalCall(
         id=call.id,
         name=call.name,
         description=tool.description if tool is not None else "",
-        arguments=_arguments(call) or {},
+        arguments=json_arguments(checked) if checked is not None else _arguments(call) or {},
     )
