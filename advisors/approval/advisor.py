@@ -376,7 +376,7 @@ class ApprovalAdvisor(Advisor):
         decisions: dict[str, Decision] = {}
         asked = items
         if items and conversation_id is not None:
-            asked = await self._apply_rules(items, conversation_id, decisions)
+            asked = await self._apply_rules(items, conversation_id, decisions, request)
         if asked:
             approval = ApprovalRequest(calls=tuple(asked), conversation_id=conversation_id)
             decisions.update(await self._consult(approval))
@@ -418,16 +418,22 @@ class ApprovalAdvisor(Advisor):
         return decisions, shown
 
     async def _apply_rules(
-        self, items: list[ApprovalCall], conversation_id: str, decisions: dict[str, Decision]
+        self,
+        items: list[ApprovalCall],
+        conversation_id: str,
+        decisions: dict[str, Decision],
+        request: ChatRequest,
     ) -> list[ApprovalCall]:
         """Approve the calls a standing rule of the conversation allows (into `decisions`);
-        the calls left for the approver."""
+        the calls left for the approver. A rule's arguments count as the tool validates
+        them (defaults filled in, `"150"` for an `int` as `150`), as a call's do."""
         rules = await self.store.rules(conversation_id)
         if not rules:
             return items
         left = []
         for item in items:
-            rule = next((r for r in rules if r.allows(item.name, item.arguments)), None)
+            tool = request.find_tool(item.name)
+            rule = next((r for r in rules if _rule_allows(r, item, tool)), None)
             if rule is None:
                 left.append(item)
             else:
@@ -599,6 +605,19 @@ def _name(approver: Approver) -> str:
 
 def _arguments(call: ToolCall) -> dict[str, Any] | None:
     return parse_argument_object(call.arguments)
+
+
+def _rule_allows(rule: StandingRule, item: ApprovalCall, tool: Tool | None) -> bool:
+    """Whether `rule` allows the call `item` (validated arguments) of `tool`."""
+    if rule.allows(item.name, item.arguments):
+        return True
+    if rule.arguments is None or tool is None or not rule.allows(item.name, rule.arguments):
+        return False  # another tool's, or revoked
+    try:
+        checked = tool.check_arguments(rule.arguments)
+    except InvalidToolArguments:
+        return False
+    return arguments_fingerprint(checked) == item.fingerprint
 
 
 def _checked_arguments(tool: Tool | None, call: ToolCall) -> ValidatedArguments | None:
