@@ -18,8 +18,10 @@ from advisorchain import (
     Advisor,
     Chain,
     ChatResponse,
+    ImagePart,
     ResponseCompleted,
     StreamEvent,
+    TextPart,
     Tool,
     ToolCall,
     ToolCallFinished,
@@ -42,6 +44,7 @@ from advisorchain.advisors import (
     Reject,
     SQLiteChatMemoryStore,
 )
+from advisorchain.advisors.approval.resume import EDITED_ARGUMENTS, edited_result
 from advisorchain.advisors.memory.store import ChatMemoryStore
 from advisorchain.core.tools import ValidatedArguments
 from advisorchain.providers import ScriptedChatModel
@@ -210,11 +213,16 @@ async def test_hooks_see_read_only_validated_values_and_the_tool_runs_them(
 async def test_a_schema_tool_refuses_what_does_not_fit_before_any_hook(streamed: bool) -> None:
     ran: list[Any] = []
     policy = AmountPolicy()
+
+    def record(arguments: dict[str, Any], context: Any) -> str:
+        ran.append(arguments["amount"])
+        return "done"
+
     pay = Tool(
         "transfer",
         "Send money.",
         {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]},
-        lambda arguments, context: ran.append(arguments["amount"]) or "done",
+        record,
     )
     model = ScriptedChatModel([[ToolCall.from_arguments("transfer", {"amount": "150"})], "ok"])
     chain = Chain([ToolCallingAdvisor(), policy], model=model, tools=[pay])
@@ -401,3 +409,33 @@ async def test_an_edit_to_the_same_values_adds_no_note(streamed: bool) -> None:
     )
     response, _ = await turn(chain, "pay", streamed)
     assert tool_messages(response)[0].text == "transfer done"
+
+
+@pytest.mark.issue32(2)
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_an_edit_that_does_not_fit_is_refused_and_says_so(streamed: bool) -> None:
+    ledger = Ledger(requires_approval=True)
+    approvals = ApprovalAdvisor(CallbackApprover(lambda r: [Approve(arguments={"amount": "x"})]))
+    call = ToolCall.from_arguments("transfer", {"amount": 500}, id="t1")
+    chain = Chain(
+        [ToolCallingAdvisor(), approvals],
+        model=ScriptedChatModel([[call], "ok"]),
+        tools=[ledger.transfer],
+    )
+    response, _ = await turn(chain, "pay", streamed)
+    [result] = tool_messages(response)
+    assert ledger.sent == [] and result.is_error
+    assert result.text.startswith(
+        'Note: the approver changed the arguments of this call to {"amount": "x"}'
+    )
+    assert "invalid arguments for 'transfer'" in result.text
+
+
+@pytest.mark.issue32(2)
+def test_an_edited_result_with_parts_leads_with_the_note() -> None:
+    parts = (TextPart(text="chart"), ImagePart(data=b"\x89PNG", media_type="image/png"))
+    edited = edited_result(ToolResult(content=parts), {"n": 1}, {"n": 2})
+    assert isinstance(edited.content, tuple) and edited.content[1:] == parts
+    first = edited.content[0]
+    assert isinstance(first, TextPart) and first.text.endswith('to {"n": 2} (not those you sent).')
+    assert edited.metadata == {EDITED_ARGUMENTS: {"n": 2}}

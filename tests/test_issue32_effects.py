@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -19,6 +19,7 @@ except ImportError:  # pragma: no cover - only without the extra
 
 from advisorchain import (
     Chain,
+    ChatModel,
     ChatResponse,
     ResponseCompleted,
     StreamEvent,
@@ -157,7 +158,7 @@ def fallback(account: Account, first_call: ToolCall) -> FallbackModel:
         model=ScriptedChatModel([first_call, "done by the backup"]),
         tools=account.tools,
     )
-    return FallbackModel([primary, backup])
+    return FallbackModel([cast(ChatModel, primary), cast(ChatModel, backup)])
 
 
 async def run_model(model: FallbackModel, streamed: bool) -> str:

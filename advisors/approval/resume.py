@@ -80,7 +80,7 @@ def edited_result(
     if isinstance(result.content, str):
         content = f"{note}\n{result.content}"
     else:
-        content = (TextPart(note), *result.content)
+        content = (TextPart(text=note), *result.content)
     metadata = {**result.metadata, EDITED_ARGUMENTS: shown}
     return replace(result, content=content, metadata=metadata)
 
