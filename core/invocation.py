@@ -83,7 +83,9 @@ class ToolInvocation:
         raises `InvalidToolArguments` when they do not fit the tool's schema."""
         arguments = self.arguments
         if type(arguments) is ValidatedArguments and arguments.tool is self.tool:
-            return self
+            if self.validated is arguments.validated:
+                return self
+            return replace(self, validated=arguments.validated)
         checked = self.tool.check_arguments(arguments)
         return replace(self, arguments=checked, validated=checked.validated)
 

@@ -415,11 +415,15 @@ class ToolCallingManager:
     async def invoke(self, invocation: ToolInvocation) -> ToolResult:
         """Run one invocation's tool (the innermost step below every `call_tool` hook)."""
         tool = invocation.tool
-        checked = _checked(invocation)
-        if isinstance(checked, ToolResult):
-            return checked
-        invocation = checked
-        validated = invocation.validated
+        arguments = invocation.arguments
+        if type(arguments) is ValidatedArguments and arguments.tool is tool:
+            validated = arguments.validated  # never a stale `invocation.validated`
+        else:
+            checked = _checked(invocation)
+            if isinstance(checked, ToolResult):
+                return checked
+            invocation = checked
+            validated = checked.validated
         if not (tool.read_only or tool.idempotent):
             effects = invocation.request.context.get(EFFECTS)
             if effects is not None:
@@ -550,20 +554,25 @@ def _call(function: Callable[..., Any], *args: Any) -> Any:
 
 def _wrap(hook: ToolHook, next_step: ToolNext) -> ToolNext:
     async def step(invocation: ToolInvocation) -> ToolResult:
-        checked = _checked(invocation)
-        if isinstance(checked, ToolResult):
-            return checked
-        return await hook(checked, next_step)
+        arguments = invocation.arguments
+        if (
+            type(arguments) is not ValidatedArguments
+            or arguments.tool is not invocation.tool
+            or arguments.validated is not invocation.validated
+        ):
+            checked = _checked(invocation)
+            if isinstance(checked, ToolResult):
+                return checked
+            invocation = checked
+        return await hook(invocation, next_step)
 
     return step
 
 
 def _checked(invocation: ToolInvocation) -> ToolInvocation | ToolResult:
-    """`invocation` with validated arguments (itself, when they are: the common case), or
-    the `invalid` result of arguments that do not fit: what a hook or the tool may see."""
-    arguments = invocation.arguments
-    if type(arguments) is ValidatedArguments and arguments.tool is invocation.tool:
-        return invocation
+    """`invocation` with its arguments validated (they were put in by other means than
+    `with_arguments`), or the `invalid` result of arguments that do not fit: what a hook or
+    the tool may see. (The callers first check whether they are validated already.)"""
     try:
         return invocation.checked()
     except InvalidToolArguments as exc:

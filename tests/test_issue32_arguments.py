@@ -183,6 +183,37 @@ async def test_the_policy_decides_on_what_runs_where_raw_and_validated_differ(
     assert policy.seen == [999] and ledger.sent == []
 
 
+class Swapper(Advisor):
+    """Swaps in other validated arguments, keeping the old `validated` form (stale)."""
+
+    async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+        other = invocation.tool.check_arguments({"amount": 999})
+        return await next(dataclasses.replace(invocation, arguments=other))
+
+
+@pytest.mark.issue32(1)
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_stale_validated_form_never_runs(streamed: bool) -> None:
+    ledger = Ledger()
+    forms: list[Any] = []
+
+    class Peek(Advisor):
+        async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+            forms.append(invocation.validated.amount)
+            return await next(invocation)
+
+    model = ScriptedChatModel([[ToolCall.from_arguments("transfer", {"amount": 5})], "ok"])
+    chain = Chain([ToolCallingAdvisor(), Swapper(), Peek()], model=model, tools=[ledger.transfer])
+    await turn(chain, "pay", streamed)
+    assert forms == [999] and ledger.sent == [(999, None, Decimal("0"))]
+    # Straight to the tool: the arguments' own validated form runs, not the stale one.
+    ledger.sent.clear()
+    model = ScriptedChatModel([[ToolCall.from_arguments("transfer", {"amount": 5})], "ok"])
+    chain = Chain([ToolCallingAdvisor(), Swapper()], model=model, tools=[ledger.transfer])
+    await turn(chain, "pay", streamed)
+    assert ledger.sent == [(999, None, Decimal("0"))]
+
+
 @pytest.mark.issue32(1)
 @pytest.mark.parametrize("streamed", [False, True])
 async def test_hooks_see_read_only_validated_values_and_the_tool_runs_them(
