@@ -54,7 +54,8 @@ from .types import (
 
 Policy: TypeAlias = Callable[[Tool, Mapping[str, Any], ToolContext], "bool | Mapping[str, Any]"]
 """Whether a call needs approval: `(tool, arguments, tool context) -> bool`, or a mapping
-of values to show the approver (which also means "needs approval")."""
+of values to show the approver (which also means "needs approval"). `arguments` are the
+validated values the tool would run with (`ValidatedArguments`)."""
 
 _log = logging.getLogger("advisorchain.approval")
 
@@ -135,7 +136,8 @@ class ApprovalAdvisor(Advisor):
     invocation's `round_calls`), and stores the decisions in the turn's `request.context`;
     the round's other calls, running concurrently, wait for the same decisions. Then:
     `Approve()` runs the call, `Approve(arguments=...)` runs it with the edited arguments
-    (validated again by the loop), `Reject(reason)` answers it with a `rejected` error
+    (validated again; its result starts with a note that tells the model the arguments it
+    ran with, `EDITED_NOTE`), `Reject(reason)` answers it with a `rejected` error
     result that tells the model the reason, without running it. An approver that raises,
     takes longer than `timeout` seconds, or answers a call with anything but a decision
     rejects that call (fail closed), and logs a WARNING on the `advisorchain.approval`
@@ -155,7 +157,9 @@ class ApprovalAdvisor(Advisor):
     sends the completed transcript through the whole chain again. The resumed response's
     `messages` start with the round's new tool results.
 
-    A decision applies only to the call the approver saw, id and arguments (bound by
+    The approver, the policy and the standing rules see a call's validated arguments (the
+    values the tool runs with; the approver in JSON form, `json_arguments`). A decision
+    applies only to the call the approver saw, id and arguments (bound by
     `arguments_fingerprint`): a call that arrives, or is resumed, with other arguments
     (changed by an earlier hook, or a stored transcript that does not match what was
     shown) is refused with a `rejected` result, logged and audited, and not run. Calls of
