@@ -470,3 +470,30 @@ def test_an_edited_result_with_parts_leads_with_the_note() -> None:
     first = edited.content[0]
     assert isinstance(first, TextPart) and first.text.endswith('to {"n": 2} (not those you sent).')
     assert edited.metadata == {EDITED_ARGUMENTS: {"n": 2}}
+
+
+@pytest.mark.issue32(1)
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_an_approval_policy_judges_the_validated_values(streamed: bool) -> None:
+    judged: list[Any] = []
+
+    def over_100(tool: Tool, arguments: Any, context: Any) -> bool:
+        judged.append(arguments["amount"])
+        return isinstance(arguments["amount"], int) and arguments["amount"] > 100
+
+    asked: list[str] = []
+
+    def decide(request: ApprovalRequest) -> list[Reject]:
+        asked.extend(c.id for c in request.calls)
+        return [Reject("no") for _ in request.calls]
+
+    ledger = Ledger()
+    call = ToolCall.from_arguments("transfer", {"amount": "150"}, id="c1")
+    chain = Chain(
+        [ToolCallingAdvisor(), ApprovalAdvisor(CallbackApprover(decide), policy=over_100)],
+        model=ScriptedChatModel([[call], "ok"]),
+        tools=[ledger.transfer],
+    )
+    await turn(chain, "pay", streamed)
+    assert set(judged) == {150} and asked == ["c1"]  # before: "150", not asked, and it ran
+    assert ledger.sent == []
