@@ -131,7 +131,8 @@ class Tool:
     - `read_only`: the tool changes nothing (a look-up); `ToolResultCacheAdvisor` may
       cache its results and `ToolRetryAdvisor` may run it again.
     - `idempotent`: running it twice with the same arguments has the effect of running it
-      once; `ToolRetryAdvisor` may retry it.
+      once; `ToolRetryAdvisor` may retry it. A tool that is neither has effects: once a
+      call of it started, `FallbackModel` does not start the turn over on another model.
     - `sequential`: the tool runs alone: the calls the model asked for before it in the
       same round finish first, those after it start once it ended (the others of a
       round run concurrently).
