@@ -62,8 +62,10 @@ class ValidatedArguments(dict[str, Any]):
 
     __slots__ = ("tool", "validated")
 
-    tool: Tool
-    validated: Any
+    def __init__(self, values: Mapping[str, Any], *, tool: Tool, validated: Any) -> None:
+        super().__init__(values)
+        self.tool = tool
+        self.validated = validated
 
     def _refuse(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(
@@ -324,10 +326,7 @@ class Tool:
             values = validated
         else:  # a subclass's own validated form: the arguments it was made from
             values = arguments
-        checked = ValidatedArguments(values)
-        checked.tool = self
-        checked.validated = validated
-        return checked
+        return ValidatedArguments(values, tool=self, validated=validated)
 
     async def run(
         self, arguments: Mapping[str, Any], context: ToolContext, *, validated: Any = None
