@@ -221,7 +221,9 @@ def test_edit_runs_the_edited_arguments_and_audits_both(cli: Cli) -> None:
         "bob",
     )
     assert edited.returncode == 0, edited.stderr
-    assert edited.stdout == "Done: refunded 5 EUR for order 7\n"
+    # the model reads that the arguments were changed, and the result of what ran
+    assert "changed the arguments of this call to" in edited.stdout
+    assert edited.stdout.endswith("refunded 5 EUR for order 7\n")
     shown = cli("approvals", "show", pending, *cli.store("approvals")).stdout
     assert 'call_1 refund edited by bob to {"amount": 5, "order_id": "7"}' in shown
 
