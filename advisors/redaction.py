@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal, TypeAlias
 
+from ..core._scrub import API_KEY_PATTERN
 from ..core.advisor import ToolNext
 from ..core.errors import AdvisorChainError
 from ..core.invocation import ToolInvocation, ToolResult
@@ -155,14 +156,7 @@ BUILTIN_RULES: dict[str, RedactionRule] = {
             r"(?!\w)",
             check=iban_valid,
         ),
-        RedactionRule(
-            "api_key",
-            r"(?<![\w-])(?:sk-[A-Za-z0-9_-]{20,}"  # OpenAI sk-, sk-proj-; Anthropic sk-ant-
-            r"|(?:AKIA|ASIA)[A-Z0-9]{16}"  # AWS access key ids
-            r"|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}"  # GitHub
-            r"|xox[abposr]-[A-Za-z0-9-]{10,}"  # Slack
-            r"|AIza[A-Za-z0-9_-]{35})(?![\w-])",  # Google
-        ),
+        RedactionRule("api_key", API_KEY_PATTERN),
     )
 }
 """The built-in rules by name: `email`, `card` (13-19 digits, Luhn), `phone` (9-15 digits,
