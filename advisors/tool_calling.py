@@ -26,7 +26,7 @@ from ..core.manager import ToolCallingManager, ToolRound
 from ..core.messages import AssistantMessage, Message
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.subchain import SubchainSuspendedError, suspended_turn
+from ..core.subchain import SubchainSuspendedError, failed_call_usage, suspended_turn
 from ..core.suspension import PendingApproval, Suspension, SuspensionHandler
 from ..core.usage import Usage
 
@@ -267,6 +267,8 @@ class _Turn:
         for result in tool_round.results:  # one loop, no generator: run every round
             if isinstance(result.value, ChatResponse):  # a chain called as a tool
                 self.usage += result.value.usage
+            elif result.error is not None and (spent := failed_call_usage(result.error)):
+                self.usage += spent  # a failed one's calls count too, as the budget's do
             if result.outcome == "pending":
                 pending = True
         if pending:
