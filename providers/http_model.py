@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any, Self
@@ -38,8 +39,9 @@ END_OF_STREAM_GRACE = 0.25
 keeps the connection open past this is cut off, so the answer never waits on it."""
 
 
-_HEAD_BYTES = 512
-"""How much of a streamed body is kept, to show when it turns out not to be a stream."""
+_HEAD_BYTES = 4096
+"""How much of a streamed body is kept, to read when it turns out not to be a stream (an
+in-band JSON error) or to show (an HTML page)."""
 
 
 def _not_an_event_stream(response: httpx.Response, head: bytes | bytearray) -> str | None:
@@ -267,21 +269,39 @@ class HTTPChatModel:
                 await response.aclose()
         yield completed
 
+    def _in_band_error(self, head: bytes | bytearray) -> ProviderError | None:
+        """The API's own error, if the (whole) body is one of its JSON error bodies."""
+        if len(head) >= _HEAD_BYTES:
+            return None  # cut: not the whole body
+        try:
+            payload = json.loads(bytes(head))
+            self.wire.parse(payload)
+        except ProviderError as exc:
+            return exc
+        except (*PARSE_ERRORS, RecursionError, StreamInterruptedError):
+            return None
+        return None
+
     def _failure(
         self,
         cause: BaseException,
         key: str | None,
         response: httpx.Response | None = None,
         head: bytes | bytearray = b"",
-    ) -> ProviderStreamError:
+    ) -> ProviderError:
         """One error for a stream that could not be read, saying why once: the
-        provider's name leads its message once (a wire reader's own prefix is dropped),
-        and a body that is not an event stream at all (an HTML page with status 200) is
-        named as such, with its content type and start (`body`)."""
+        provider's name leads its message once (a wire reader's own prefix is dropped).
+        A body that is not an event stream at all is read as the API's JSON error when
+        it is one (the typed error the call path raises: `RateLimitError`, ...), else
+        named as such with its content type and start (`body`): an HTML page with
+        status 200 from a proxy."""
         name = self.provider_name
         if response is not None:
             excerpt = _not_an_event_stream(response, head)
             if excerpt is not None:
+                in_band = self._in_band_error(head)
+                if in_band is not None:
+                    return in_band
                 content_type = response.headers.get("content-type") or "no content type"
                 excerpt = redact(excerpt, key)
                 return ProviderStreamError(

@@ -167,3 +167,35 @@ async def test_an_empty_event_stream_names_the_provider_once(case: ProviderCase)
     message = str(caught.value)
     assert message.startswith(f"{case.name}: the stream ended before")
     assert message.count(f"{case.name}:") == 1
+
+
+IN_BAND = {
+    "openai": {"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}},
+    "anthropic": {"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}},
+    "openai-responses": {"error": {"code": "rate_limit_exceeded", "message": "slow"}},
+    "gemini": {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "quota"}},
+}
+
+
+@pytest.mark.issue32(7)
+async def test_a_json_error_body_with_status_200_on_a_stream_stays_typed(
+    case: ProviderCase,
+) -> None:
+    body = IN_BAND[case.name]
+    model = case.model(Recorder(httpx.Response(200, json=body)).client(), KEY)
+    with pytest.raises(RateLimitError) as caught:
+        async for _ in model.stream(REQUEST):
+            pass
+    assert str(caught.value).count(f"{case.name}:") == 1
+    model = case.model(Recorder(httpx.Response(200, json=body)).client(), KEY)
+    with pytest.raises(RateLimitError):
+        await model.call(REQUEST)
+
+
+@pytest.mark.issue32(7)
+async def test_a_deeply_nested_json_body_on_a_stream_is_a_stream_error(case: ProviderCase) -> None:
+    reply = httpx.Response(200, content=b"[" * 3000, headers={"content-type": "application/json"})
+    model = case.model(Recorder(reply).client(), KEY)
+    with pytest.raises(ProviderStreamError, match="not an event stream"):
+        async for _ in model.stream(REQUEST):
+            pass
