@@ -39,6 +39,7 @@ END_OF_STREAM_GRACE = 0.25
 keeps the connection open past this is cut off, so the answer never waits on it."""
 
 
+_BODY_FAILURES: tuple[type[Exception], ...] = (*_STREAM_FAILURES, RecursionError)
 _HEAD_BYTES = 4096
 """How much of a streamed body is kept, to read when it turns out not to be a stream (an
 in-band JSON error) or to show (an HTML page)."""
@@ -278,7 +279,7 @@ class HTTPChatModel:
             self.wire.parse(payload)
         except ProviderError as exc:
             return exc
-        except (*PARSE_ERRORS, RecursionError, StreamInterruptedError):
+        except _BODY_FAILURES:
             return None
         return None
 
