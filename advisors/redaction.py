@@ -82,9 +82,15 @@ class RedactionRule:
         object.__setattr__(self, "check", check)
         object.__setattr__(self, "strategy", strategy)
 
-    def first_match(self, text: str, start: int) -> re.Match[str] | None:
-        """The first non-empty match at or after `start` that `check` accepts."""
-        for match in self.pattern.finditer(text, start):
+    def first_match(self, text: str, start: int, end: int | None = None) -> re.Match[str] | None:
+        """The first non-empty match at or after `start` (and within `text[:end]`) that
+        `check` accepts."""
+        matches = (
+            self.pattern.finditer(text, start)
+            if end is None
+            else (self.pattern.finditer(text, start, end))
+        )
+        for match in matches:
             if match.end() > match.start() and (self.check is None or self.check(match[0])):
                 return match
         return None
@@ -290,7 +296,7 @@ class RedactionAdvisor(TextTransformAdvisor):
         spaces and dashes are plain `" "` and `"-"`: `4242\u00a04242\u200b...` is
         matched as `4242 4242...`; the span returned is the original text's.
         """
-        if _INVISIBLE_OR_VARIANT().search(text) is None:
+        if text.isascii() or _INVISIBLE_OR_VARIANT().search(text) is None:
             return self._find(text, start)
         view, where = _plain_view(text)
         span = self._find(view, bisect_left(where, start))
@@ -299,35 +305,49 @@ class RedactionAdvisor(TextTransformAdvisor):
         return Span(where[span.start], where[span.end - 1] + 1, span.label)
 
     def _find(self, text: str, start: int) -> Span | None:
-        firsts: list[tuple[RedactionRule, re.Match[str]]] = []
+        # A match that began in the context (`text[:start]`, already emitted) and reaches
+        # past `start` counts from `start`: the rest of a run of overlapping matches
+        # longer than the window, which the previous window could only see in part.
+        scan_from = max(0, start - self.lookbehind)
+        firsts: list[tuple[RedactionRule, re.Match[str], int]] = []
         best: re.Match[str] | None = None
+        best_at = 0
         best_rule = ""
         for rule in self.rules:
-            match = rule.first_match(text, start)
+            match = _first_reaching(rule, text, scan_from, start)
             if match is None:
                 continue
-            firsts.append((rule, match))
-            if (
-                best is None
-                or match.start() < best.start()
-                or (match.start() == best.start() and match.end() > best.end())
-            ):
+            at = max(match.start(), start)
+            firsts.append((rule, match, at))
+            if best is None or at < best_at or (at == best_at and match.end() > best.end()):
                 best = match
+                best_at = at
                 best_rule = rule.name
         if best is None:
             return None
-        begin, end, label = best.start(), best.end(), best_rule
+        begin, end, label = best_at, best.end(), best_rule
+        if len(firsts) == 1:
+            return Span(begin, end, label)
+        # Grow the span over every match that overlaps it. A rule's matches are looked
+        # for again only from where its last one seen ended, and only while the span
+        # reaches past that: usually never, as no other rule's match starts inside it.
+        seen = [at for _, _, at in firsts]  # where each rule's unseen part starts
         grown = True
-        while grown:  # overlapping matches of any rule widen the span until none is left
+        while grown:
             grown = False
-            for rule, first in firsts:
-                if first.start() >= end:
-                    continue
-                for match in rule.pattern.finditer(text, first.start()):
-                    if match.start() >= end:
+            for i, (rule, first, at) in enumerate(firsts):
+                while seen[i] < end:
+                    if seen[i] == at:
+                        other: re.Match[str] | None = first
+                    else:
+                        limit = min(len(text), end + self.max_match + _SLACK)
+                        other = rule.first_match(text, seen[i], limit)
+                    if other is None or other.start() >= end:
+                        seen[i] = end
                         break
-                    if match.end() > end and (rule.check is None or rule.check(match[0])):
-                        end = match.end()
+                    seen[i] = other.end()
+                    if other.end() > end:
+                        end = other.end()
                         grown = True
                         if self._strategy_of(rule.name) == "block":
                             label = rule.name  # the strictest rule decides
@@ -443,11 +463,27 @@ class RedactionAdvisor(TextTransformAdvisor):
         return self._strategies.get(rule_name, self.strategy)
 
 
+_SLACK = 32
+"""Characters past the longest match a rule's search for an overlap may look at."""
+
 _MAX_CHAINED = 64
 """Most exceptions (causes, contexts, members of groups) redacted for one that is raised."""
 
 _TEXT_PAYLOADS = frozenset({"raw_text", "body", "message", "server_text"})
 """Text attributes of exceptions that may quote the model or the user."""
+
+
+def _first_reaching(
+    rule: RedactionRule, text: str, scan_from: int, start: int
+) -> re.Match[str] | None:
+    """The first non-empty match of `rule` (from `scan_from`, that `check` accepts) that
+    ends after `start`: it starts at or after `start`, or runs across it."""
+    for match in rule.pattern.finditer(text, scan_from):
+        if match.end() <= start or match.end() == match.start():
+            continue
+        if rule.check is None or rule.check(match[0]):
+            return match
+    return None
 
 
 def _is_transcript(value: object) -> bool:
@@ -462,13 +498,17 @@ def _INVISIBLE_OR_VARIANT() -> re.Pattern[str]:  # noqa: N802 - a lazily built c
     """Characters the rules should not see as they are: format characters (zero-width
     spaces and joiners, soft hyphens, bidirectional marks, tags), spaces other than
     `" "` and dashes other than `"-"`."""
-    found = [
-        chr(c)
-        for first, last in _WHERE_THEY_ARE
-        for c in range(first, last)
-        if unicodedata.category(chr(c)) in _VARIANT_CATEGORIES or c == 0x2212
-    ]
-    return re.compile("[" + "".join(re.escape(c) for c in found) + "]")
+    ranges: list[list[int]] = []
+    for first, last in _WHERE_THEY_ARE:
+        for c in range(first, last):
+            if unicodedata.category(chr(c)) in _VARIANT_CATEGORIES or c == 0x2212:
+                if ranges and ranges[-1][1] == c - 1:
+                    ranges[-1][1] = c
+                else:
+                    ranges.append([c, c])
+    return re.compile(
+        "[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges) + "]"
+    )
 
 
 _VARIANT_CATEGORIES = frozenset({"Cf", "Zs", "Zl", "Zp", "Pd"})
