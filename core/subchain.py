@@ -39,7 +39,6 @@ from .events import ResponseCompleted, StreamEvent, ToolProgress
 from .invocation import ToolResult
 from .response import ChatResponse
 from .tools import Tool
-from .usage import Usage
 
 if TYPE_CHECKING:
     from .request import ChatRequest
@@ -191,13 +190,25 @@ def chain_tool(
         resume = context.get(_RESUME_KEY)
         values = {k: context[k] for k in keys if k in context and k != _RESUME_KEY}
         token = _depth.set(depth + 1)
-        meter = _UsageMeter()
         try:
-            with bounded_by(meter):
-                response = await run(arguments, context, values)
-        except BaseException as exc:  # cancellation too: a tool's timeout ends it so
-            _note_spent(exc, meter.usage)
-            raise
+            sink = current_progress_sink()
+            if isinstance(resume, _Resume):
+                if sink is None:
+                    response = await chain.resume(
+                        resume.pending_id, resume.decisions, tool_context=values
+                    )
+                else:
+                    events = chain.resume_stream(
+                        resume.pending_id, resume.decisions, tool_context=values
+                    )
+                    response = await _streamed(events, sink, context.call_id)
+            else:
+                prompt = _prompt(arguments, parameters is None)
+                if sink is None:
+                    response = await chain.call(prompt, tool_context=values)
+                else:
+                    events = chain.stream(prompt, tool_context=values)
+                    response = await _streamed(events, sink, context.call_id)
         finally:
             _depth.reset(token)
         if response.suspension is None and response.finish_reason != "approval_pending":
@@ -215,21 +226,6 @@ def chain_tool(
             metadata={"subchain": True},
         )
 
-    async def run(
-        arguments: dict[str, Any], context: ToolContext, values: dict[str, Any]
-    ) -> ChatResponse:
-        resume = context.get(_RESUME_KEY)
-        sink = current_progress_sink()
-        if isinstance(resume, _Resume):
-            if sink is None:
-                return await chain.resume(resume.pending_id, resume.decisions, tool_context=values)
-            events = chain.resume_stream(resume.pending_id, resume.decisions, tool_context=values)
-            return await _streamed(events, sink, context.call_id)
-        prompt = _prompt(arguments, parameters is None)
-        if sink is None:
-            return await chain.call(prompt, tool_context=values)
-        return await _streamed(chain.stream(prompt, tool_context=values), sink, context.call_id)
-
     return Tool(
         name,
         description,
@@ -240,48 +236,6 @@ def chain_tool(
         timeout=timeout,
         metadata={"subchain": True, "reports_progress": True},
     )
-
-
-class _UsageMeter:
-    """The usage of every model call made inside one sub-chain call (nested ones too),
-    as the enclosing `BudgetAdvisor` counts them: kept for a call that fails."""
-
-    __slots__ = ("usage",)
-
-    def __init__(self) -> None:
-        self.usage = Usage()
-
-    async def before_model_call(self, request: ChatRequest) -> None:
-        return None
-
-    async def after_model_call(self, request: ChatRequest, response: ChatResponse) -> None:
-        self.usage += response.usage
-
-
-_SPENT = "_advisorchain_subchain_usage"
-
-
-def _note_spent(exc: BaseException, usage: Usage) -> None:
-    if usage.requests or usage.input_tokens or usage.output_tokens:
-        try:
-            setattr(exc, _SPENT, usage)
-        except (AttributeError, TypeError):  # pragma: no cover - an exception with slots
-            pass
-
-
-def failed_call_usage(error: BaseException | None) -> Usage | None:
-    """The model usage of a sub-chain call that failed with `error` (an exception, or
-    the `TimeoutError` of a call cut off by its timeout): what its model calls cost
-    before it failed, which the tool loop adds to the turn's usage as it does a
-    successful call's; `None` if `error` is not a sub-chain's or it made no call."""
-    seen = 0
-    while error is not None and seen < 16:
-        found = getattr(error, _SPENT, None)
-        if isinstance(found, Usage):
-            return found
-        error = error.__cause__ or error.__context__
-        seen += 1
-    return None
 
 
 def _prompt(arguments: Mapping[str, Any], is_task: bool) -> str:
@@ -327,7 +281,6 @@ __all__ = [
     "bounded_by",
     "chain_tool",
     "enclosing_limits",
-    "failed_call_usage",
     "resuming_context",
     "suspended_turn",
 ]

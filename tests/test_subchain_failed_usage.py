@@ -95,3 +95,30 @@ async def test_a_failed_sub_agents_usage_is_in_the_parents(streaming: bool, chil
     assert tokens(response.usage) == tokens(counted)
     # the parent's two calls and the child's that answered (two when it is over its limit)
     assert response.usage.requests == (4 if child == "over its limit" else 3)
+
+
+@pytest.mark.issue32(7)
+@pytest.mark.anyio
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_chain_run_inside_a_plain_tool_counts_as_the_budget_counts_it(
+    streaming: bool,
+) -> None:
+    inner = Chain([ToolCallingAdvisor()], model=ScriptedChatModel(["a summary " * 10]))
+
+    @tool
+    async def summarize(text: str) -> str:
+        """Summarizes a text with another model."""
+        return (await inner.call(text)).text
+
+    store = InMemoryBudgetStore()
+    parent = Chain(
+        [BudgetAdvisor(max_total_tokens=1_000_000, store=store), ToolCallingAdvisor()],
+        model=ScriptedChatModel(
+            [ToolCall.from_arguments("summarize", {"text": "long " * 50}, id="s1"), "Done."]
+        ),
+        tools=[summarize],
+    )
+    response = await run(parent, streaming)
+    counted = (await store.spent("c1")).usage
+    assert tokens(response.usage) == tokens(counted)
+    assert response.usage.requests == 3
