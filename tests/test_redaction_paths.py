@@ -417,3 +417,22 @@ def test_no_part_of_an_overlapped_address_survives(text: str, custom_first: bool
     if "example" not in alone.replace("[REDACTED:email]", ""):
         shown = out.replace("[REDACTED:email]", "").replace("[REDACTED:user]", "")
         assert "example" not in shown
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=pieces, sizes=st.lists(st.integers(1, 9), min_size=1, max_size=12))
+def test_a_sub_chains_stream_redacts_alike_for_every_chunking(text: str, sizes: list[int]) -> None:
+    redaction = RedactionAdvisor(RULES, hold_back=48, max_match=40)
+    child = Chain([ToolCallingAdvisor()], model=ScriptedChatModel([text or "-"], chunk_size=sizes))
+    model = ScriptedChatModel([ToolCall.from_arguments("helper", {"task": "t"}, id="h1"), "ok"])
+    chain = Chain(
+        [redaction, ToolCallingAdvisor()], model=model, tools=[child.as_tool("helper", "h")]
+    )
+
+    async def main() -> list[StreamEvent]:
+        return [e async for e in chain.stream("go")]
+
+    events = anyio.run(main)
+    assert nested_text(events) == redaction.rewrite_progress(text or "-")
+    for delta in progress_deltas(events):
+        assert EMAIL not in delta and "4242 4242" not in delta
