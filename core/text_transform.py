@@ -184,7 +184,9 @@ class TextTransformAdvisor(Advisor):
     model output. With `rewrites_progress`, `ToolProgress` events are rewritten too: their
     `message`, and the events a chain called as a tool forwards (its text deltas through
     a `TextRewriter` of their own per call, flushed when that call's text ends or the call
-    finishes; its tool results and discarded-answer reasons with `rewrite_progress`).
+    finishes; its tool calls' arguments, tool results and discarded-answer reasons with
+    `rewrite_progress`), and so is an `AnswerDiscarded`'s reason (held-back text is
+    flushed before it).
 
     Placed before the tool loop, the link sees the whole turn (each round's text is one
     segment); after it, each model call. Tool-call arguments are never rewritten.
@@ -298,6 +300,12 @@ class TextTransformAdvisor(Advisor):
                         for rewritten in progress.rewrite(event, ()):
                             yield rewritten
                         continue
+                    if isinstance(event, AnswerDiscarded):  # the attempt's text goes first
+                        rest = rewriter.finish() if rewriter is not None else ""
+                        if rest:
+                            yield TextDelta(rest)
+                        if progress is not None:
+                            event = replace(event, reason=self.rewrite_progress(event.reason))
                     if isinstance(event, _SEGMENT_ENDS):
                         rest = rewriter.finish() if rewriter is not None else ""
                         if rest:
@@ -351,6 +359,13 @@ class _ProgressText:
             out = self._flush_at(path)
             if isinstance(event, (ToolCallStarted, ToolCallFinished)):
                 out += self._unwrap(self.flush(path + (event.call.id,)), len(path))
+            if isinstance(event, (ToolCallStarted, ToolCallFinished)):
+                # display copies of the nested chain's calls: its model may have put what
+                # its own tools returned, unredacted, into the arguments
+                arguments = advisor.rewrite_progress(event.call.arguments)
+                if arguments != event.call.arguments:
+                    call = event.call.model_copy(update={"arguments": arguments})
+                    event = replace(event, call=call)
             if isinstance(event, ToolCallFinished):
                 content = map_text(event.result.content, advisor.rewrite_progress)
                 if content is not event.result.content:

@@ -5,7 +5,7 @@ rules. Each test runs on `call` and `stream` where both exist."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import anyio
 import anyio.lowlevel
@@ -14,11 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisorchain import (
+    Advisor,
+    AnswerDiscarded,
     AssistantMessage,
     Chain,
+    ChatRequest,
     ChatResponse,
     ResponseCompleted,
     StreamEvent,
+    StreamNext,
     TextDelta,
     ToolCall,
     ToolCallFinished,
@@ -436,3 +440,59 @@ def test_a_sub_chains_stream_redacts_alike_for_every_chunking(text: str, sizes: 
     assert nested_text(events) == redaction.rewrite_progress(text or "-")
     for delta in progress_deltas(events):
         assert EMAIL not in delta and "4242 4242" not in delta
+
+
+@pytest.mark.issue32(3)
+@pytest.mark.anyio
+async def test_a_sub_chains_tool_call_arguments_are_shown_redacted() -> None:
+    @tool
+    def notify(address: str) -> str:
+        """Sends a note."""
+        return "sent"
+
+    child = Chain(
+        [ToolCallingAdvisor()],
+        model=ScriptedChatModel(
+            [ToolCall.from_arguments("notify", {"address": EMAIL}, id="n1"), "Noted."]
+        ),
+        tools=[notify],
+    )
+    model = ScriptedChatModel([ToolCall.from_arguments("helper", {"task": "t"}, id="h1"), "ok"])
+    chain = Chain(
+        [RedactionAdvisor(RULES), ToolCallingAdvisor()],
+        model=model,
+        tools=[child.as_tool("helper", "h")],
+    )
+    events = [e async for e in chain.stream("go")]
+    assert EMAIL not in repr(events)
+    assert '{"address":"[REDACTED:email]"}' in repr(events)
+
+
+class Discarding(Advisor):
+    """Rejects the first answer, naming what it saw (as a validating link might)."""
+
+    single_path = True  # AnswerDiscarded exists on the stream path only
+
+    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
+        async for event in next(request):
+            if not isinstance(event, ResponseCompleted):
+                yield event
+        yield AnswerDiscarded(reason=f"no addresses like {EMAIL}", attempt=1)
+        async for event in next(request):
+            yield event
+
+
+@pytest.mark.issue32(3)
+@pytest.mark.anyio
+async def test_a_discarded_answer_is_flushed_before_the_marker_and_its_reason_redacted() -> None:
+    first = "a" * 30 + f" {EMAIL}"
+    model = ScriptedChatModel([first, "second"], chunk_size=4)
+    chain = Chain([RedactionAdvisor(RULES), Discarding()], model=model)
+    events = [e async for e in chain.stream("go")]
+    marker = next(i for i, e in enumerate(events) if isinstance(e, AnswerDiscarded))
+    before = "".join(e.text for e in events[:marker] if isinstance(e, TextDelta))
+    after = "".join(e.text for e in events[marker:] if isinstance(e, TextDelta))
+    assert (before, after) == ("a" * 30 + " [REDACTED:email]", "second")
+    discarded = events[marker]
+    assert isinstance(discarded, AnswerDiscarded)
+    assert discarded.reason == "no addresses like [REDACTED:email]"
