@@ -24,9 +24,11 @@ from .core._exports import publish
 from .core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext, advisor
 from .core.chain import Chain
 from .core.context import ToolContext
+from .core.deferred import DeferredCall, Result
 from .core.errors import (
     AdvisorChainError,
     ChainConfigurationError,
+    InvalidDecisions,
     StreamInterruptedError,
     ToolCallLimitExceeded,
     ToolExecutionError,
@@ -80,8 +82,10 @@ __all__ = [
     "ChatOptions",
     "ChatRequest",
     "ChatResponse",
+    "DeferredCall",
     "DocumentPart",
     "ImagePart",
+    "InvalidDecisions",
     "LoggingAdvisor",
     "MemoryAdvisor",
     "Message",
@@ -91,6 +95,7 @@ __all__ = [
     "ReasoningPart",
     "Reject",
     "ResponseCompleted",
+    "Result",
     "StreamEvent",
     "StreamInterruptedError",
     "StreamNext",

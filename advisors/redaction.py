@@ -286,7 +286,7 @@ class RedactionAdvisor(TextTransformAdvisor):
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
         """Redact every tool result (with `tool` in `apply_to`) before the model reads it."""
         result = await next(invocation)
-        if "tool" not in self.apply_to or result.outcome == "pending":
+        if "tool" not in self.apply_to or result.outcome == "deferred":
             return result
         try:
             content = map_text(result.content, lambda text: self.redact(text, "tool"))
