@@ -2,7 +2,6 @@
 (approvers, approval and memory stores, tool-search indexes)."""
 
 from ..core._exports import publish
-from ..core.text_transform import Span, TextRewriter, TextTransformAdvisor
 from .approval import (
     ApprovalAdvisor,
     ApprovalAlreadyResolved,
@@ -46,6 +45,7 @@ from .memory import (
 from .redaction import RedactionAdvisor, RedactionBlocked, RedactionRule
 from .small_model import SmallModelAdvisor
 from .structured_output import StructuredOutputAdvisor, StructuredOutputError
+from .text_transform import Span, TextRewriter, TextTransformAdvisor
 from .tool_cache import ToolResultCacheAdvisor
 from .tool_calling import ToolCallingAdvisor
 from .tool_retry import ExponentialBackoff, ToolRetryAdvisor

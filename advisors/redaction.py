@@ -15,7 +15,7 @@ from ..core.invocation import ToolInvocation, ToolResult
 from ..core.messages import Message, ToolMessage, UserMessage
 from ..core.parts import map_text
 from ..core.request import ChatRequest
-from ..core.text_transform import Span, TextRewriter, TextTransformAdvisor
+from .text_transform import Span, TextRewriter, TextTransformAdvisor
 
 Strategy: TypeAlias = Literal["redact", "mask", "hash", "block"]
 """What a match becomes: `[REDACTED:email]`, `****.***@*******.com`, `[email:3f2a9c1b0e4d]`,

@@ -28,8 +28,8 @@ from ..core.model import supports_output_schema
 from ..core.options import ChatOptions, OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.text_transform import TextTransformAdvisor
 from ..core.usage import Usage
+from .text_transform import TextTransformAdvisor
 
 T = TypeVar("T")
 

@@ -40,7 +40,6 @@ from advisorchain.advisors import (
     Approve,
     CallbackApprover,
     DeferredApprover,
-    InMemoryApprovalStore,
     Reject,
     SQLiteApprovalStore,
 )
@@ -270,17 +269,20 @@ class Rewriter(Advisor):
 
 
 @pytest.mark.anyio
-async def test_an_inline_decision_applies_only_to_the_arguments_the_approver_saw() -> None:
+async def test_an_inline_decision_applies_only_to_the_arguments_the_approver_saw(
+    stores: StoreFactory, mode: str
+) -> None:
+    """Inline, on every store: approve bob 5 and eve 7, run mallory 1,000,000: never."""
     bank, human = Bank(), Human()
     calls = [
         ToolCall.from_arguments("transfer", {"to": "bob", "amount": 5}, id="a"),
         ToolCall.from_arguments("transfer", {"to": "eve", "amount": 7}, id="b"),
     ]
     model = ScriptedChatModel([calls, "done"])
-    store = InMemoryApprovalStore()
+    store = stores()
     approval = ApprovalAdvisor(CallbackApprover(human), store=store)
     chain = Chain([ToolCallingAdvisor(), Rewriter(), approval], model=model)
-    response = await chain.call("pay", tools=bank.tools)
+    response = await run(chain, mode, "pay", bank.tools)
     assert ("mallory", 10**6) not in bank.sent
     assert ("bob", 5) in bank.sent
     results = {m.tool_call_id: m for m in response.messages if isinstance(m, ToolMessage)}

@@ -25,6 +25,7 @@ from advisorchain.advisors import (
     Approve,
     DeferredApprover,
     InMemoryApprovalStore,
+    InMemoryChatMemoryStore,
     MemoryAdvisor,
     SQLiteChatMemoryStore,
 )
@@ -125,4 +126,56 @@ async def test_a_deferred_turn_resumed_from_memory_is_stored_once(
     await third.call("thanks", conversation_id="c1")
     sent = third.model.requests[0].messages  # type: ignore[attr-defined]
     assert sent[:-1] == history
+    assert_valid_history(await memory.load("c1"))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_tampered_history_in_memory_is_refused_and_audited(streamed: bool) -> None:
+    """The memory holds the transcript; a resume from a history whose waiting call was
+    rewritten (another order) is refused by the approval store, not run."""
+    cancelled.clear()
+    memory = InMemoryChatMemoryStore()
+    approvals = InMemoryApprovalStore()
+    first = Chain(
+        [
+            MemoryAdvisor(memory),
+            ToolCallingAdvisor(),
+            ApprovalAdvisor(DeferredApprover(), store=approvals),
+        ],
+        model=ScriptedChatModel(
+            [ToolCall.from_arguments("cancel_order", {"order_id": "A1"}, id="x1")]
+        ),
+        tools=[cancel_order, order_status],
+    )
+    await first.call("cancel A1", conversation_id="c1")
+    history = memory._conversations["c1"]
+    asked = history[1]
+    assert isinstance(asked, AssistantMessage)
+    forged = ToolCall.from_arguments("cancel_order", {"order_id": "B2"}, id="x1")
+    history[1] = asked.model_copy(update={"tool_calls": (forged,)})
+
+    resumer = Chain(
+        [
+            MemoryAdvisor(memory),
+            ToolCallingAdvisor(),
+            ApprovalAdvisor(DeferredApprover(), store=approvals),
+        ],
+        model=ScriptedChatModel(["Not cancelled."]),
+        tools=[cancel_order, order_status],
+    )
+    if streamed:
+        events = [
+            e async for e in resumer.stream(decisions={"x1": Approve()}, conversation_id="c1")
+        ]
+        final = events[-1]
+        assert isinstance(final, ResponseCompleted)
+        response = final.response
+    else:
+        response = await resumer.call(decisions={"x1": Approve()}, conversation_id="c1")
+    assert cancelled == []
+    refused = response.messages[0]
+    assert isinstance(refused, ToolMessage) and refused.is_error and "differs" in refused.text
+    (audit,) = await approvals.audit()
+    assert (audit.call_id, audit.decision, audit.decided_by) == ("x1", "rejected", "advisorchain")
     assert_valid_history(await memory.load("c1"))
