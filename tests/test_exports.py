@@ -134,6 +134,7 @@ PROVIDERS = {
     "AnthropicWire",
     "AuthenticationError",
     "BadRequestError",
+    "FallbackAfterEffectsError",
     "FallbackModel",
     "GeminiChatModel",
     "GeminiWire",

@@ -20,9 +20,9 @@ from ...core.invocation import ToolInvocation, ToolOutcome, ToolResult
 from ...core.manager import rejected
 from ...core.messages import ToolCall
 from ...core.request import ChatRequest
-from ...core.tools import Tool
+from ...core.tools import InvalidToolArguments, Tool, ValidatedArguments
 from .approvers import Approver, DeferredApprover
-from .rules import UNKNOWN_OUTCOME, allow, remember
+from .rules import UNKNOWN_OUTCOME, allow, edited_result, remember, remembered_arguments
 from .sqlite_store import SQLiteApprovalStore
 from .store import ApprovalStore, InMemoryApprovalStore
 from .types import (
@@ -42,11 +42,13 @@ from .types import (
     arguments_fingerprint,
     audit_record,
     canonical_arguments,
+    json_arguments,
 )
 
 Policy: TypeAlias = Callable[[Tool, Mapping[str, Any], ToolContext], "bool | Mapping[str, Any]"]
 """Whether a call needs approval: `(tool, arguments, tool context) -> bool`, or a mapping
-of values to show the approver (which also means "needs approval")."""
+of values to show the approver (which also means "needs approval"). `arguments` are the
+validated values the tool would run with (`ValidatedArguments`)."""
 
 _log = logging.getLogger("advisorchain.approval")
 
@@ -124,7 +126,8 @@ class ApprovalAdvisor(Advisor):
     invocation's `round_calls`), and stores the decisions in the turn's `request.context`;
     the round's other calls, running concurrently, wait for the same decisions. Then:
     `Approve()` runs the call, `Approve(arguments=...)` runs it with the edited arguments
-    (validated again by the loop), `Reject(reason)` answers it with a `rejected` error
+    (validated again; its result starts with a note that tells the model the arguments it
+    ran with, `EDITED_NOTE`), `Reject(reason)` answers it with a `rejected` error
     result that tells the model the reason, without running it. An approver that raises,
     takes longer than `timeout` seconds, or answers a call with anything but a decision
     rejects that call (fail closed), and logs a WARNING on the `advisorchain.approval`
@@ -149,7 +152,9 @@ class ApprovalAdvisor(Advisor):
     An approved call whose result is itself deferred (a sub-chain that waits) is recorded
     alike, so its resume runs once too.
 
-    A decision applies only to the call the approver saw, id and arguments (bound by
+    The approver, the policy and the standing rules see a call's validated arguments (the
+    values the tool runs with; the approver in JSON form, `json_arguments`). A decision
+    applies only to the call the approver saw, id and arguments (bound by
     `arguments_fingerprint`): a call that arrives with other arguments (changed by an
     earlier hook) is refused with a `rejected` result, logged and audited, and not run.
     Calls of one round that share an id (which the chain's innermost step never lets
@@ -221,12 +226,16 @@ class ApprovalAdvisor(Advisor):
             return await self._defer(invocation, shown.call)
         if not isinstance(decision, Approve):
             return rejected(decision.reason if isinstance(decision, Reject) else "rejected")
-        if decision.arguments is not None:
-            invocation = invocation.with_arguments(decision.arguments)
-        result = await next(invocation)
-        if result.outcome == "deferred":  # approved, but the call waits itself (a sub-chain)
-            return await self._hold(invocation, result)
-        return result
+        if decision.arguments is None:
+            result = await next(invocation)
+            if result.outcome == "deferred":  # approved, but the call waits (a sub-chain)
+                return await self._hold(invocation, result)
+            return result
+        edited = invocation.with_arguments(decision.arguments)
+        result = await next(edited)
+        if result.outcome == "deferred":
+            return await self._hold(edited, result)
+        return edited_result(result, invocation.arguments, edited.arguments)
 
     async def _defer(self, invocation: ToolInvocation, shown: ApprovalCall) -> ToolResult:
         """Record a deferred call in the store; the deferred result that names it."""
@@ -250,7 +259,7 @@ class ApprovalAdvisor(Advisor):
             id=invocation.call.id,
             name=invocation.name,
             description=invocation.tool.description,
-            arguments=dict(invocation.arguments),
+            arguments=json_arguments(invocation.arguments),
         )
         approval_id = await self._record(invocation, shown)
         return replace(result, metadata={**result.metadata, "approval_id": approval_id})
@@ -316,7 +325,8 @@ class ApprovalAdvisor(Advisor):
         token = uuid.uuid4().hex
         claimed = await self.store.claim(approval_id, token, {pending.id: given}, audit)
         if found.status == "pending" and isinstance(given, Approve) and audit:
-            await remember(self.store, pending.call, given, found.conversation_id, "resume")
+            kept = remembered_arguments(invocation.tool, given)
+            await remember(self.store, pending.call, kept, found.conversation_id, "resume")
         call = claimed.calls[0]
         if call.state == "done" and call.result is not None:
             result = ToolResult(content=call.result.content, outcome=_outcome(call.result.outcome))
@@ -327,9 +337,10 @@ class ApprovalAdvisor(Advisor):
             if not await self.store.start_call(approval_id, call.id, token):
                 raise ApprovalAlreadyResolved(f"approval {approval_id!r} is no longer claimed here")
             edited = call.decision.arguments if ours else None
-            if edited is not None:
-                invocation = invocation.with_arguments(edited)
-            result = await next(invocation)
+            ran = invocation if edited is None else invocation.with_arguments(edited)
+            result = await next(ran)
+            if ran is not invocation:
+                result = edited_result(result, invocation.arguments, ran.arguments)
             await self._finish(approval_id, call, token, result)
         else:  # started before a crash: its outcome is unknown, it is not run again
             result = ToolResult(content=UNKNOWN_OUTCOME, outcome="unknown")
@@ -426,7 +437,7 @@ class ApprovalAdvisor(Advisor):
         decisions: dict[str, Decision] = {}
         asked = items
         if items and conversation_id is not None:
-            asked = await self._apply_rules(items, conversation_id, decisions)
+            asked = await self._apply_rules(items, conversation_id, decisions, request)
         if asked:
             approval = ApprovalRequest(calls=tuple(asked), conversation_id=conversation_id)
             decisions.update(await self._consult(approval))
@@ -462,20 +473,27 @@ class ApprovalAdvisor(Advisor):
         for item in asked:
             decision = decisions[item.id]
             if isinstance(decision, Approve) and decision.remember is not None:
+                decision = remembered_arguments(request.find_tool(item.name), decision)
                 await remember(self.store, item, decision, conversation_id, approver)
         return decisions, shown
 
     async def _apply_rules(
-        self, items: list[ApprovalCall], conversation_id: str, decisions: dict[str, Decision]
+        self,
+        items: list[ApprovalCall],
+        conversation_id: str,
+        decisions: dict[str, Decision],
+        request: ChatRequest,
     ) -> list[ApprovalCall]:
         """Approve the calls a standing rule of the conversation allows (into `decisions`);
-        the calls left for the approver."""
+        the calls left for the approver. A rule's arguments count as the tool validates
+        them (defaults filled in, `"150"` for an `int` as `150`), as a call's do."""
         rules = await self.store.rules(conversation_id)
         if not rules:
             return items
         left = []
         for item in items:
-            rule = next((r for r in rules if r.allows(item.name, item.arguments)), None)
+            tool = request.find_tool(item.name)
+            rule = next((r for r in rules if _rule_allows(r, item, tool)), None)
             if rule is None:
                 left.append(item)
             else:
@@ -520,10 +538,10 @@ class ApprovalAdvisor(Advisor):
         else:
             request = invocation.request
             found = request.find_tool(call.name)
-            parsed = _arguments(call)
-            if found is None or parsed is None:
-                return None
-            tool, arguments = found, parsed
+            checked = _checked_arguments(found, call)
+            if found is None or checked is None:
+                return None  # the loop answers it with an error: it does not run
+            tool, arguments = found, checked
             context = ToolContext(
                 request.tool_context,
                 call_id=call.id,
@@ -537,7 +555,7 @@ class ApprovalAdvisor(Advisor):
             id=call.id,
             name=tool.name,
             description=tool.description,
-            arguments=dict(arguments),
+            arguments=json_arguments(arguments),
             details=dict(details),
         )
 
@@ -560,7 +578,7 @@ class ApprovalAdvisor(Advisor):
             id=invocation.call.id,
             name=invocation.name,
             description=invocation.tool.description,
-            arguments=dict(invocation.arguments),
+            arguments=json_arguments(invocation.arguments),
         )
         refusal = Reject(reason, by=_FAIL_CLOSED)
         await self.store.record(
@@ -655,6 +673,30 @@ def _name(approver: Approver) -> str:
 
 def _arguments(call: ToolCall) -> dict[str, Any] | None:
     return parse_argument_object(call.arguments)
+
+
+def _rule_allows(rule: StandingRule, item: ApprovalCall, tool: Tool | None) -> bool:
+    """Whether `rule` allows the call `item` (validated arguments) of `tool`."""
+    if rule.allows(item.name, item.arguments):
+        return True
+    if rule.arguments is None or tool is None or not rule.allows(item.name, rule.arguments):
+        return False  # another tool's, or revoked
+    try:
+        checked = tool.check_arguments(rule.arguments)
+    except InvalidToolArguments:
+        return False
+    return arguments_fingerprint(checked) == item.fingerprint
+
+
+def _checked_arguments(tool: Tool | None, call: ToolCall) -> ValidatedArguments | None:
+    """The validated arguments of `call` to `tool`, or `None` if it cannot run."""
+    parsed = _arguments(call)
+    if tool is None or parsed is None:
+        return None
+    try:
+        return tool.check_arguments(parsed)
+    except InvalidToolArguments:
+        return None
 
 
 def _round_of(invocation: ToolInvocation) -> tuple[RoundCall, ...]:
