@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, runtime_checkable
 
@@ -15,8 +13,8 @@ from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
 from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta
 from ..core.invocation import ToolInvocation, ToolResult
+from ..core.limits import bounded_by
 from ..core.messages import Message, ToolMessage, UserMessage
-from ..core.model import ChatModel, WrapperModel
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
@@ -524,76 +522,6 @@ class BudgetAdvisor(Advisor):
         )
 
 
-# -- limits of an enclosing turn: what a sub-agent's model calls count against -----------------
-
-
-class EnclosingLimit(Protocol):
-    """A limit of an enclosing turn that every model call made inside one of its tool
-    calls counts against (a `BudgetAdvisor`'s, while a sub-chain runs)."""
-
-    async def before_model_call(self, request: ChatRequest) -> None:
-        """Raise to refuse the call (the limit is used up)."""
-        ...
-
-    async def after_model_call(self, request: ChatRequest, response: ChatResponse) -> None:
-        """Account for the call's response."""
-        ...
-
-
-_limits: ContextVar[tuple[EnclosingLimit, ...]] = ContextVar(
-    "advisorchain_enclosing_limits", default=()
-)
-
-
-def enclosing_limits() -> tuple[EnclosingLimit, ...]:
-    """The limits of the turns whose tool calls enclose the current task, outermost first."""
-    return _limits.get()
-
-
-@contextmanager
-def bounded_by(limit: EnclosingLimit) -> Iterator[None]:
-    """Within the block (a tool call), every model call of a `bounded_model` counts
-    against `limit` too."""
-    token = _limits.set((*_limits.get(), limit))
-    try:
-        yield
-    finally:
-        _limits.reset(token)
-
-
-class BoundedModel(WrapperModel):
-    """`inner`, with every call checked against the enclosing turns' limits, outermost
-    first, before it starts (one may raise `BudgetExceeded`), and charged to each with its
-    response. What a sub-chain tool runs its chain's model as (`advisors/subchain.py`)."""
-
-    async def call(self, request: ChatRequest) -> ChatResponse:
-        """The inner model's answer, counted against the enclosing limits."""
-        limits = _limits.get()
-        for limit in limits:
-            await limit.before_model_call(request)
-        response = await self.inner.call(request)
-        for limit in limits:
-            await limit.after_model_call(request, response)
-        return response
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """The inner model's stream, its response counted against the enclosing limits."""
-        limits = _limits.get()
-        for limit in limits:
-            await limit.before_model_call(request)
-        async with closing_stream(self.inner.stream(request)) as events:
-            async for event in events:
-                if isinstance(event, ResponseCompleted):
-                    for limit in limits:
-                        await limit.after_model_call(request, event.response)
-                yield event
-
-
-def bounded_model(model: ChatModel) -> BoundedModel:
-    """`model` counted against the limits of the turns whose tool calls enclose it."""
-    return BoundedModel(model)
-
-
 class _EnclosingBudget:
     """A turn's budget as the limit of the model calls made inside one of its tool calls
     (a sub-chain's): checked before each, charged with each response."""
@@ -664,15 +592,10 @@ def _final(response: ChatResponse, answered: tuple[Message, ...], earlier: Usage
 
 __all__ = [
     "DEFAULT_WRAP_UP",
-    "BoundedModel",
     "BudgetAdvisor",
     "BudgetExceeded",
     "BudgetStore",
     "ConversationSpend",
-    "EnclosingLimit",
     "InMemoryBudgetStore",
     "ModelPrice",
-    "bounded_by",
-    "bounded_model",
-    "enclosing_limits",
 ]

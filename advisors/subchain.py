@@ -19,8 +19,8 @@ transcript (`chain.call(child_transcript, decisions=...)`) instead of starting o
 answer is the call's result.
 
 While the child runs inside a parent's tool call, the parent's `BudgetAdvisor` bounds it:
-the tool runs the child chain around a `bounded_model` of its model (`advisors/budget.py`),
-so every model call of the child counts against the parent turn's budget as it happens.
+every model call of the child counts against the parent turn's budget as it happens
+(`core/limits.py`, checked by each chain's innermost model step).
 """
 
 from __future__ import annotations
@@ -38,20 +38,13 @@ from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, ToolProgress
 from ..core.invocation import ToolResult
 from ..core.messages import Message, UserMessage
-from ..core.model import ChatModel
 from ..core.response import ChatResponse
 from ..core.tools import Tool, default_result_converter
-from .budget import bounded_model
 
 
 class TurnRunner(Protocol):
     """What a sub-chain tool needs of the chain it runs (`Chain` is one): a turn on either
-    path, and the same chain around another model (`with_model`)."""
-
-    @property
-    def model(self) -> ChatModel: ...
-
-    def with_model(self, model: ChatModel) -> TurnRunner: ...
+    path."""
 
     async def call(
         self,
@@ -105,13 +98,6 @@ def chain_tool(
         raise ChainConfigurationError("context_keys takes a collection of key names")
     keys = tuple(context_keys)
     schema = dict(parameters) if parameters is not None else dict(_TASK_SCHEMA)
-    bounded: list[tuple[object, TurnRunner]] = []  # (the chain's tools, its bounded copy)
-
-    def runner() -> TurnRunner:
-        tools = getattr(chain, "tools", None)  # rebuilt when the chain's tools change
-        if not bounded or bounded[0][0] is not tools:
-            bounded[:] = [(tools, _bounded(chain))]
-        return bounded[0][1]
 
     async def handler(arguments: dict[str, Any], context: ToolContext) -> ChatResponse | ToolResult:
         depth = _depth.get()
@@ -129,7 +115,7 @@ def chain_tool(
         token = _depth.set(depth + 1)
         try:
             sink = current_progress_sink()
-            turn = runner()
+            turn = chain
             if sink is None:
                 response = await turn.call(transcript, tool_context=values, decisions=decisions)
             else:
@@ -158,15 +144,6 @@ def chain_tool(
         timeout=timeout,
         metadata={"subchain": True, "reports_progress": True},
     )
-
-
-def _bounded(chain: TurnRunner) -> TurnRunner:
-    """`chain` around a `bounded_model` of its model (of its innermost model, through a
-    chain used as the model): what an enclosing budget counts."""
-    inner = chain.model
-    if hasattr(inner, "with_model") and hasattr(inner, "model"):
-        return chain.with_model(_bounded(inner))  # type: ignore[arg-type]
-    return chain.with_model(bounded_model(inner))
 
 
 def _prompt(arguments: Mapping[str, Any], is_task: bool) -> str:

@@ -21,6 +21,7 @@ from ..core.events import (
     ToolCallStarted,
 )
 from ..core.invocation import ToolHook, ToolInvocation, ToolResult
+from ..core.limits import bounded_by
 from ..core.manager import ToolCallingManager, ToolRound
 from ..core.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from ..core.request import ChatRequest
@@ -54,7 +55,9 @@ class ToolCallingAdvisor(Advisor):
     Only the links after it are called again each round; the links before it see the
     whole turn once.
 
-    The returned response carries the usage of every round and, in `messages`, every
+    The returned response carries the usage of every round, including every model call
+    made inside its tool calls by a chain (a sub-agent's, also one that failed or was
+    retried; as an enclosing `BudgetAdvisor` counts them), and, in `messages`, every
     message the turn added. Streaming passes text deltas through as they arrive, hides
     tool-call fragments, and emits `ToolCallStarted` / `ToolCallFinished`, and between
     them the `ToolProgress` of tools that report it (MCP tools, chains as tools).
@@ -187,6 +190,23 @@ _FREE_CHOICES = (None, "auto", "none")
 """Tool choices that force no tool call: nothing to relax after a round."""
 
 
+class _RoundUsage:
+    """The usage of every model call made inside one round's tool calls (a chain called
+    as a tool, nested ones, retried and failed ones too): counted as each call answers,
+    as an enclosing `BudgetAdvisor` counts them (`core.limits.EnclosingLimit`)."""
+
+    __slots__ = ("usage",)
+
+    def __init__(self) -> None:
+        self.usage = _NO_USAGE
+
+    async def before_model_call(self, request: ChatRequest) -> None:
+        return None
+
+    async def after_model_call(self, request: ChatRequest, response: ChatResponse) -> None:
+        self.usage += response.usage
+
+
 _SETTLED = "advisorchain.decisions_settled"
 """The turn-context key set once the loop settled a turn's decisions."""
 
@@ -239,7 +259,10 @@ class _Turn:
         """Settle the waiting round's decided calls through `hooks`."""
         waiting = self.waiting
         assert waiting is not None
-        tool_round = await manager.settle(self.request, waiting, self.decisions, hooks=hooks)
+        meter = _RoundUsage()
+        with bounded_by(meter):
+            tool_round = await manager.settle(self.request, waiting, self.decisions, hooks=hooks)
+        self.usage += meter.usage  # a sub-chain's resumed turn is this turn's spend
         results = list(tool_round.results)
         changed = False
         for i, result in enumerate(results):
@@ -267,9 +290,6 @@ class _Turn:
         (the turn ends deferred again)."""
         waiting = self.waiting
         assert waiting is not None
-        for result in tool_round.results:
-            if isinstance(result.value, ChatResponse):  # a sub-chain's resumed turn
-                self.usage += result.value.usage
         self.added.extend(tool_round.messages)
         self.request = self.request.appended(*tool_round.messages)
         decided = {c.id for c in tool_round.calls}
@@ -295,14 +315,18 @@ class _Turn:
     async def execute(
         self, manager: ToolCallingManager, response: ChatResponse, hooks: tuple[ToolHook, ...]
     ) -> ToolRound:
+        meter = _RoundUsage()
         try:
-            return await manager.execute(self.request, response.message, hooks=hooks)
+            with bounded_by(meter):
+                tool_round = await manager.execute(self.request, response.message, hooks=hooks)
         except ToolCallLimitExceeded as exc:
             raise ToolCallLimitExceeded(
                 str(exc),
                 tool_name=exc.tool_name,
                 messages=(*self.added, *response.messages[:-1], *exc.messages),
             ) from None
+        self.usage += meter.usage  # every model call made inside the round's tool calls
+        return tool_round
 
     async def round_finished(
         self, response: ChatResponse, tool_round: ToolRound
@@ -311,8 +335,6 @@ class _Turn:
         or some of its calls were deferred."""
         deferred = False
         for result in tool_round.results:  # one loop, no generator: run every round
-            if isinstance(result.value, ChatResponse):  # a chain called as a tool
-                self.usage += result.value.usage
             if result.outcome == "deferred":
                 deferred = True
         if deferred:

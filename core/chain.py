@@ -25,6 +25,7 @@ from .deferred import Decision
 from .errors import ChainConfigurationError, InvalidDecisions, StreamInterruptedError
 from .events import ResponseCompleted, StreamEvent, ToolCallDelta
 from .invocation import ToolHook
+from .limits import after_model_call, before_model_call, enclosing_limits
 from .manager import ToolCallingManager
 from .messages import Message, UserMessage
 from .model import ChatModel, model_name, provider_name
@@ -156,8 +157,8 @@ class Chain:
         parent turn's; while the parent streams, each event of this turn reaches the
         parent's stream as `ToolProgress(call_id, event=...)`. The parent's tool
         `timeout` and cancellation bound the call, and the parent's `BudgetAdvisor`
-        counts each model call of this turn as it happens (the tool runs this chain
-        `with_model` a `BoundedModel`); `max_depth` bounds nesting.
+        counts each model call of this turn as it happens (`core/limits.py`);
+        `max_depth` bounds nesting.
         A turn of this chain that ends deferred defers the parent's call (kind
         `"subchain"`, this turn's deferred calls nested in it, its transcript kept in the
         parent's); the parent's resume, given a mapping of this turn's decisions for the
@@ -174,17 +175,6 @@ class Chain:
             requires_approval=requires_approval,
             timeout=timeout,
             max_depth=max_depth,
-        )
-
-    def with_model(self, model: ChatModel) -> Chain:
-        """A chain of the same advisors, tools, tool context and options around `model`."""
-        contributed = {id(t) for t in self._advisor_tools}
-        return Chain(
-            self.advisors,
-            model=model,
-            tools=[t for t in self.tools if id(t) not in contributed],
-            tool_context=self.tool_context,
-            options=self.options,
         )
 
     def request(
@@ -384,7 +374,13 @@ async def _call_without_tool_context(model: ChatModel, request: ChatRequest) -> 
     """The innermost step: the model never receives the tool context, so cannot leak it;
     the ids of the tool calls it answers are made unique and valid before any link sees
     them (`core._call_ids`)."""
-    return unique_response(await model.call(_without_tool_context(request)), request.messages)
+    limits = enclosing_limits()  # an enclosing turn's limits bound this call too
+    if limits:
+        await before_model_call(limits, request)
+    response = unique_response(await model.call(_without_tool_context(request)), request.messages)
+    if limits:
+        await after_model_call(limits, request, response)
+    return response
 
 
 async def _stream_without_tool_context(
@@ -392,12 +388,17 @@ async def _stream_without_tool_context(
 ) -> AsyncIterator[StreamEvent]:
     """`_call_without_tool_context` for streams: deltas and response get the same ids."""
     ids = StreamCallIds(request.messages)
+    limits = enclosing_limits()
+    if limits:
+        await before_model_call(limits, request)
     async with closing_stream(model.stream(_without_tool_context(request))) as events:
         async for event in events:
             if isinstance(event, ToolCallDelta):
                 event = ids.delta(event)
             elif isinstance(event, ResponseCompleted):
                 response = ids.response(event.response)
+                if limits:
+                    await after_model_call(limits, request, response)
                 if response is not event.response:
                     event = ResponseCompleted(response)
             yield event
