@@ -25,9 +25,11 @@ from .core._sync import SyncInAsyncError
 from .core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext, advisor
 from .core.chain import Chain
 from .core.context import ToolContext
+from .core.deferred import DeferredCall, Result
 from .core.errors import (
     AdvisorChainError,
     ChainConfigurationError,
+    InvalidDecisions,
     StreamInterruptedError,
     ToolCallLimitExceeded,
     ToolExecutionError,
@@ -82,8 +84,10 @@ __all__ = [
     "ChatOptions",
     "ChatRequest",
     "ChatResponse",
+    "DeferredCall",
     "DocumentPart",
     "ImagePart",
+    "InvalidDecisions",
     "InvalidPromptError",
     "LoggingAdvisor",
     "MemoryAdvisor",
@@ -94,6 +98,7 @@ __all__ = [
     "ReasoningPart",
     "Reject",
     "ResponseCompleted",
+    "Result",
     "StreamEvent",
     "StreamInterruptedError",
     "StreamNext",

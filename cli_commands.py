@@ -225,14 +225,16 @@ async def stream_turn(
 
 
 def _report_pending(response: ChatResponse, chain_spec: str, err: IO[str]) -> None:
-    pending = response.pending_approval
-    if pending is None:
-        return
-    names = ", ".join(c.name for c in pending.calls)
-    err.write(
-        f"approval pending: {pending.id} ({names}); decide with: advisorchain approvals "
-        f"approve {pending.id} --chain {chain_spec}\n"
-    )
+    """One line per call that waits for approval, with the command that decides it."""
+    for waiting in response.deferred:
+        approval_id = waiting.metadata.get("approval_id")
+        if waiting.kind != "approval" or not isinstance(approval_id, str):
+            err.write(f"waiting ({waiting.kind}): {waiting.name} [{waiting.id}]\n")
+            continue
+        err.write(
+            f"approval pending: {approval_id} ({waiting.name}); decide with: advisorchain "
+            f"approvals approve {approval_id} --chain {chain_spec}\n"
+        )
 
 
 async def run_command(args: argparse.Namespace, out: IO[str], err: IO[str], inp: IO[str]) -> int:
@@ -335,6 +337,13 @@ async def approvals_command(args: argparse.Namespace, out: IO[str], err: IO[str]
     if record.status == "completed":
         err.write(f"advisorchain: approval {args.id!r} was already decided and resumed\n")
         return 1
+    if record.conversation_id is None:
+        err.write(
+            f"advisorchain: approval {args.id!r} belongs to a turn no memory stored (no "
+            "conversation id): decide it in the program that keeps its transcript, with "
+            "chain.call(transcript, decisions=...)\n"
+        )
+        return 1
     decisions = _decisions(record, args)
     for call in record.calls:
         decision = decisions[call.id]
@@ -343,7 +352,8 @@ async def approvals_command(args: argparse.Namespace, out: IO[str], err: IO[str]
         shown = _call_text(call.name, arguments if arguments is not None else call.arguments)
         edited = " (edited)" if arguments is not None else ""
         err.write(f"{verdict}{edited}: {call.id} {shown}\n")
-    response = await chain.resume(args.id, decisions)
+    # The chain's memory supplies the transcript; the store checks it against the record.
+    response = await chain.call(decisions=decisions, conversation_id=record.conversation_id)
     if response.text:
         out.write(response.text + "\n")
     _report_pending(response, args.chain, err)
@@ -405,8 +415,16 @@ async def _show(store: ApprovalStore, args: argparse.Namespace, out: IO[str]) ->
             decision = f", rejected by {call.decision.by or '-'}: {call.decision.reason}"
         out.write(f"  call {call.id}: {_call_text(call.name, call.arguments)} [{call.state}]")
         out.write(decision + "\n")
-    out.write("transcript:\n")
-    out.write(format_transcript(record.messages, color=supports_color(out)))
+    if record.round:
+        # The store keeps no transcript (the caller or a memory does): the round it checks.
+        others = ", ".join(f"{c.name} [{c.id}]" for c in record.round)
+        out.write(f"round: {others}\n")
+    if args.memory and record.conversation_id:
+        memory = memory_store(args.memory, args.table_prefix)
+        async with _closing(memory):
+            messages = await memory.load(record.conversation_id)
+        out.write("transcript:\n")
+        out.write(format_transcript(messages, color=supports_color(out)))
     audit = await store.audit(record.id)
     if audit:
         out.write("audit:\n")
@@ -483,6 +501,9 @@ def add_parsers(commands: Any) -> None:
     listing.add_argument("--conversation-id", help="only this conversation's")
     show = actions.add_parser("show", parents=[common], help="one approval, transcript, audit")
     show.add_argument("id")
+    show.add_argument(
+        "--memory", help="the memory store holding its conversation (sqlite:PATH, postgresql://)"
+    )
     deciding = argparse.ArgumentParser(add_help=False, parents=[common])
     deciding.add_argument("--by", help="who decides, for the audit (default: cli:<login>)")
     approve = actions.add_parser(

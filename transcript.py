@@ -1,13 +1,13 @@
 """A readable transcript of a turn or a conversation: `format_transcript`, `print_transcript`.
 
 One line (or block) per message: who spoke, the tool calls with their arguments, each
-result with its outcome, and for a whole turn (`ChatResponse`) the calls waiting for
-approval, the finish reason and the usage. Plain text by default; `print_transcript`
-adds colour when its stream is a terminal that supports it (not when `NO_COLOR` is set,
-nor for `TERM=dumb`; `FORCE_COLOR` forces it). Secrets are redacted as they are from
-logs: API keys and card numbers by default (`redact=` other `RedactionAdvisor` rules, or
-`None` for the text as it is); images and documents are shown by type and size, never
-their bytes.
+result with its outcome, and for a whole turn (`ChatResponse`) the calls that wait
+(approvals, external work), the finish reason and the usage. Plain text by default;
+`print_transcript` adds colour when its stream is a terminal that supports it (not when
+`NO_COLOR` is set, nor for `TERM=dumb`; `FORCE_COLOR` forces it). Secrets are redacted as
+they are from logs: API keys and card numbers by default (`redact=` other
+`RedactionAdvisor` rules, or `None` for the text as it is); images and documents are
+shown by type and size, never their bytes.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import IO, Any, TypeAlias
 
 from .advisors.redaction import RedactionAdvisor, RedactionRule
+from .core.deferred import DeferredCall
 from .core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from .core.parts import DocumentPart, ImagePart, ReasoningPart, TextPart
 from .core.prompt import OpenAIMessage, to_messages
@@ -171,17 +172,21 @@ class _Writer:
                 pieces.append(f"[reasoning] {self.text(part.text)}")
         return " ".join(pieces)
 
+    def deferred(self, waiting: DeferredCall, path: str) -> None:
+        """One line per waiting call, its sub-agent's calls after it (ids joined by `/`)."""
+        call_id = f"{path}/{waiting.id}" if path else waiting.id
+        arguments = self.text(_arguments(waiting.call.arguments))
+        self.add(
+            f"waiting ({self.text(waiting.kind)}):",
+            "error",
+            f"{waiting.name}({arguments})  [{call_id}]",
+        )
+        for child in waiting.nested:
+            self.deferred(child, call_id)
+
     def turn(self, response: ChatResponse) -> None:
-        suspension = response.suspension
-        if suspension is not None:
-            for pending in suspension.approvals:
-                for call in pending.calls:
-                    arguments = self.text(_arguments(call.arguments))
-                    self.add(
-                        "approval pending:",
-                        "error",
-                        f"{call.name}({arguments})  [{call.id}] in {pending.id}",
-                    )
+        for waiting in response.deferred:
+            self.deferred(waiting, "")
         usage = response.usage
         parts = [f"finish: {response.finish_reason}"]
         if usage.requests or usage.input_tokens or usage.output_tokens:

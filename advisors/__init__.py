@@ -2,7 +2,6 @@
 (approvers, approval and memory stores, tool-search indexes)."""
 
 from ..core._exports import publish
-from ..core.text_transform import Span, TextRewriter, TextTransformAdvisor
 from .approval import (
     ApprovalAdvisor,
     ApprovalAlreadyResolved,
@@ -18,16 +17,11 @@ from .approval import (
     Defer,
     DeferredApprover,
     InMemoryApprovalStore,
-    InvalidApprovalDecisions,
     InvalidApprovalRecord,
-    PendingApproval,
     PostgresApprovalStore,
     Reject,
-    ResumedCall,
-    Resumption,
     SQLiteApprovalStore,
     StandingRule,
-    Suspension,
 )
 from .budget import (
     BudgetAdvisor,
@@ -52,6 +46,7 @@ from .memory import (
 from .redaction import RedactionAdvisor, RedactionBlocked, RedactionRule
 from .small_model import SmallModelAdvisor
 from .structured_output import StructuredOutputAdvisor, StructuredOutputError
+from .text_transform import Span, TextRewriter, TextTransformAdvisor
 from .tool_cache import ToolResultCacheAdvisor
 from .tool_calling import ToolCallingAdvisor
 from .tool_retry import ExponentialBackoff, ToolRetryAdvisor
@@ -94,13 +89,11 @@ __all__ = [
     "InMemoryApprovalStore",
     "InMemoryBudgetStore",
     "InMemoryChatMemoryStore",
-    "InvalidApprovalDecisions",
     "InvalidApprovalRecord",
     "KeywordIndex",
     "LoggingAdvisor",
     "MemoryAdvisor",
     "ModelPrice",
-    "PendingApproval",
     "PostgresApprovalStore",
     "PostgresChatMemoryStore",
     "RedactionAdvisor",
@@ -108,8 +101,6 @@ __all__ = [
     "RedactionRule",
     "RegexIndex",
     "Reject",
-    "ResumedCall",
-    "Resumption",
     "SQLiteApprovalStore",
     "SQLiteChatMemoryStore",
     "SmallModelAdvisor",
@@ -117,7 +108,6 @@ __all__ = [
     "StandingRule",
     "StructuredOutputAdvisor",
     "StructuredOutputError",
-    "Suspension",
     "TextRewriter",
     "TextTransformAdvisor",
     "ToolCallingAdvisor",

@@ -14,10 +14,10 @@ from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
 from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta
 from ..core.invocation import ToolInvocation, ToolResult
+from ..core.limits import bounded_by
 from ..core.messages import Message, ToolMessage, UserMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.subchain import bounded_by
 from ..core.usage import Usage
 from .memory import ConversationIdError
 
@@ -604,3 +604,14 @@ def _final(response: ChatResponse, answered: tuple[Message, ...], earlier: Usage
         usage=earlier + response.usage,
         messages=(*answered, *response.messages[:-1], message),
     )
+
+
+__all__ = [
+    "DEFAULT_WRAP_UP",
+    "BudgetAdvisor",
+    "BudgetExceeded",
+    "BudgetStore",
+    "ConversationSpend",
+    "InMemoryBudgetStore",
+    "ModelPrice",
+]

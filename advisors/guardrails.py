@@ -160,7 +160,7 @@ class GuardrailAdvisor(Advisor):
 
     async def _check_input(self, request: ChatRequest) -> ChatResponse | None:
         """`None` if the input passes; the replacement answer if a check tripped."""
-        if not self.input_checks or request.resumption is not None:
+        if not self.input_checks or request.decisions is not None:
             return None
         text = next(
             (m.text for m in reversed(request.messages) if isinstance(m, UserMessage)), None
@@ -179,7 +179,7 @@ class GuardrailAdvisor(Advisor):
         """`response` if its answer passes, else the replaced one (or raise)."""
         if (
             not self.output_checks
-            or response.suspension is not None
+            or response.deferred
             or response.message.tool_calls
             or not response.text
         ):

@@ -21,7 +21,7 @@ from ..core.messages import AssistantMessage, Message, SystemMessage, ToolMessag
 from ..core.parts import map_text
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.text_transform import Span, TextRewriter, TextTransformAdvisor
+from .text_transform import Span, TextRewriter, TextTransformAdvisor
 
 Strategy: TypeAlias = Literal["redact", "mask", "hash", "block"]
 """What a match becomes: `[REDACTED:email]`, `****.***@*******.com`, `[email:3f2a9c1b0e4d]`,
@@ -380,7 +380,7 @@ class RedactionAdvisor(TextTransformAdvisor):
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
         """Redact every tool result (with `tool` in `apply_to`) before the model reads it."""
         result = await next(invocation)
-        if "tool" not in self.apply_to or result.outcome == "pending":
+        if "tool" not in self.apply_to or result.outcome == "deferred":
             return result
         try:
             content = map_text(result.content, lambda text: self.redact(text, "tool"))

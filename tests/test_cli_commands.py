@@ -178,10 +178,11 @@ def test_approve_from_the_cli_resumes_the_turn_audited(cli: Cli) -> None:
     assert pending in listed.stdout and "c-42" in listed.stdout
     assert 'refund({"amount": 12, "order_id": "7"})' in listed.stdout
 
-    shown = cli("approvals", "show", pending, *cli.store("approvals"))
+    memory = cli.store("memory")[1]
+    shown = cli("approvals", "show", pending, *cli.store("approvals"), "--memory", memory)
     assert shown.returncode == 0, shown.stderr
     assert f"approval {pending}: pending, conversation c-42" in shown.stdout
-    assert "user: refund order 7" in shown.stdout  # the transcript so far
+    assert "user: refund order 7" in shown.stdout  # the transcript so far, from memory
 
     approved = cli("approvals", "approve", pending, "--chain", "refunds_app:chain")
     assert approved.returncode == 0, approved.stderr
@@ -207,7 +208,9 @@ def test_approve_from_the_cli_resumes_the_turn_audited(cli: Cli) -> None:
 
 
 def test_edit_runs_the_edited_arguments_and_audits_both(cli: Cli) -> None:
-    pending = _pending_id(cli("run", "refunds_app:chain", "-p", "refund order 7").stderr)
+    pending = _pending_id(
+        cli("run", "refunds_app:chain", "-p", "refund order 7", "--conversation-id", "c-7").stderr
+    )
     edited = cli(
         "approvals",
         "edit",
@@ -229,7 +232,9 @@ def test_edit_runs_the_edited_arguments_and_audits_both(cli: Cli) -> None:
 
 
 def test_reject_tells_the_model_why(cli: Cli) -> None:
-    pending = _pending_id(cli("run", "refunds_app:chain", "-p", "refund order 7").stderr)
+    pending = _pending_id(
+        cli("run", "refunds_app:chain", "-p", "refund order 7", "--conversation-id", "c-8").stderr
+    )
     rejected = cli(
         "approvals", "reject", pending, "--reason", "too much", "--chain", "refunds_app:chain"
     )
@@ -237,6 +242,16 @@ def test_reject_tells_the_model_why(cli: Cli) -> None:
     assert rejected.stdout == "Done: Error: not executed, the call was rejected: too much\n"
     shown = cli("approvals", "show", pending, *cli.store("approvals")).stdout
     assert "call_1 refund rejected by cli:alice (too much)" in shown
+
+
+def test_a_turn_no_memory_stored_is_not_decided_from_the_cli(cli: Cli) -> None:
+    pending = _pending_id(cli("run", "refunds_app:chain", "-p", "refund order 7").stderr)
+    approved = cli("approvals", "approve", pending, "--chain", "refunds_app:chain")
+    assert approved.returncode == 1
+    assert "no memory stored" in approved.stderr
+    assert "approved:" not in approved.stderr  # nothing claims to have been decided
+    shown = cli("approvals", "show", pending, *cli.store("approvals")).stdout
+    assert f"approval {pending}: pending" in shown
 
 
 @pytest.mark.parametrize(
@@ -338,10 +353,10 @@ def test_listed_and_shown_arguments_have_their_secrets_redacted(
         tools=[charge],
     )
     pending = chain.call_sync("charge my card")
-    assert pending.pending_approval is not None
+    assert pending.finish_reason == "deferred"
     assert cli_run(["approvals", "list", "--store", f"sqlite:{database}"]) == 0
-    approval_id = pending.pending_approval.id
+    approval_id = pending.deferred[0].metadata["approval_id"]
     assert cli_run(["approvals", "show", approval_id, "--store", f"sqlite:{database}"]) == 0
     shown = capsys.readouterr().out
     assert "4242 4242" not in shown
-    assert shown.count("[REDACTED:card]") >= 3  # listed, the call shown, the transcript
+    assert shown.count("[REDACTED:card]") >= 2  # listed, and the call shown

@@ -22,6 +22,7 @@ from advisorchain import (
     ToolCallingAdvisor,
     ToolCallStarted,
     ToolProgress,
+    UserMessage,
     tool,
 )
 from advisorchain.advisors import (
@@ -261,9 +262,10 @@ async def test_a_resumed_turn_is_not_checked_again_and_pending_turns_pass() -> N
         tools=[refund],
     )
     response = await chain.call("refund 7")
-    assert response.pending_approval is not None
-    assert seen == ["refund 7"]  # the pending turn's answer is tool calls: not checked
-    resumed = await chain.resume(response.pending_approval.id, {"c1": Approve()})
+    assert response.finish_reason == "deferred"
+    assert seen == ["refund 7"]  # the waiting turn's answer is tool calls: not checked
+    transcript = [UserMessage(content="refund 7"), *response.messages]
+    resumed = await chain.call(transcript, decisions={"c1": Approve()})
     assert resumed.text == "Refunded."
     assert seen == ["refund 7", "Refunded."]
 

@@ -16,7 +16,6 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from ...core._checks import require_callable, require_number
-from ...core.errors import ApprovalNotFound
 from .._sql.identifiers import check_table_prefix
 from .._sql.threads import WorkerRunner
 from .._storable import storable
@@ -32,6 +31,7 @@ from .store import (
 )
 from .types import (
     ApprovalAlreadyResolved,
+    ApprovalNotFound,
     Approve,
     AuditRecord,
     InvalidApprovalRecord,
@@ -272,7 +272,7 @@ class SQLApprovalStore:
         if row is None:
             return None
         status, conversation_id, created_at, state, claimed_until = row
-        messages, options, tool_names = load_state(state)
+        round_calls = load_state(state)
         cur.execute(
             self._sql(
                 "SELECT call_id, tool_name, description, arguments, details, state, decision, "
@@ -286,10 +286,8 @@ class SQLApprovalStore:
             status=status,
             conversation_id=conversation_id,
             created_at=created_at,
-            messages=messages,
-            options=options,
-            tool_names=tool_names,
             calls=calls,
+            round=round_calls,
             claimed_until=claimed_until,
         )
 

@@ -23,6 +23,7 @@ import anyio.to_thread
 
 from ...core._extras import install_hint
 from ...core.tools import ToolDefinition
+from ._cache import default_cache_path as default_cache_path
 from ._store import KeyedBlobs
 from .examples import Examples, check_examples, examples_for
 from .index import MAX_QUERY_CHARS, ToolIndex, document_text
@@ -277,17 +278,6 @@ class EmbeddingCache:
         self._blobs.put_many(
             (self.key(t), struct.pack(f"<{len(v)}f", *v)) for t, v in vectors.items()
         )
-
-
-def default_cache_path() -> Path:
-    """Where `minilm_index()` keeps definition embeddings: `$ADVISORCHAIN_CACHE_DIR`,
-    else `$XDG_CACHE_HOME/advisorchain`, else `~/.cache/advisorchain`."""
-    base = os.environ.get("ADVISORCHAIN_CACHE_DIR")
-    if base:
-        return Path(base) / "embeddings.sqlite3"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    root = Path(xdg) if xdg else Path.home() / ".cache"
-    return root / "advisorchain" / "embeddings.sqlite3"
 
 
 def _mixed(text: list[float], examples: list[list[float]], weight: float) -> list[float]:
