@@ -593,7 +593,8 @@ class HTTPClient:
                     error_detail=self._error_detail,
                     error_type=self._error_type,
                 )
-                retryable = _should_retry(response)
+                # a request the wire format finds at fault fails the same way again
+                retryable = _should_retry(response) and not isinstance(error, BadRequestError)
                 wait = retry_after(response.headers)
             delay = self.retry.delay(attempt, wait) if retryable else None
             if delay is None:
