@@ -415,7 +415,7 @@ LLAMA_CPP_SERVER_REFUSAL = {
         "code": None,
     }
 }
-"""What llama-cpp-python 0.3.36's `llama_cpp.server` answers to a `json_schema` format (HTTP 500)."""
+"""llama-cpp-python 0.3.36's `llama_cpp.server` on a `json_schema` format (HTTP 500)."""
 
 
 def refusal() -> httpx.Response:
