@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from ...core.errors import ApprovalNotFound
+from ...core.errors import AdvisorChainError, ApprovalNotFound
 from .._sql.identifiers import check_table_prefix
 from .._sql.threads import WorkerRunner
 from .._storable import storable
@@ -42,6 +42,10 @@ from .types import (
 )
 
 T = TypeVar("T")
+
+_DAMAGED = (ValueError, TypeError, LookupError, AttributeError, RecursionError, OverflowError)
+"""What reading a damaged row raises (`JSONDecodeError`, `ValidationError` and
+`UnicodeDecodeError` are `ValueError`s, `KeyError` a `LookupError`)."""
 
 
 class Cursor(Protocol):
@@ -92,7 +96,18 @@ class SQLApprovalStore:
     # -- the async API -------------------------------------------------------------------
 
     async def _run(self, fn: Callable[[], T]) -> T:
-        return await self._runner.run(fn)
+        try:
+            return await self._runner.run(fn)
+        except AdvisorChainError:
+            raise
+        except _DAMAGED as exc:
+            # a row another writer damaged (or a value JSON cannot hold): the store's
+            # typed error, naming neither the row nor the value
+            failure = InvalidApprovalRecord(
+                f"the approval store cannot read or write a record ({type(exc).__name__}): "
+                "a stored row is damaged or a value is not JSON"
+            )
+        raise failure
 
     async def save(self, record: PendingRecord) -> None:
         """Store a new pending approval (`InvalidApprovalRecord` if it cannot be held)."""

@@ -27,8 +27,9 @@ class InvalidApprovalDecisions(AdvisorChainError, ValueError):
 
 
 class InvalidApprovalRecord(AdvisorChainError, ValueError):
-    """A store was asked to save a pending approval it cannot hold: two of its calls
-    share an id, or an approval with its id exists already."""
+    """A store was asked to save a pending approval it cannot hold (two of its calls
+    share an id, an approval with its id exists already, a value JSON cannot hold), or
+    a stored row cannot be read back (damaged by another writer)."""
 
 
 _CANONICAL = json.JSONEncoder(
