@@ -16,8 +16,13 @@ import anyio
 import httpx
 import pytest
 
-from advisorchain import AdvisorChainError, ChatRequest, ChatResponse, ResponseCompleted
-from advisorchain import UserMessage
+from advisorchain import (
+    AdvisorChainError,
+    ChatRequest,
+    ChatResponse,
+    ResponseCompleted,
+    UserMessage,
+)
 from advisorchain.providers import (
     AnthropicChatModel,
     GeminiChatModel,
