@@ -38,6 +38,7 @@ from .types import (
     Reject,
     StandingRule,
     StoredResult,
+    json_data,
     rule_audit,
 )
 
@@ -260,8 +261,8 @@ class SQLApprovalStore:
                         position,
                         c.call.name,
                         c.call.description,
-                        json.dumps(dict(c.call.arguments), default=str),
-                        json.dumps(dict(c.call.details), default=str),
+                        json.dumps(json_data(c.call.arguments)),
+                        json.dumps(json_data(c.call.details)),
                         c.state,
                         dump_decision(c.decision),
                         dump_result(c.result),
@@ -422,10 +423,10 @@ class SQLApprovalStore:
                     a.decision,
                     a.decided_by,
                     a.decided_at,
-                    json.dumps(dict(a.arguments), default=str),
+                    json.dumps(json_data(a.arguments)),
                     None
                     if a.edited_arguments is None
-                    else json.dumps(dict(a.edited_arguments), default=str),
+                    else json.dumps(json_data(a.edited_arguments)),
                     a.reason,
                     a.conversation_id,
                 ),
@@ -446,7 +447,7 @@ class SQLApprovalStore:
                     rule.id,
                     rule.conversation_id,
                     rule.name,
-                    None if rule.arguments is None else json.dumps(dict(rule.arguments)),
+                    None if rule.arguments is None else json.dumps(json_data(rule.arguments)),
                     rule.created_by,
                     rule.created_at,
                     rule.revoked_at,

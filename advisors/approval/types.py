@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
+import pydantic_core
+
 from ...core.errors import AdvisorChainError
 from ...core.messages import Message
 from ...core.parts import DocumentPart, ImagePart, TextPart
@@ -55,9 +57,32 @@ def canonical_arguments(arguments: Mapping[str, Any]) -> str | None:
     arguments cannot be serialized (they then match nothing): two argument objects have
     the same fingerprint exactly when they have the same canonical JSON."""
     try:
-        return _CANONICAL.encode(arguments)
+        return _CANONICAL.encode(json_data(arguments))
     except (TypeError, ValueError, RecursionError):
         return None
+
+
+def json_data(value: Any) -> Any:
+    """`value` as JSON data, the same way for every store: mappings, lists and numbers as
+    they are (`NaN` stays a float), tuples as lists, sets as lists in canonical order,
+    and other values (dates, `Decimal`, `UUID`, bytes as base64, enums, pydantic models)
+    as pydantic writes them in JSON. So a value and its stored-and-read-back copy have
+    the same fingerprint. `ValueError` for a value pydantic cannot write."""
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    if isinstance(value, Mapping):
+        return {
+            k if isinstance(k, str) else str(json_data(k)): json_data(v) for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [json_data(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((json_data(v) for v in value), key=_CANONICAL.encode)
+    return pydantic_core.to_jsonable_python(value, bytes_mode="base64")
+
+
+def _key(key: Any) -> str:
+    return key if isinstance(key, str) else str(json_data(key))
 
 
 Remember: TypeAlias = Literal["tool", "arguments"]
