@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from functools import partial
 from types import TracebackType
 from typing import Any, Self, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx
@@ -20,6 +21,7 @@ from .http import (
     HTTPClient,
     RetryPolicy,
     Secret,
+    Secrets,
     api_key_from_env,
     clean_api_key,
     json_excerpt,
@@ -106,7 +108,15 @@ class HTTPChatModel:
         )
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={self.base_url!r})"
+        return (
+            f"{type(self).__name__}(model_name={self.model_name!r}, "
+            f"base_url={_without_password(self.base_url)!r})"
+        )
+
+    def _secrets(self, key: str | None) -> tuple[str, ...]:
+        """What no error may show: the key, the base URL's password, the header values."""
+        password = urlsplit(self.base_url).password
+        return tuple(s for s in (key, password, *self._headers.values()) if s)
 
     async def __aenter__(self) -> Self:
         return self
@@ -146,7 +156,8 @@ class HTTPChatModel:
 
     async def call(self, request: ChatRequest) -> ChatResponse:
         """Answer `request` with one HTTP request."""
-        url, headers, body, key = self._prepare(request, stream=False)
+        url, headers, body, api_key = self._prepare(request, stream=False)
+        key = self._secrets(api_key)  # what no error may show
         posting = self._http.post_json(url, body, headers=headers, secret=key)
         del body  # held until it is encoded, not while the answer is awaited (memory)
         try:
@@ -176,7 +187,8 @@ class HTTPChatModel:
         The body's bytes go through one `SSEDecoder` to the wire format's reader, in
         this one generator (no generator per layer: at a thousand concurrent streams
         each layer's cost per event shows)."""
-        url, headers, body, key = self._prepare(request, stream=True)
+        url, headers, body, api_key = self._prepare(request, stream=True)
+        key = self._secrets(api_key)  # what no error may show
         sending = self._http.send(url, body, headers=headers, secret=key, stream=True)
         del url, headers, body  # held until encoded, not while the answer is awaited (memory)
         try:
@@ -235,7 +247,7 @@ class HTTPChatModel:
                 await response.aclose()
         yield completed
 
-    def _read(self, step: Callable[[], _T], key: str | None) -> _T:
+    def _read(self, step: Callable[[], _T], key: Secrets) -> _T:
         """`step()`: reading the stream, whose failures all become `ProviderError`s
         (`ProviderStreamError` for what is not one already) that do not show `key`."""
         try:
@@ -247,8 +259,17 @@ class HTTPChatModel:
             cause: BaseException = exc
         raise self._failure(cause, key) from safe_cause(cause, key)
 
-    def _failure(self, cause: BaseException, key: str | None) -> ProviderStreamError:
+    def _failure(self, cause: BaseException, key: Secrets) -> ProviderStreamError:
         detail = redact(str(cause), key) or type(cause).__name__
         if not isinstance(cause, StreamInterruptedError):
             detail = f"unexpected stream data ({type(cause).__name__}: {detail})"
         return ProviderStreamError(f"{self.provider_name}: {detail}", provider=self.provider_name)
+
+
+def _without_password(url: str) -> str:
+    """`url` with the password of its user information masked (for reprs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))

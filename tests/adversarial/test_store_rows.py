@@ -162,7 +162,7 @@ async def test_a_corrupt_postgres_memory_row_is_a_typed_error(postgres_dsn: str)
         def write(column: str, value: Any) -> None:
             with psycopg.connect(postgres_dsn, autocommit=True) as db:
                 db.execute(
-                    f"UPDATE {prefix}memory SET {column} = %s "  # type: ignore[arg-type]
+                    f"UPDATE {prefix}memory SET {column} = %s "
                     "WHERE conversation_id = 'conv' AND seq = 1",
                     (value,),
                 )
@@ -365,8 +365,7 @@ async def test_a_corrupt_postgres_approval_row_is_a_typed_error(postgres_dsn: st
         def write(table: str, column: str, approval_id: str, value: Any) -> None:
             with psycopg.connect(postgres_dsn, autocommit=True) as db:
                 db.execute(
-                    f"UPDATE {prefix}{table} SET {column} = %s "  # type: ignore[arg-type]
-                    f"WHERE {_KEY[table]} = %s",
+                    f"UPDATE {prefix}{table} SET {column} = %s WHERE {_KEY[table]} = %s",
                     (value, approval_id),
                 )
 
@@ -381,7 +380,7 @@ async def test_a_corrupt_postgres_approval_row_is_a_typed_error(postgres_dsn: st
             with psycopg.connect(postgres_dsn, autocommit=True) as db:
                 for table, key in _KEY.items():
                     db.execute(
-                        f"DELETE FROM {prefix}{table} WHERE {key} = %s",  # type: ignore[arg-type]
+                        f"DELETE FROM {prefix}{table} WHERE {key} = %s",
                         (approval_id,),
                     )
 

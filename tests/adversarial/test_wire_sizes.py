@@ -76,8 +76,8 @@ def _sse(events: list[dict[str, Any]], named: bool) -> bytes:
 
 
 def openai_stream(field: str, n: Any) -> bytes:
-    call = {"index": 0, "id": "call_1", "type": "function"}
-    call["function"] = {"name": "f", "arguments": "{}"}  # type: ignore[assignment]
+    call: dict[str, Any] = {"index": 0, "id": "call_1", "type": "function"}
+    call["function"] = {"name": "f", "arguments": "{}"}
     choice: dict[str, Any] = {"index": 0, "delta": {"tool_calls": [call]}}
     if field == "tool_calls.index":
         call["index"] = n
@@ -113,7 +113,7 @@ def anthropic_stream(field: str, n: Any) -> bytes:
 def responses_stream(field: str, n: Any) -> bytes:
     indices = {"output_index": 0, "content_index": 0, "summary_index": 0}
     indices[field] = n
-    events = [
+    events: list[dict[str, Any]] = [
         {"type": "response.created", "response": {"id": "r"}},
         {
             "type": "response.output_item.added",
