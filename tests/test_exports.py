@@ -136,6 +136,7 @@ PROVIDERS = {
     "AnthropicWire",
     "AuthenticationError",
     "BadRequestError",
+    "FallbackAfterEffectsError",
     "FallbackModel",
     "GeminiChatModel",
     "GeminiWire",
