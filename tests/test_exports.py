@@ -143,6 +143,7 @@ PROVIDERS = {
     "HTTPChatModel",
     "InvalidAPIKeyError",
     "InvalidResponseError",
+    "OutputSchemaRefusedError",
     "LlamaCppChatModel",
     "OpenAIChatModel",
     "OpenAIChatWire",
