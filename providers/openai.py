@@ -68,6 +68,7 @@ from .http import (
     RetryPolicy,
     error_for_status,
     error_message,
+    error_type_for_code,
     json_dumps,
     json_excerpt,
     json_loads,
@@ -228,6 +229,8 @@ class OpenAIChatModel(HTTPChatModel):
         if base_url is None:
             base_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
             api_key_env = api_key_env or "OPENAI_API_KEY"
+        if not isinstance(base_url, str):
+            raise TypeError(f"base_url must be a URL (a string), not {base_url!r:.80}")
         official = base_url.rstrip("/") == OPENAI_BASE_URL
         if official:
             api_key_env = api_key_env or "OPENAI_API_KEY"
@@ -472,7 +475,8 @@ def _payload_error(payload: Mapping[str, Any]) -> ProviderError:
     body = json_excerpt(payload)
     if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
         return error_for_status(code, message, provider="openai", body=body)
-    return ProviderError(message, body=body, provider="openai")
+    kind = error_type_for_code(code, error.get("type") if isinstance(error, Mapping) else None)
+    return (kind or ProviderError)(message, body=body, provider="openai")
 
 
 def _event_error(data: str) -> ProviderError:

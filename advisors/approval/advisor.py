@@ -15,6 +15,8 @@ from typing import Any, TypeAlias, TypeGuard
 import anyio
 
 from ...core._arguments import parse_argument_object
+from ...core._checks import require_callable, require_number
+from ...core._scrub import safe_str
 from ...core.advisor import Advisor, ToolNext
 from ...core.context import ToolContext
 from ...core.invocation import ToolInvocation, ToolResult
@@ -184,8 +186,16 @@ class ApprovalAdvisor(Advisor):
     ) -> None:
         if not isinstance(approver, Approver):
             raise TypeError(f"{approver!r} is not an Approver (it needs `async decide(request)`)")
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be positive")
+        require_number(timeout, "timeout", positive=True, optional=True)
+        if store is not None and not isinstance(store, ApprovalStore):
+            raise TypeError(
+                f"store must be an ApprovalStore, such as SQLiteApprovalStore(path), not "
+                f"{store!r:.80}"
+            )
+        if policy is not None:
+            require_callable(
+                policy, "policy", "policy(tool, arguments, tool_context) -> bool or details"
+            )
         self.approver = approver
         self.policy = policy
         self.timeout = timeout
@@ -542,7 +552,7 @@ class ApprovalAdvisor(Advisor):
             return self._fail_closed(request, f"no decision within {self.timeout:g} s")
         except Exception as exc:
             return self._fail_closed(
-                request, f"the approver failed ({type(exc).__name__})", f"{exc!s:.500}"
+                request, f"the approver failed ({type(exc).__name__})", safe_str(exc)[:500]
             )
         ids = [c.id for c in request.calls]
         kind = type(answer)  # exact classes first: a negative isinstance of an ABC costs more
