@@ -29,6 +29,7 @@ from ..core.options import ChatOptions, OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
+from ..providers.errors import OutputSchemaRefusedError
 from .text_transform import TextTransformAdvisor
 
 T = TypeVar("T")
@@ -113,6 +114,12 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
        the turn's transcript. A refusal (`finish_reason="content_filter"`) that does not
        validate is raised at once: asking again would not change it.
 
+    A server that refuses the schema on the wire (`OutputSchemaRefusedError`:
+    llama-cpp-python's server answers `json_schema` with HTTP 500) under `mode="auto"`
+    gets the first attempt again with the schema in the prompt, before anything was
+    streamed, and this advisor asks in the prompt from then on; under `mode="native"`
+    the error is raised.
+
     The response of a turn that needed retries holds every attempt and feedback message
     in `messages` and the usage of all of them. A schema whose root is not an object
     (`list[...]`) is asked for wrapped in an object (`{"items": [...]}`), as providers
@@ -158,6 +165,7 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
         )
         self._model: object = None
         self._options: tuple[ChatOptions, ChatOptions] | None = None  # (given, with schema)
+        self._refused = False  # the model refused the schema on the wire
 
     def __repr__(self) -> str:
         return f"StructuredOutputAdvisor({self.output_schema.name}, mode={self.mode!r})"
@@ -184,6 +192,7 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
             model = model.model
         bound._model = model
         bound._options = None
+        bound._refused = False
         return bound
 
     def output(self, response: ChatResponse) -> T:
@@ -207,7 +216,14 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         attempts = _Attempts(self, self._prepared(request))
         while True:
-            outcome = attempts.judge(await next(attempts.request))
+            try:
+                response = await next(attempts.request)
+            except OutputSchemaRefusedError:
+                if not self._fall_back(attempts, streamed=False):
+                    raise
+                attempts.request = self._prepared(request)
+                continue
+            outcome = attempts.judge(response)
             if isinstance(outcome, ChatResponse):
                 return outcome
 
@@ -215,12 +231,20 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
         attempts = _Attempts(self, self._prepared(request))
         while True:
             response: ChatResponse | None = None
-            async with closing_stream(next(attempts.request)) as events:
-                async for event in events:
-                    if isinstance(event, ResponseCompleted):
-                        response = event.response
-                    else:
-                        yield event
+            streamed = False
+            try:
+                async with closing_stream(next(attempts.request)) as events:
+                    async for event in events:
+                        if isinstance(event, ResponseCompleted):
+                            response = event.response
+                        else:
+                            streamed = True
+                            yield event
+            except OutputSchemaRefusedError:
+                if not self._fall_back(attempts, streamed=streamed):
+                    raise
+                attempts.request = self._prepared(request)
+                continue
             if response is None:
                 raise StreamInterruptedError("the stream ended without a ResponseCompleted event")
             outcome = attempts.judge(response)
@@ -233,12 +257,25 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
 
     def native(self, request: ChatRequest) -> bool:
         """Whether `request` gets the schema as `ChatOptions.output_schema` (else in the
-        prompt): `mode`, and for `auto` what the chain's model says."""
+        prompt): `mode`, and for `auto` what the chain's model says (and whether it
+        refused the schema before)."""
         if self.mode != "auto":
             return self.mode == "native"
+        if self._refused:
+            return False
         return supports_output_schema(
             self._model, self.output_schema, with_tools=bool(request.tools)
         )
+
+    def _fall_back(self, attempts: _Attempts, *, streamed: bool) -> bool:
+        """Whether a refusal of the schema on the wire is answered by asking in the
+        prompt: under `auto`, on the first attempt, before any of it was streamed."""
+        if self.mode != "auto" or streamed or attempts.attempt or attempts.added:
+            return False
+        if attempts.request.options.output_schema != self.output_schema:
+            return False
+        self._refused = True
+        return True
 
     def _prepared(self, request: ChatRequest) -> ChatRequest:
         if self.native(request):

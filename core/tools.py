@@ -211,6 +211,13 @@ class Tool:
         """What the model is told the tool does."""
         return self.definition.description
 
+    @property
+    def takes_context(self) -> bool:
+        """Whether the tool's code receives the tool context: a function tool with a
+        `ToolContext` parameter, or any tool built on a handler (schema-declared, MCP,
+        sub-agent), which is always given it."""
+        return self._model is None or self._context_param is not None
+
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
 

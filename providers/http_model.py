@@ -6,6 +6,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any, Self
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx
@@ -22,6 +23,7 @@ from .http import (
     HTTPClient,
     RetryPolicy,
     Secret,
+    Secrets,
     api_key_from_env,
     clean_api_key,
     json_excerpt,
@@ -127,7 +129,15 @@ class HTTPChatModel:
         )
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={self.base_url!r})"
+        return (
+            f"{type(self).__name__}(model_name={self.model_name!r}, "
+            f"base_url={_without_password(self.base_url)!r})"
+        )
+
+    def _secrets(self, key: str | None) -> tuple[str, ...]:
+        """What no error may show: the key, the base URL's password, the header values."""
+        password = urlsplit(self.base_url).password
+        return tuple(s for s in (key, password, *self._headers.values()) if s)
 
     async def __aenter__(self) -> Self:
         return self
@@ -167,7 +177,8 @@ class HTTPChatModel:
 
     async def call(self, request: ChatRequest) -> ChatResponse:
         """Answer `request` with one HTTP request."""
-        url, headers, body, key = self._prepare(request, stream=False)
+        url, headers, body, api_key = self._prepare(request, stream=False)
+        key = self._secrets(api_key)  # what no error may show
         posting = self._http.post_json(url, body, headers=headers, secret=key)
         del body  # held until it is encoded, not while the answer is awaited (memory)
         try:
@@ -197,7 +208,8 @@ class HTTPChatModel:
         The body's bytes go through one `SSEDecoder` to the wire format's reader, in
         this one generator (no generator per layer: at a thousand concurrent streams
         each layer's cost per event shows)."""
-        url, headers, body, key = self._prepare(request, stream=True)
+        url, headers, body, api_key = self._prepare(request, stream=True)
+        key = self._secrets(api_key)  # what no error may show
         sending = self._http.send(url, body, headers=headers, secret=key, stream=True)
         del url, headers, body  # held until encoded, not while the answer is awaited (memory)
         try:
@@ -288,7 +300,7 @@ class HTTPChatModel:
     def _failure(
         self,
         cause: BaseException,
-        key: str | None,
+        key: Secrets,
         response: httpx.Response | None = None,
         head: bytes | bytearray = b"",
     ) -> ProviderError:
@@ -344,3 +356,12 @@ def _check_arguments(
         require_mapping(headers, "headers", "header name -> value")
     if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
         raise TypeError(f"http_client must be an httpx.AsyncClient, not {http_client!r:.80}")
+
+
+def _without_password(url: str) -> str:
+    """`url` with the password of its user information masked (for reprs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))

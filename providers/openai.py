@@ -62,7 +62,7 @@ from ..core.parts import (
 from ..core.response import ChatResponse
 from ..core.usage import Usage
 from ._structured import openai_response_format, openai_supports
-from .errors import ProviderError
+from .errors import OutputSchemaRefusedError, ProviderError
 from .http import (
     PARSE_ERRORS,
     RetryPolicy,
@@ -132,6 +132,16 @@ class OpenAIChatWire(WireFormat):
 
     def parse(self, payload: Any) -> ChatResponse:
         return completion_response(payload)
+
+    def error_type(self, status: int, payload: Any) -> type[ProviderError] | None:
+        """`OutputSchemaRefusedError` when the server's error names `response_format`
+        (llama-cpp-python's server answers a `json_schema` format with HTTP 500 and a
+        validation error naming the field): the request, not the server, is at fault,
+        so it is not retried. `None` otherwise: the status decides."""
+        message = error_message(payload)
+        if isinstance(message, str) and "response_format" in message:
+            return OutputSchemaRefusedError
+        return None
 
     def stream_reader(self) -> _StreamState:
         return _StreamState()

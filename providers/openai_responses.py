@@ -107,6 +107,10 @@ PROVIDER = "openai-responses"
 INCLUDE = ("reasoning.encrypted_content",)
 """What every request asks to be included: reasoning that can be sent back statelessly."""
 
+_MAX_CONTENT_GAP = 64
+"""How far past its last content part a streamed `content_index` may point (the parts
+between are padded); further is a broken stream."""
+
 _CALL_KEYS = frozenset({"type", "call_id", "name", "arguments", "status"})
 
 _ERROR_TYPES: dict[str, type[ProviderError]] = {
@@ -669,6 +673,11 @@ class ResponsesStreamReader:
         item.setdefault("type", "message")
         content = item.setdefault("content", [])
         index = event.get("content_index", 0)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"content_index is a {type(index).__name__}, not an int")
+        if not 0 <= index < len(content) + _MAX_CONTENT_GAP:
+            # the parts before it are padded: a number sent by the server must not size that
+            raise ValueError(f"content_index {index} is out of range")
         while len(content) <= index:
             content.append({"type": "output_text" if field == "text" else "refusal", field: ""})
         part = content[index]

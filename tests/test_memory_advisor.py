@@ -494,3 +494,55 @@ async def test_a_deferred_turn_is_stored_and_resumed_from_memory_once(streaming:
         await run(decisions={"b1": Result({"pages": 4})})
     assert await store.load("c") == (*stored, *done.messages)
     assert len(model.requests) == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_sub_agent_sharing_the_advisor_and_the_conversation_runs_without_memory(
+    streamed: bool,
+) -> None:
+    store = InMemoryChatMemoryStore()
+    memory = MemoryAdvisor(store)
+    child_model = ScriptedChatModel(["child says hi"])
+    child = Chain([memory, ToolCallingAdvisor()], model=child_model)
+    helper = child.as_tool("helper", "Helps.", context_keys=["conversation_id"])
+    parent = Chain(
+        [memory, ToolCallingAdvisor()],
+        model=ScriptedChatModel([ToolCall.from_arguments("helper", {"task": "x"}, id="c1"), "ok"]),
+        tools=[helper],
+    )
+    context = {"conversation_id": "conv-1"}
+    with anyio.fail_after(10):  # it waited for itself on the stream path
+        if streamed:
+            events = [e async for e in parent.stream("hi", tool_context=context)]
+            assert isinstance(events[-1], ResponseCompleted)
+        else:
+            await parent.call("hi", tool_context=context)
+    assert child_model.requests[0].messages == (UserMessage(content="x"),)
+    stored = await store.load("conv-1")
+    assert [m.text for m in stored] == ["hi", "", "child says hi", "ok"]
+    assert memory._locks == {}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_sub_agent_sharing_the_advisor_keeps_its_own_conversation(streamed: bool) -> None:
+    store = InMemoryChatMemoryStore()
+    memory = MemoryAdvisor(store)
+    child = Chain([memory, ToolCallingAdvisor()], model=ScriptedChatModel(["one", "two"]))
+    helper = child.as_tool("helper", "Helps.", context_keys=["conversation_id"])
+    call = ToolCall.from_arguments("helper", {"task": "x"}, id="c1")
+    parent = Chain(
+        [memory, ToolCallingAdvisor()],
+        model=ScriptedChatModel([call, "ok", call, "ok"]),
+        tools=[helper],
+    )
+    for _ in range(2):
+        kw = {"conversation_id": "parent", "tool_context": {"conversation_id": "child"}}
+        with anyio.fail_after(10):
+            if streamed:
+                [e async for e in parent.stream("hi", **kw)]  # type: ignore[arg-type]
+            else:
+                await parent.call("hi", **kw)  # type: ignore[arg-type]
+    assert [m.text for m in await store.load("child")] == ["x", "one", "x", "two"]
+    assert [m.text for m in await store.load("parent")][:4] == ["hi", "", "one", "ok"]

@@ -38,6 +38,7 @@ from .types import (
     RoundCall,
     StandingRule,
     StoredResult,
+    json_data,
     rule_audit,
 )
 
@@ -301,7 +302,7 @@ def dump_decision(decision: Approve | Reject | None) -> str | None:
         return None
     if isinstance(decision, Reject):
         return json.dumps({"kind": "reject", "reason": decision.reason, "by": decision.by})
-    arguments = dict(decision.arguments) if decision.arguments is not None else None
+    arguments = json_data(decision.arguments) if decision.arguments is not None else None
     values: dict[str, Any] = {"kind": "approve", "arguments": arguments, "by": decision.by}
     if decision.remember is not None:
         values["remember"] = decision.remember

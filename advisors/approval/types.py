@@ -33,8 +33,9 @@ APPROVAL = "approval"
 
 
 class InvalidApprovalRecord(AdvisorChainError, ValueError):
-    """A store was asked to save a pending approval it cannot hold: two of its calls
-    share an id, or an approval with its id exists already."""
+    """A store was asked to save a pending approval it cannot hold (two of its calls
+    share an id, an approval with its id exists already, a value JSON cannot hold), or
+    a stored row cannot be read back (damaged by another writer)."""
 
 
 def _json_value(value: Any) -> Any:
@@ -80,9 +81,28 @@ def canonical_arguments(arguments: Mapping[str, Any]) -> str | None:
     arguments cannot be serialized (they then match nothing): two argument objects have
     the same fingerprint exactly when they have the same canonical JSON."""
     try:
-        return _CANONICAL.encode(arguments)
+        return _CANONICAL.encode(json_data(arguments))
     except (TypeError, ValueError, RecursionError):
         return None
+
+
+def json_data(value: Any) -> Any:
+    """`value` as JSON data, the same way for every store: mappings, lists and numbers as
+    they are (`NaN` stays a float), tuples as lists, sets as lists in canonical order,
+    and other values (dates, `Decimal`, `UUID`, bytes as base64, enums, pydantic models)
+    as pydantic writes them in JSON. So a value and its stored-and-read-back copy have
+    the same fingerprint. `ValueError` for a value pydantic cannot write."""
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    if isinstance(value, Mapping):
+        return {
+            k if isinstance(k, str) else str(json_data(k)): json_data(v) for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [json_data(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((json_data(v) for v in value), key=_CANONICAL.encode)
+    return pydantic_core.to_jsonable_python(value, bytes_mode="base64")
 
 
 @dataclass(frozen=True, slots=True)

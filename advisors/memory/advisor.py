@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 import anyio
@@ -17,6 +18,12 @@ from ...core.messages import Message, SystemMessage, ToolMessage, UserMessage
 from ...core.request import ChatRequest
 from ...core.response import ChatResponse
 from .store import ChatMemoryStore
+
+_turns: ContextVar[frozenset[tuple[int, str]]] = ContextVar(
+    "advisorchain_memory_turns", default=frozenset()
+)
+"""The (advisor, conversation) turns that enclose the current task: a sub-agent's turn
+runs inside a tool call of its parent's, in this task or in a task it started."""
 
 
 class ConversationIdError(AdvisorChainError, ValueError):
@@ -56,7 +63,11 @@ class MemoryAdvisor(Advisor):
     Turns of one conversation are serialized within the process by a per-conversation
     lock held for the whole turn (a stream holds it until it ends or is closed); turns of
     different conversations run concurrently. Across processes, each turn is one atomic
-    append, so turns never interleave message by message.
+    append, so turns never interleave message by message. A turn of a conversation that
+    starts inside a turn of the same conversation on the same advisor (a sub-agent
+    sharing the advisor and given the same conversation id) would wait for itself: it
+    runs without memory instead (nothing loaded, nothing saved; its answer is saved as
+    the enclosing turn's tool result).
     """
 
     def __init__(
@@ -118,6 +129,8 @@ class MemoryAdvisor(Advisor):
         conversation_id = self.conversation_id(request)
         if conversation_id is None:
             return await next(request)
+        if (id(self), conversation_id) in _turns.get():
+            return await next(request)
         async with self._locked(conversation_id):
             turn = await self._prepare(request, conversation_id)
             response = await next(turn.request)
@@ -126,7 +139,7 @@ class MemoryAdvisor(Advisor):
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
         conversation_id = self.conversation_id(request)
-        if conversation_id is None:
+        if conversation_id is None or (id(self), conversation_id) in _turns.get():
             async with closing_stream(next(request)) as events:
                 async for event in events:
                     yield event
@@ -145,9 +158,17 @@ class MemoryAdvisor(Advisor):
         if lock is None:
             lock = anyio.Lock()
         self._locks[conversation_id] = (lock, users + 1)
+        held = _turns.get()
         try:
             async with lock:
-                yield
+                token = _turns.set(held | {(id(self), conversation_id)})
+                try:
+                    yield
+                finally:
+                    try:
+                        _turns.reset(token)
+                    except ValueError:  # a stream closed from another context
+                        _turns.set(held)
         finally:
             lock, users = self._locks[conversation_id]
             if users == 1:

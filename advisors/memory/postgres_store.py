@@ -16,7 +16,7 @@ from .._sql.identifiers import check_table_prefix
 from .._sql.postgres_pool import ConnectionPool
 from .._sql.threads import WorkerRunner
 from .._storable import storable
-from .store import MESSAGE, ChatMemoryStoreError, check_storable, message_json
+from .store import ChatMemoryStoreError, check_storable, message_json, next_seq, read_message
 
 T = TypeVar("T")
 
@@ -113,7 +113,7 @@ class PostgresChatMemoryStore:
             return [row[0] for row in cursor.fetchall()]
 
         rows = await self._run(conversation_id, load)
-        return tuple(MESSAGE.validate_json(row) for row in rows)
+        return tuple(read_message(row) for row in rows)
 
     async def load_tail(self, conversation_id: str, last: int) -> tuple[Message, ...]:
         """The stored system messages and the last `last` other messages, in order."""
@@ -134,7 +134,7 @@ class PostgresChatMemoryStore:
             return [row[0] for row in cursor.fetchall()]
 
         rows = await self._run(conversation_id, load)
-        return tuple(MESSAGE.validate_json(row) for row in rows)
+        return tuple(read_message(row) for row in rows)
 
     async def append(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Add `messages` at the end of the conversation, in one transaction."""
@@ -150,11 +150,12 @@ class PostgresChatMemoryStore:
                 (conversation_id,),
             )
             (last,) = cursor.fetchone()
+            first = next_seq(last, len(encoded))
             cursor.executemany(
                 f"INSERT INTO {self.table} (conversation_id, seq, role, message)"
                 " VALUES (%s, %s, %s, %s)",
                 [
-                    (conversation_id, last + 1 + i, role, text)
+                    (conversation_id, first + i, role, text)
                     for i, (role, text) in enumerate(encoded)
                 ],
             )

@@ -16,7 +16,7 @@ from .._sql.identifiers import check_table_name
 from .._sql.sqlite import SQLiteConnections
 from .._sql.threads import WorkerRunner
 from .._storable import storable
-from .store import MESSAGE, ChatMemoryStoreError, check_storable, message_json
+from .store import ChatMemoryStoreError, check_storable, message_json, next_seq, read_message
 
 
 class SQLiteChatMemoryStore:
@@ -88,7 +88,7 @@ class SQLiteChatMemoryStore:
             return [row[0] for row in rows]
 
         rows = await self._runner.run(load)
-        return tuple(MESSAGE.validate_json(row) for row in rows)
+        return tuple(read_message(row) for row in rows)
 
     async def load_tail(self, conversation_id: str, last: int) -> tuple[Message, ...]:
         """The stored system messages and the last `last` other messages, in order."""
@@ -107,10 +107,13 @@ class SQLiteChatMemoryStore:
                     " WHERE conversation_id = ? AND role != 'system' ORDER BY seq DESC LIMIT ?",
                     (conversation_id, max(0, last)),
                 ).fetchall()
-            return sorted(system + recent)
+            rows = system + recent
+            if any(type(seq) is not int for seq, _ in rows):
+                raise ChatMemoryStoreError("the conversation's stored sequence numbers are damaged")
+            return sorted(rows)
 
         rows = await self._runner.run(load)
-        return tuple(MESSAGE.validate_json(text) for _, text in rows)
+        return tuple(read_message(text) for _, text in rows)
 
     async def append(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Add `messages` at the end of the conversation, in one transaction."""
@@ -125,11 +128,12 @@ class SQLiteChatMemoryStore:
                     f"SELECT COALESCE(MAX(seq), -1) FROM {self.table} WHERE conversation_id = ?",
                     (conversation_id,),
                 ).fetchone()
+                first = next_seq(last, len(encoded))
                 cursor.executemany(
                     f"INSERT INTO {self.table} (conversation_id, seq, role, message)"
                     " VALUES (?, ?, ?, ?)",
                     [
-                        (conversation_id, last + 1 + i, role, text)
+                        (conversation_id, first + i, role, text)
                         for i, (role, text) in enumerate(encoded)
                     ],
                 )

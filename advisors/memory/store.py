@@ -96,6 +96,30 @@ def message_json(message: Message) -> str:
         return json.dumps(data, ensure_ascii=False)
 
 
+def read_message(text: object) -> Message:
+    """A stored message row read back; `ChatMemoryStoreError` for a row that is not a
+    message (another writer, a migration, a damaged file), never the row itself."""
+    try:
+        if not isinstance(text, (str, bytes)):
+            raise TypeError(f"a {type(text).__name__} where JSON text was stored")
+        return MESSAGE.validate_json(text)
+    except (ValueError, TypeError, RecursionError) as exc:  # ValidationError is a ValueError
+        failure = ChatMemoryStoreError(
+            f"a stored message cannot be read back ({type(exc).__name__}): the row is damaged"
+        )
+    raise failure
+
+
+def next_seq(last: object, count: int) -> int:
+    """The first sequence number after the stored `last` for `count` new messages;
+    `ChatMemoryStoreError` when the stored number is not one (a damaged row)."""
+    if isinstance(last, bool) or not isinstance(last, int) or not -1 <= last < 2**63 - 1 - count:
+        raise ChatMemoryStoreError(
+            f"the conversation's stored sequence number is damaged (a {type(last).__name__})"
+        )
+    return last + 1
+
+
 def tail(messages: Sequence[Message], last: int) -> tuple[Message, ...]:
     """Every system message of `messages` and the last `last` others, in order."""
     others = [i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)]

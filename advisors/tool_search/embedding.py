@@ -12,7 +12,7 @@ import math
 import os
 import struct
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
@@ -268,7 +268,7 @@ class EmbeddingCache:
         blobs = self._blobs.get_many(list(keys))
         if blobs is None:
             return {}
-        found = {keys[k]: list(struct.unpack(f"<{len(b) // 4}f", b)) for k, b in blobs.items()}
+        found = _usable_vectors({keys[k]: b for k, b in blobs.items() if k in keys})
         self.hits += len(found)
         self.misses += len(set(texts)) - len(found)
         return found
@@ -278,6 +278,27 @@ class EmbeddingCache:
         self._blobs.put_many(
             (self.key(t), struct.pack(f"<{len(v)}f", *v)) for t, v in vectors.items()
         )
+
+
+def _usable_vectors(blobs: dict[str, bytes]) -> dict[str, list[float]]:
+    """The stored vectors that can be what `put_many` wrote: float32s, every one finite,
+    of unit length (or zero), all of one dimension (the most common one). A row another writer
+    damaged is a miss, so its text is embedded again."""
+    vectors: dict[str, list[float]] = {}
+    for text, blob in blobs.items():
+        if not blob or len(blob) % 4:
+            continue
+        vector = list(struct.unpack(f"<{len(blob) // 4}f", blob))
+        if not all(math.isfinite(x) for x in vector):
+            continue
+        norm = math.fsum(x * x for x in vector)
+        if abs(norm - 1) < 1e-3 or norm == 0:  # `_normalized` leaves a zero vector as it is
+            vectors[text] = vector
+    if not vectors:
+        return vectors
+    sizes = Counter(len(v) for v in vectors.values())
+    size = sizes.most_common(1)[0][0]
+    return {text: v for text, v in vectors.items() if len(v) == size}
 
 
 def _mixed(text: list[float], examples: list[list[float]], weight: float) -> list[float]:

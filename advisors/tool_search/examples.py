@@ -165,7 +165,7 @@ class ExampleCache:
         for key, blob in (self._blobs.get_many(list(keys)) or {}).items():
             try:
                 value = json.loads(blob)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(value, list):
                 found[keys[key]] = _cleaned(value)
