@@ -20,7 +20,14 @@ from ...core.subchain import after_model_call, before_model_call, enclosing_limi
 from ...core.usage import Usage
 from ..memory.store import CompactionBoundary, CompactionBoundaryStore
 from .native import NativeCompaction
-from .transcript import estimate_tokens, groups, prefix_digests, repair, split_system
+from .transcript import (
+    estimate_tokens,
+    groups,
+    prefix_digests,
+    repair,
+    split_system,
+    waiting_calls,
+)
 
 _log = logging.getLogger("advisorchain.compaction")
 
@@ -262,13 +269,14 @@ class CompactionAdvisor(Advisor):
         key = request.conversation_id or ""
         state = self._state(key)
         digests = prefix_digests(transcript)
+        frozen = _waiting_group(transcript)
         boundary = await self._boundary(request.conversation_id, state, transcript, digests)
         covered = boundary.covered if boundary is not None else 0
-        cleared = self._cleared_mark(state, digests)
+        cleared = min(self._cleared_mark(state, digests), frozen)
         view = self._render(system, boundary, transcript, covered, cleared)
         tokens = self._tokens(state, boundary, cleared, transcript, digests, view)
         if self.clear_tool_results is not None and tokens >= self.clear_tool_results.trigger_tokens:
-            mark = self._advance_clearing(transcript, max(covered, cleared))
+            mark = self._advance_clearing(transcript, max(covered, cleared), frozen)
             if mark > cleared:
                 cleared = mark
                 state.cleared = (mark, digests[mark])
@@ -390,8 +398,8 @@ class CompactionAdvisor(Advisor):
             return mark
         return 0
 
-    def _clearable(self, transcript: Sequence[Message], start: int) -> list[int]:
-        """Indexes of the results at or after `start` that may be cleared, oldest first."""
+    def _clearable(self, transcript: Sequence[Message], start: int, stop: int) -> list[int]:
+        """Indexes of the results in `[start, stop)` that may be cleared, oldest first."""
         assert self.clear_tool_results is not None
         config = self.clear_tool_results
         results = [i for i, m in enumerate(transcript) if isinstance(m, ToolMessage)]
@@ -401,18 +409,18 @@ class CompactionAdvisor(Advisor):
         return [
             i
             for i in results
-            if i >= start
+            if start <= i < stop
             and transcript[i].name not in exclude  # type: ignore[union-attr]
             and transcript[i].text != config.placeholder
         ]
 
-    def _advance_clearing(self, transcript: Sequence[Message], start: int) -> int:
+    def _advance_clearing(self, transcript: Sequence[Message], start: int, stop: int) -> int:
         """The new mark: after enough of the oldest clearable results to save at least
         `clear_at_least` tokens (or all of them)."""
         assert self.clear_tool_results is not None
         saved = 0
         mark = start
-        for i in self._clearable(transcript, start):
+        for i in self._clearable(transcript, start, stop):
             saved += self.estimator([transcript[i]])
             mark = i + 1
             if saved >= self.clear_tool_results.clear_at_least:
@@ -495,6 +503,16 @@ class CompactionAdvisor(Advisor):
         if usage.requests == 0:
             usage = usage + Usage(requests=1)
         return summary, usage
+
+
+def _waiting_group(transcript: Sequence[Message]) -> int:
+    """Where the group of the waiting calls starts (`len(transcript)`: none waits)."""
+    if not waiting_calls(transcript):
+        return len(transcript)
+    at = len(transcript) - 1
+    while isinstance(transcript[at], ToolMessage):
+        at -= 1
+    return at
 
 
 def render_message(message: Message) -> str:
