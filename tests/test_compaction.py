@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
+from wire_rules import wire_errors
 
 from advisorchain import Chain, MemoryAdvisor, ToolCallingAdvisor, ToolSearchAdvisor
 from advisorchain.advisors import BudgetAdvisor, BudgetExceeded
@@ -28,7 +29,7 @@ from advisorchain.advisors.memory import (
     SQLiteChatMemoryStore,
 )
 from advisorchain.core.errors import ChainConfigurationError
-from advisorchain.core.events import ResponseCompleted, StreamEvent, TextDelta
+from advisorchain.core.events import ResponseCompleted, TextDelta
 from advisorchain.core.messages import (
     AssistantMessage,
     Message,
@@ -42,8 +43,8 @@ from advisorchain.core.response import ChatResponse
 from advisorchain.core.tools import Tool, tool
 from advisorchain.core.usage import Usage
 from advisorchain.providers import ScriptedChatModel
+
 from postgres_support import drop_tables
-from wire_rules import wire_errors
 
 pytestmark = pytest.mark.anyio
 
@@ -224,7 +225,9 @@ def test_repair_answers_orphaned_calls_and_drops_orphan_results() -> None:
     ]
     repaired = repair(messages)
     assert [m.text for m in repaired] == ["q", "", "1", INTERRUPTED, "next", "fine"]
-    assert repaired[3] == ToolMessage(tool_call_id="b", name="g", content=INTERRUPTED, is_error=True)
+    assert repaired[3] == ToolMessage(
+        tool_call_id="b", name="g", content=INTERRUPTED, is_error=True
+    )
     assert not wire_errors(repaired)
     assert repair(repaired) == repaired
 
@@ -406,7 +409,11 @@ async def test_clearing_excludes_tools_by_name() -> None:
     )
     messages = results_history(2) + results_history(2, name="keep")[1:]
     view, _, _ = await compaction.view(ChatRequest(messages=tuple(messages)))
-    by_name = {(m.name, m.text == clearing.placeholder) for m in view.messages if isinstance(m, ToolMessage)}
+    by_name = {
+        (m.name, m.text == clearing.placeholder)
+        for m in view.messages
+        if isinstance(m, ToolMessage)
+    }
     assert by_name == {("read", True), ("keep", False)}
 
 
@@ -415,8 +422,20 @@ async def test_clearing_excludes_tools_by_name() -> None:
 
 def catalog() -> list[Tool]:
     tools = []
-    for name in ["weather", "stocks", "news", "sports", "music", "films", "books", "maps",
-                 "trains", "flights", "hotels", "recipes"]:
+    for name in [
+        "weather",
+        "stocks",
+        "news",
+        "sports",
+        "music",
+        "films",
+        "books",
+        "maps",
+        "trains",
+        "flights",
+        "hotels",
+        "recipes",
+    ]:
 
         async def handler(arguments: dict[str, Any], context: Any, name: str = name) -> str:
             return f"{name} result"

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from wire_rules import wire_errors
 
 from advisorchain import Chain, ToolCallingAdvisor
 from advisorchain.advisors.compaction import (
@@ -33,7 +34,6 @@ from advisorchain.core.request import ChatRequest
 from advisorchain.core.response import ChatResponse
 from advisorchain.core.usage import Usage
 from advisorchain.providers import ScriptedChatModel
-from wire_rules import wire_errors
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(24))
 NAMES = ("lookup", "helper", "search_tools")
@@ -50,7 +50,9 @@ def histories(draw: st.DrawFn, *, waiting_tail: bool = True) -> list[Message]:
     turns = draw(st.integers(1, 8))
     for turn in range(turns):
         if draw(st.booleans()):
-            messages.append(UserMessage(content=(TextPart(text=f"look {turn}"), ImagePart(data=PNG))))
+            messages.append(
+                UserMessage(content=(TextPart(text=f"look {turn}"), ImagePart(data=PNG)))
+            )
         else:
             messages.append(UserMessage(content=f"fact {turn} " + "w " * draw(st.integers(0, 80))))
         for _ in range(draw(st.integers(0, 3))):
@@ -149,11 +151,22 @@ def test_every_view_is_valid_and_keeps_waiting_calls(
         if waiting:
             last = [m for m in transcript if isinstance(m, AssistantMessage)][-1]
             assert {c.id for c in last.tool_calls} >= set(waiting)
-            group = repaired[-(len(repaired) - max(i for i, m in enumerate(repaired) if m is last or m == last)) :]
+            group = repaired[
+                -(
+                    len(repaired) - max(i for i, m in enumerate(repaired) if m is last or m == last)
+                ) :
+            ]
             assert transcript[-len(group) :] == list(group)
         # what is kept verbatim is the end of the repaired transcript
-        kept = [m for m in transcript if not (isinstance(m, ToolMessage) and clearing and m.text == clearing.placeholder)]
-        assert all(m in repaired or m.text.startswith("[Summary") or m.text.startswith("Understood") for m in kept)
+        kept = [
+            m
+            for m in transcript
+            if not (isinstance(m, ToolMessage) and clearing and m.text == clearing.placeholder)
+        ]
+        assert all(
+            m in repaired or m.text.startswith("[Summary") or m.text.startswith("Understood")
+            for m in kept
+        )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -190,9 +203,7 @@ def test_every_request_leaving_the_chain_is_valid(
         return "final"
 
     child_model = ScriptedChatModel(checked(lambda r: "child answer"))
-    child = Chain(
-        [CompactionAdvisor(summarizer(), trigger=trigger, keep=keep)], model=child_model
-    )
+    child = Chain([CompactionAdvisor(summarizer(), trigger=trigger, keep=keep)], model=child_model)
 
     async def lookup(arguments: dict[str, Any], context: Any) -> str:
         return "looked up " * 30
@@ -204,7 +215,9 @@ def test_every_request_leaving_the_chain_is_valid(
     chain = Chain(
         [
             ToolCallingAdvisor(),
-            CompactionAdvisor(summarizer(), trigger=trigger, keep=keep, clear_tool_results=clearing),
+            CompactionAdvisor(
+                summarizer(), trigger=trigger, keep=keep, clear_tool_results=clearing
+            ),
         ],
         model=model,
         tools=tools,

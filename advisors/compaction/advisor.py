@@ -46,7 +46,9 @@ SUMMARY_ACKNOWLEDGED = "Understood: I will continue from that summary."
 """The assistant message placed after the summary when the kept messages start with a
 user message, so that roles still alternate (Anthropic, Gemini)."""
 
-DEFAULT_PLACEHOLDER = "[This tool result was cleared to save context; call the tool again if needed.]"
+DEFAULT_PLACEHOLDER = (
+    "[This tool result was cleared to save context; call the tool again if needed.]"
+)
 """What `ClearToolResults` puts in place of a cleared result."""
 
 
@@ -439,7 +441,11 @@ class CompactionAdvisor(Advisor):
         out = list(kept)
         for i in range(min(upto, len(kept))):
             message = kept[i]
-            if isinstance(message, ToolMessage) and message.name not in exclude and i not in protected:
+            if (
+                isinstance(message, ToolMessage)
+                and message.name not in exclude
+                and i not in protected
+            ):
                 out[i] = message.model_copy(update={"content": config.placeholder})
         return out
 

@@ -16,18 +16,13 @@ never sends a field it does not know:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import ChainConfigurationError
 from ...core.request import ChatRequest
-
-NATIVE_COMPACTION_KEY = "advisorchain_compaction"
-"""The key of the mark in `ChatOptions.extra` (removed by every provider)."""
-
-ANTHROPIC_BETAS = ("context-management-2025-06-27", "compact-2026-01-12")
-"""The `anthropic-beta` values the edits need."""
+from ...providers.native_compaction import NATIVE_COMPACTION_KEY
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,25 +97,4 @@ class NativeCompaction:
         return request.with_options(extra={NATIVE_COMPACTION_KEY: mark})
 
 
-def take_native(body: dict[str, Any], provider: str) -> Mapping[str, Any] | list[Any] | None:
-    """Remove the mark from a request `body`; `provider`'s part of it, if any."""
-    mark = body.pop(NATIVE_COMPACTION_KEY, None)
-    if not isinstance(mark, Mapping):
-        return None
-    found = mark.get(provider)
-    return found if isinstance(found, (Mapping, list)) else None
-
-
-def has_native(extra: Mapping[str, Any], provider: str) -> bool:
-    """Whether request options' `extra` asks `provider` for native compaction."""
-    mark = extra.get(NATIVE_COMPACTION_KEY)
-    return isinstance(mark, Mapping) and provider in mark
-
-
-__all__ = [
-    "ANTHROPIC_BETAS",
-    "NATIVE_COMPACTION_KEY",
-    "NativeCompaction",
-    "has_native",
-    "take_native",
-]
+__all__ = ["NATIVE_COMPACTION_KEY", "NativeCompaction"]
