@@ -37,6 +37,14 @@ from .budget import (
     InMemoryBudgetStore,
     ModelPrice,
 )
+from .compaction import (
+    ClearToolResults,
+    CompactionAdvisor,
+    CompactionBoundary,
+    CompactionBoundaryStore,
+    CompactionError,
+    NativeCompaction,
+)
 from .logging import LoggingAdvisor
 from .memory import (
     ChatMemoryStore,
@@ -80,6 +88,11 @@ __all__ = [
     "CallbackApprover",
     "ChatMemoryStore",
     "ChatMemoryStoreError",
+    "ClearToolResults",
+    "CompactionAdvisor",
+    "CompactionBoundary",
+    "CompactionBoundaryStore",
+    "CompactionError",
     "ConsoleApprover",
     "ConversationIdError",
     "ConversationSpend",
@@ -97,6 +110,7 @@ __all__ = [
     "LoggingAdvisor",
     "MemoryAdvisor",
     "ModelPrice",
+    "NativeCompaction",
     "PendingApproval",
     "PostgresApprovalStore",
     "PostgresChatMemoryStore",

@@ -55,7 +55,9 @@ def facts(count: int, seed: int = 7) -> list[tuple[int, str]]:
 def _inventory_tool() -> Tool:
     async def inventory(arguments: dict[str, Any], context: Any) -> str:
         shelf = arguments.get("shelf", 0)
-        rows = "; ".join(f"bin {shelf}-{n}: {n * 3} units of part P{shelf}{n:02d}" for n in range(24))
+        rows = "; ".join(
+            f"bin {shelf}-{n}: {n * 3} units of part P{shelf}{n:02d}" for n in range(24)
+        )
         return f"Inventory of shelf {shelf}: {rows}."
 
     return Tool(
@@ -207,8 +209,13 @@ async def run_recall(turns: int, asked: int, *, compaction: bool) -> dict[str, A
         ok = code in response
         right += ok
         answers.append({"item": item, "code": code, "answer": response, "right": ok})
-    return {"compaction": compaction, "turns": turns, "asked": asked, "right": right,
-            "answers": answers}
+    return {
+        "compaction": compaction,
+        "turns": turns,
+        "asked": asked,
+        "right": right,
+        "answers": answers,
+    }
 
 
 async def _ask(chain: Chain, item: int) -> str:
@@ -221,9 +228,10 @@ async def _ask(chain: Chain, item: int) -> str:
     copy = f"recall-q{item}"
     await store.clear(copy)
     await store.append(copy, log)
-    boundary = await getattr(store, "load_boundary")("recall")
+    assert isinstance(store, InMemoryChatMemoryStore)
+    boundary = await store.load_boundary("recall")
     if boundary is not None:
-        await getattr(store, "save_boundary")(copy, boundary)
+        await store.save_boundary(copy, boundary)
     response = await chain.call(
         f"What is the code of item {item}? Answer with the code only.",
         conversation_id=copy,
@@ -271,9 +279,7 @@ async def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "with": await run_scripted(args.turns, compaction=True),
     }
     if args.recall == "local":
-        report["recall_without"] = await run_recall(
-            args.recall_turns, args.facts, compaction=False
-        )
+        report["recall_without"] = await run_recall(args.recall_turns, args.facts, compaction=False)
         report["recall_with"] = await run_recall(args.recall_turns, args.facts, compaction=True)
     print(render(report))
     return report

@@ -357,7 +357,8 @@ async def test_boundary_beside_the_log_and_resummary_by_another_model(
     read = second.requests[0].messages[-1].text
     assert "[user] fact 0" in read and "Summary so far" not in read
     assert len(first.requests) <= calls + 1
-    assert (await store.load_boundary("c")).summarizer == "second"  # type: ignore[union-attr]
+    latest = await store.load_boundary("c")
+    assert latest is not None and latest.summarizer == "second"
     assert len(await store.load("c")) == 16  # the log: every message, never rewritten
     await store.clear("c")
     assert await store.load_boundary("c") is None
@@ -398,8 +399,8 @@ async def test_clearing_in_chunks_keeps_the_prefix_stable() -> None:
             m.text == clearing.placeholder for m in before
         ):
             assert after[: len(before)] == before
-    for view in sent:
-        assert not wire_errors(view)
+    for messages_sent in sent:
+        assert not wire_errors(messages_sent)
 
 
 async def test_clearing_excludes_tools_by_name() -> None:

@@ -88,7 +88,8 @@ def histories(draw: st.DrawFn, *, waiting_tail: bool = True) -> list[Message]:
             messages.append(ToolMessage(tool_call_id=call.id, name=call.name, content="done"))
     if draw(st.integers(0, 3)) == 0:  # a bad row: a lost result, or a stray one
         results = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
-        if results and draw(st.booleans()):
+        drop: bool = draw(st.booleans())
+        if results and drop:
             del messages[draw(st.sampled_from(results))]
         else:
             users = [i for i, m in enumerate(messages) if isinstance(m, UserMessage)]

@@ -121,8 +121,8 @@ def repair(messages: Sequence[Message]) -> tuple[Message, ...]:
 
 def split_system(messages: Sequence[Message]) -> tuple[list[Message], list[Message]]:
     """The system messages and the others, each in order."""
-    system = [m for m in messages if isinstance(m, SystemMessage)]
-    others = [m for m in messages if not isinstance(m, SystemMessage)]
+    system: list[Message] = [m for m in messages if isinstance(m, SystemMessage)]
+    others: list[Message] = [m for m in messages if not isinstance(m, SystemMessage)]
     return system, others
 
 

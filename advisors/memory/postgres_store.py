@@ -33,8 +33,9 @@ class PostgresChatMemoryStore:
     `dsn` is a libpq connection string or URL (keep passwords out of code: libpq also
     reads `PGPASSWORD` and `~/.pgpass`). The table `{table_prefix}memory` is created on
     first use, with `{table_prefix}memory_boundaries` for `CompactionAdvisor`'s boundaries
-    (appended, never updated). Each `append` is one transaction holding a per-conversation advisory lock,
-    so turns appended at once by several workers never interleave. Up to `pool_size` idle
+    (appended, never updated). Each `append` is one transaction holding a
+    per-conversation advisory lock, so turns appended at once by several workers never
+    interleave. Up to `pool_size` idle
     connections are kept. Close it with `close()`, `aclose()` or `async with`.
     """
 

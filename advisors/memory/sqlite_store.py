@@ -32,8 +32,8 @@ class SQLiteChatMemoryStore:
     thread on a pooled connection, in one transaction; each `append` is one `BEGIN
     IMMEDIATE` transaction, so several processes may share a file. `table` names the
     table (letters, digits and `_`), created on first use, with `{table}_boundaries`
-    beside it for `CompactionAdvisor`'s boundaries (appended, never updated). Close it with `close()` or
-    `async with`; later operations raise `ChatMemoryStoreError`.
+    beside it for `CompactionAdvisor`'s boundaries (appended, never updated). Close it
+    with `close()` or `async with`; later operations raise `ChatMemoryStoreError`.
     """
 
     def __init__(
