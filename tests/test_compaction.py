@@ -509,3 +509,29 @@ async def test_a_sub_chain_compacts_its_own_turn(streaming: bool) -> None:
     response = await run(parent, "go", streaming=streaming)
     assert response.text == "parent done"
     assert not wire_errors(child_model.requests[-1].messages)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_traces_count_the_summarizer(streaming: bool) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from advisorchain import TracingAdvisor
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    def answer(request: ChatRequest) -> ChatResponse:
+        return ChatResponse(message=AssistantMessage(content="ok"), usage=Usage(input_tokens=7))
+
+    compaction = CompactionAdvisor(summarizer(), trigger=Trigger(messages=4), keep=Keep(turns=1))
+    chain = Chain(
+        [TracingAdvisor(provider), ToolCallingAdvisor(), compaction],
+        model=ScriptedChatModel(answer),
+    )
+    await run(chain, [*history(3), UserMessage(content="q")], streaming=streaming)
+    chats = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
+    assert chats and chats[-1].attributes is not None
+    assert chats[-1].attributes["gen_ai.usage.input_tokens"] == 107  # 7 + the summarizer's 100
