@@ -535,3 +535,39 @@ async def test_traces_count_the_summarizer(streaming: bool) -> None:
     chats = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
     assert chats and chats[-1].attributes is not None
     assert chats[-1].attributes["gen_ai.usage.input_tokens"] == 107  # 7 + the summarizer's 100
+
+
+def test_a_link_with_model_hooks_after_it_is_warned_about(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    compaction = CompactionAdvisor(summarizer(), trigger=Trigger(messages=4))
+    Chain([BudgetAdvisor(max_model_calls=3), compaction], model=echo_model())
+    assert "place CompactionAdvisor last" not in caplog.text
+    Chain([compaction, BudgetAdvisor(max_model_calls=3)], model=echo_model())
+    assert "CompactionAdvisor comes before BudgetAdvisor" in caplog.text
+
+
+async def test_reasoning_stays_whole_in_kept_messages_and_out_of_the_summary() -> None:
+    from advisorchain.core.parts import ReasoningPart
+    from advisorchain.providers import anthropic
+
+    thought = ReasoningPart(text="secret plan", signature="sig-1", provider="anthropic")
+    old = AssistantMessage(content=(thought,), tool_calls=(ToolCall(id="o", name="f"),))
+    new = AssistantMessage(content=(thought,), tool_calls=(ToolCall(id="n", name="f"),))
+    prompt: list[Message] = [
+        UserMessage(content="first"),
+        old,
+        ToolMessage(tool_call_id="o", name="f", content="1"),
+        AssistantMessage(content="done"),
+        UserMessage(content="second"),
+        new,
+        ToolMessage(tool_call_id="n", name="f", content="2"),
+    ]
+    summary = summarizer()
+    compaction = CompactionAdvisor(summary, trigger=Trigger(messages=4), keep=Keep(turns=1))
+    view, _, _ = await compaction.view(ChatRequest(messages=tuple(prompt)))
+    assert new in view.messages and old not in view.messages
+    _, wire = anthropic.wire_messages(view.messages)
+    thinking = [b for m in wire for b in m["content"] if b["type"] == "thinking"]
+    assert thinking == [{"type": "thinking", "thinking": "secret plan", "signature": "sig-1"}]
+    assert "secret plan" not in summary.requests[0].messages[-1].text

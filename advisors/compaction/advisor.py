@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 from ...core._streams import closing_stream
-from ...core.advisor import Advisor, CallNext, StreamNext
+from ...core.advisor import Advisor, CallNext, Placement, StreamNext, overrides
 from ...core.errors import AdvisorChainError, ChainConfigurationError
 from ...core.events import ResponseCompleted, StreamEvent
 from ...core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
@@ -233,6 +233,22 @@ class CompactionAdvisor(Advisor):
             f"CompactionAdvisor(summarizer={self.summarizer_name!r}, trigger={self.trigger!r}, "
             f"keep={self.keep!r})"
         )
+
+    def bind(self, placement: Placement) -> Advisor:
+        """Warn when a later link wraps model calls: its hook runs inside this one, so it
+        sees the compacted request but not the summarizer's tokens."""
+        later = [
+            a.name
+            for a in placement.chain.advisors[placement.index + 1 :]
+            if overrides(a, "call_model")
+        ]
+        if later:
+            _log.warning(
+                "CompactionAdvisor comes before %s, whose model-call hooks will not count the "
+                "summarizer's tokens; place CompactionAdvisor last",
+                ", ".join(later),
+            )
+        return self
 
     # -- the hooks -------------------------------------------------------------------
 
