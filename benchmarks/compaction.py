@@ -191,11 +191,18 @@ async def run_recall(turns: int, asked: int, *, compaction: bool) -> dict[str, A
     advisors: list[Any] = [MemoryAdvisor(store)]
     if compaction:
         advisors.append(
-            CompactionAdvisor(model, trigger=Trigger(tokens=900), keep=Keep(turns=4), store=store)
+            CompactionAdvisor(
+                model,
+                trigger=Trigger(tokens=900),
+                keep=Keep(turns=4),
+                store=store,
+                max_summary_tokens=300,
+            )
         )
     chain = Chain(advisors, model=model)
     known = facts(turns)
-    for item, code in known:
+    for turn, (item, code) in enumerate(known):
+        print(f"recall (compaction={compaction}): turn {turn + 1} of {turns}", flush=True)
         await chain.call(
             f"Remember: the code of item {item} is {code}. Reply with OK.",
             conversation_id="recall",

@@ -107,6 +107,8 @@ async def test_message_trigger_summarizes_all_but_the_last_turns(streaming: bool
     assert sent[2].text == SUMMARY_ACKNOWLEDGED
     assert [m.text for m in sent[3:]] == ["fact 4", "noted 4", "fact 5"]
     assert len(summary.requests) == 1
+    assert summary.requests[0].options.max_tokens == 1024  # the default max_summary_tokens
+    assert summary.requests[0].tools == ()  # a private call: no tools, no caller context
     # the summarizer's usage is the turn's: one request more, its tokens added
     assert response.usage.requests == 2
     assert response.usage.input_tokens >= 100

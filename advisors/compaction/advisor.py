@@ -13,6 +13,7 @@ from ...core.errors import AdvisorChainError, ChainConfigurationError
 from ...core.events import ResponseCompleted, StreamEvent
 from ...core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from ...core.model import ChatModel
+from ...core.options import ChatOptions
 from ...core.parts import DocumentPart, ImagePart, ReasoningPart
 from ...core.request import ChatRequest
 from ...core.response import ChatResponse
@@ -186,7 +187,8 @@ class CompactionAdvisor(Advisor):
     4. if the view is over `trigger`, summarizes everything before what `keep` keeps
        (the previous summary and the messages after it, or, when the boundary was
        written by another summarizer, the whole history), through a private
-       `summarizer.call` that never reaches the caller's stream; the boundary is saved
+       `summarizer.call` (answering in at most `max_summary_tokens`, with `instructions`
+       as its system prompt) that never reaches the caller's stream; the boundary is saved
        (`store.save_boundary`, the log is never rewritten) and applied;
     5. with `native`, adds the provider's own context management to the request
        (`NativeCompaction`).
@@ -207,6 +209,7 @@ class CompactionAdvisor(Advisor):
         clear_tool_results: ClearToolResults | None = None,
         native: NativeCompaction | None = None,
         instructions: str = DEFAULT_INSTRUCTIONS,
+        max_summary_tokens: int | None = 1024,
         estimator: Callable[[Sequence[Message]], int] = estimate_tokens,
     ) -> None:
         if not isinstance(trigger, Trigger):
@@ -223,7 +226,10 @@ class CompactionAdvisor(Advisor):
         self.store = store
         self.clear_tool_results = clear_tool_results
         self.native = native
+        if max_summary_tokens is not None and max_summary_tokens < 1:
+            raise ChainConfigurationError("max_summary_tokens must be at least 1")
         self.instructions = instructions
+        self.max_summary_tokens = max_summary_tokens
         self.estimator = estimator
         self.summarizer_name: str | None = getattr(summarizer, "model_name", None)
         self._conversations: OrderedDict[str, _Conversation] = OrderedDict()
@@ -505,6 +511,7 @@ class CompactionAdvisor(Advisor):
                 SystemMessage(content=self.instructions),
                 UserMessage(content="\n".join(lines)),
             ),
+            options=ChatOptions(max_tokens=self.max_summary_tokens),
         )
         limits = enclosing_limits()
         if limits:
