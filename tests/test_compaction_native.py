@@ -157,3 +157,39 @@ async def test_the_advisor_marks_every_model_request(streaming: bool) -> None:
     else:
         await chain.call("hi")
     assert model.requests[-1].options.extra[NATIVE_COMPACTION_KEY] == NATIVE.mark()
+
+
+def test_a_streamed_openai_compaction_item_is_kept() -> None:
+    """The item arrives as `response.output_item.added`/`done`; `response.completed`
+    carries no output here, so the reader keeps what the items said."""
+    import json
+
+    from advisorchain.providers.openai_responses import ResponsesStreamReader
+
+    recorded = fixture_json("openai_responses_compaction.json")
+    compaction_item, message_item = recorded["output"]
+    text = message_item["content"][0]["text"]
+    events = [
+        {"type": "response.output_item.added", "output_index": 0, "item": compaction_item},
+        {"type": "response.output_item.done", "output_index": 0, "item": compaction_item},
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": {**message_item, "content": [], "status": "in_progress"},
+        },
+        {
+            "type": "response.output_text.delta",
+            "output_index": 1,
+            "content_index": 0,
+            "delta": text,
+        },
+        {"type": "response.output_item.done", "output_index": 1, "item": message_item},
+        {"type": "response.completed", "response": {**recorded, "output": []}},
+    ]
+    reader = ResponsesStreamReader()
+    for event in events:
+        reader.receive(json.dumps(event), event["type"])
+    response = reader.response()
+    assert response.text == text
+    items = openai_responses.input_items(follow_up(response))
+    assert compaction_item in items
