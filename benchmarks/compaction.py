@@ -193,7 +193,7 @@ async def run_recall(turns: int, asked: int, *, compaction: bool) -> dict[str, A
         advisors.append(
             CompactionAdvisor(
                 model,
-                trigger=Trigger(tokens=900),
+                trigger=Trigger(tokens=400),
                 keep=Keep(turns=4),
                 store=store,
                 max_summary_tokens=300,
@@ -216,12 +216,15 @@ async def run_recall(turns: int, asked: int, *, compaction: bool) -> dict[str, A
         ok = code in response
         right += ok
         answers.append({"item": item, "code": code, "answer": response, "right": ok})
+    boundary = await store.load_boundary("recall")
     return {
         "compaction": compaction,
         "turns": turns,
         "asked": asked,
         "right": right,
         "answers": answers,
+        "summary": boundary.summary if boundary is not None else None,
+        "summarized_messages": boundary.covered if boundary is not None else 0,
     }
 
 
