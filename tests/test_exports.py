@@ -142,6 +142,7 @@ PROVIDERS = {
     "AnthropicWire",
     "AuthenticationError",
     "BadRequestError",
+    "FallbackAfterEffectsError",
     "FallbackModel",
     "GeminiChatModel",
     "GeminiWire",
