@@ -2,7 +2,6 @@
 (approvers, approval and memory stores, tool-search indexes)."""
 
 from ..core._exports import publish
-from ..core.text_transform import Span, TextRewriter, TextTransformAdvisor
 from .approval import (
     ApprovalAdvisor,
     ApprovalAlreadyResolved,
@@ -18,16 +17,11 @@ from .approval import (
     Defer,
     DeferredApprover,
     InMemoryApprovalStore,
-    InvalidApprovalDecisions,
     InvalidApprovalRecord,
-    PendingApproval,
     PostgresApprovalStore,
     Reject,
-    ResumedCall,
-    Resumption,
     SQLiteApprovalStore,
     StandingRule,
-    Suspension,
 )
 from .budget import (
     BudgetAdvisor,
@@ -45,6 +39,7 @@ from .compaction import (
     CompactionError,
     NativeCompaction,
 )
+from .guardrails import GuardrailAdvisor, GuardrailTripped, model_judge
 from .logging import LoggingAdvisor
 from .memory import (
     ChatMemoryStore,
@@ -59,6 +54,7 @@ from .memory import (
 from .redaction import RedactionAdvisor, RedactionBlocked, RedactionRule
 from .small_model import SmallModelAdvisor
 from .structured_output import StructuredOutputAdvisor, StructuredOutputError
+from .text_transform import Span, TextRewriter, TextTransformAdvisor
 from .tool_cache import ToolResultCacheAdvisor
 from .tool_calling import ToolCallingAdvisor
 from .tool_retry import ExponentialBackoff, ToolRetryAdvisor
@@ -100,18 +96,18 @@ __all__ = [
     "DeferredApprover",
     "EmbeddingIndex",
     "ExponentialBackoff",
+    "GuardrailAdvisor",
+    "GuardrailTripped",
     "HybridIndex",
     "InMemoryApprovalStore",
     "InMemoryBudgetStore",
     "InMemoryChatMemoryStore",
-    "InvalidApprovalDecisions",
     "InvalidApprovalRecord",
     "KeywordIndex",
     "LoggingAdvisor",
     "MemoryAdvisor",
     "ModelPrice",
     "NativeCompaction",
-    "PendingApproval",
     "PostgresApprovalStore",
     "PostgresChatMemoryStore",
     "RedactionAdvisor",
@@ -119,8 +115,6 @@ __all__ = [
     "RedactionRule",
     "RegexIndex",
     "Reject",
-    "ResumedCall",
-    "Resumption",
     "SQLiteApprovalStore",
     "SQLiteChatMemoryStore",
     "SmallModelAdvisor",
@@ -128,7 +122,6 @@ __all__ = [
     "StandingRule",
     "StructuredOutputAdvisor",
     "StructuredOutputError",
-    "Suspension",
     "TextRewriter",
     "TextTransformAdvisor",
     "ToolCallingAdvisor",
@@ -137,6 +130,7 @@ __all__ = [
     "ToolRetryAdvisor",
     "ToolSearchAdvisor",
     "TracingAdvisor",
+    "model_judge",
     "trim_history",
 ]
 

@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar, cast, get_args, get_origin
+from typing import Any, Generic, Literal, TypeAlias, TypeVar, cast, get_args, get_origin
 
 from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
@@ -24,11 +24,12 @@ from ..core.chain import Chain
 from ..core.errors import AdvisorChainError, ChainConfigurationError, StreamInterruptedError
 from ..core.events import AnswerDiscarded, ResponseCompleted, StreamEvent
 from ..core.messages import AssistantMessage, Message, SystemMessage, UserMessage
+from ..core.model import supports_output_schema
 from ..core.options import ChatOptions, OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.text_transform import TextTransformAdvisor
 from ..core.usage import Usage
+from .text_transform import TextTransformAdvisor
 
 T = TypeVar("T")
 
@@ -50,20 +51,6 @@ MAX_REPORTED_ERRORS = 20
 _MAX_MESSAGE_CHARS = 300
 _FENCE = re.compile(r"\A```[\w-]*[ \t]*\n?(?P<body>.*?)\n?```\Z", re.S)
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-class SupportsOutputSchema(Protocol):
-    """A model that says whether it honours `ChatOptions.output_schema`.
-
-    Providers implement it (`OpenAIChatModel`: the official API always, other servers on
-    requests without tools; `AnthropicChatModel`: schemas its structured outputs accept;
-    `LlamaCppChatModel`: requests without tools; `ScriptedChatModel`: as configured). A
-    model without this method is asked in the prompt.
-    """
-
-    def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
-        """Whether a request carrying `schema` (and tools, if `with_tools`) is honoured."""
-        ...
 
 
 class StructuredOutputError(AdvisorChainError):
@@ -249,10 +236,9 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
         prompt): `mode`, and for `auto` what the chain's model says."""
         if self.mode != "auto":
             return self.mode == "native"
-        supports = getattr(self._model, "supports_output_schema", None)
-        if not callable(supports):
-            return False
-        return bool(supports(self.output_schema, with_tools=bool(request.tools)))
+        return supports_output_schema(
+            self._model, self.output_schema, with_tools=bool(request.tools)
+        )
 
     def _prepared(self, request: ChatRequest) -> ChatRequest:
         if self.native(request):
@@ -352,8 +338,8 @@ class _Attempts:
         self.usage = self.usage + response.usage
         if (
             response.tool_calls
-            or response.pending_approval is not None
-            or response.finish_reason in ("approval_pending", "return_direct")
+            or response.deferred
+            or response.finish_reason in ("deferred", "return_direct")
         ):
             return self._final(response, None)
         advisor = self.advisor

@@ -28,7 +28,8 @@ from ..core._call_ids import CallIds
 from ..core._streams import closing_stream
 from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, ToolCall
-from ..core.model import ChatModel
+from ..core.model import ChatModel, WrapperModel
+from ..core.options import OutputSchema
 from ..core.parts import TextPart, assistant_content
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
@@ -490,7 +491,7 @@ def with_text_calls(response: ChatResponse, text: str, calls: tuple[ToolCall, ..
         messages=(*response.messages[:-1], message),
         model=response.model,
         id=response.id,
-        suspension=response.suspension,
+        deferred=response.deferred,
     )
 
 
@@ -543,7 +544,7 @@ async def parse_text_tool_call_stream(
                 yield event
 
 
-class TextToolCallModel:
+class TextToolCallModel(WrapperModel):
     """Wraps a `ChatModel` so that tool calls it writes as text become real tool calls.
 
     Only names of tools attached to the request are recognized, and nothing is parsed
@@ -551,17 +552,12 @@ class TextToolCallModel:
     """
 
     def __init__(self, model: ChatModel) -> None:
+        super().__init__(model)
         self.model = model
 
-    @property
-    def model_name(self) -> str | None:
-        """The wrapped model's name."""
-        return getattr(self.model, "model_name", None)
-
-    @property
-    def provider_name(self) -> str | None:
-        """The wrapped model's provider name."""
-        return getattr(self.model, "provider_name", None)
+    def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
+        """Never: a native schema would keep the model from writing tool calls as text."""
+        return False
 
     def __repr__(self) -> str:
         return f"TextToolCallModel({self.model!r})"

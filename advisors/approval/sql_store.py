@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from ...core.errors import ApprovalNotFound
+from ...core._checks import require_callable, require_number
 from .._sql.identifiers import check_table_prefix
 from .._sql.threads import WorkerRunner
 from .._storable import storable
@@ -31,6 +31,7 @@ from .store import (
 )
 from .types import (
     ApprovalAlreadyResolved,
+    ApprovalNotFound,
     Approve,
     AuditRecord,
     InvalidApprovalRecord,
@@ -76,6 +77,8 @@ class SQLApprovalStore:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.prefix = check_table_prefix(table_prefix)
+        require_number(claim_timeout, "claim_timeout", positive=True)
+        require_callable(clock, "clock", "clock() -> seconds since the epoch")
         self.claim_timeout = claim_timeout
         self.clock = clock
         self._runner = WorkerRunner(self._create_tables)
@@ -269,7 +272,7 @@ class SQLApprovalStore:
         if row is None:
             return None
         status, conversation_id, created_at, state, claimed_until = row
-        messages, options, tool_names = load_state(state)
+        round_calls = load_state(state)
         cur.execute(
             self._sql(
                 "SELECT call_id, tool_name, description, arguments, details, state, decision, "
@@ -283,10 +286,8 @@ class SQLApprovalStore:
             status=status,
             conversation_id=conversation_id,
             created_at=created_at,
-            messages=messages,
-            options=options,
-            tool_names=tool_names,
             calls=calls,
+            round=round_calls,
             claimed_until=claimed_until,
         )
 

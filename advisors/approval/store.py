@@ -24,18 +24,18 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import TypeAdapter
 
-from ...core.errors import ApprovalNotFound
-from ...core.messages import dump_messages, load_messages
 from ...core.parts import ToolPart
 from .types import (
     ApprovalAlreadyResolved,
     ApprovalCall,
+    ApprovalNotFound,
     Approve,
     AuditRecord,
     InvalidApprovalRecord,
     PendingCall,
     PendingRecord,
     Reject,
+    RoundCall,
     StandingRule,
     StoredResult,
     rule_audit,
@@ -284,21 +284,15 @@ def decide(call: PendingCall, decision: Approve | Reject | None) -> PendingCall:
 
 
 def dump_state(record: PendingRecord) -> str:
-    """The transcript, options and tool names of `record` as JSON."""
-    return json.dumps(
-        {
-            "messages": json.loads(dump_messages(record.messages)),
-            "options": dict(record.options),
-            "tool_names": list(record.tool_names),
-        }
-    )
+    """The round of `record` as JSON (ids, tools and fingerprints of its calls)."""
+    return json.dumps({"round": [[c.id, c.name, c.fingerprint] for c in record.round]})
 
 
-def load_state(text: str) -> tuple[Any, Mapping[str, Any], tuple[str, ...]]:
-    """Messages, options and tool names from `dump_state`'s JSON."""
+def load_state(text: str) -> tuple[RoundCall, ...]:
+    """The round from `dump_state`'s JSON (empty for a record of an older version, whose
+    resume is then refused: its round cannot match)."""
     state = json.loads(text)
-    messages = load_messages(json.dumps(state["messages"]))
-    return messages, state["options"], tuple(state["tool_names"])
+    return tuple(RoundCall(str(i), str(n), str(f)) for i, n, f in state.get("round") or ())
 
 
 def dump_decision(decision: Approve | Reject | None) -> str | None:

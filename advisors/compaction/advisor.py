@@ -11,13 +11,13 @@ from ...core._streams import closing_stream
 from ...core.advisor import Advisor, CallNext, Placement, StreamNext, overrides
 from ...core.errors import AdvisorChainError, ChainConfigurationError
 from ...core.events import ResponseCompleted, StreamEvent
+from ...core.limits import after_model_call, before_model_call, enclosing_limits
 from ...core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from ...core.model import ChatModel
 from ...core.options import ChatOptions
 from ...core.parts import DocumentPart, ImagePart, ReasoningPart
 from ...core.request import ChatRequest
 from ...core.response import ChatResponse
-from ...core.subchain import after_model_call, before_model_call, enclosing_limits
 from ...core.usage import Usage
 from ..memory.store import CompactionBoundary, CompactionBoundaryStore
 from .native import NativeCompaction

@@ -1,12 +1,12 @@
 """Tool search: progressive disclosure of large tool catalogs, and the indexes behind it."""
 
+from ._cache import default_cache_path
 from .advisor import ToolSearchAdvisor
 from .defaults import default_index, hybrid_index
 from .embedding import (
     EmbeddingCache,
     EmbeddingFunction,
     EmbeddingIndex,
-    default_cache_path,
     embeddings_available,
     minilm_embedder,
     minilm_index,
