@@ -31,6 +31,14 @@ from .budget import (
     InMemoryBudgetStore,
     ModelPrice,
 )
+from .compaction import (
+    ClearToolResults,
+    CompactionAdvisor,
+    CompactionBoundary,
+    CompactionBoundaryStore,
+    CompactionError,
+    NativeCompaction,
+)
 from .guardrails import GuardrailAdvisor, GuardrailTripped, model_judge
 from .logging import LoggingAdvisor
 from .memory import (
@@ -76,6 +84,11 @@ __all__ = [
     "CallbackApprover",
     "ChatMemoryStore",
     "ChatMemoryStoreError",
+    "ClearToolResults",
+    "CompactionAdvisor",
+    "CompactionBoundary",
+    "CompactionBoundaryStore",
+    "CompactionError",
     "ConsoleApprover",
     "ConversationIdError",
     "ConversationSpend",
@@ -94,6 +107,7 @@ __all__ = [
     "LoggingAdvisor",
     "MemoryAdvisor",
     "ModelPrice",
+    "NativeCompaction",
     "PostgresApprovalStore",
     "PostgresChatMemoryStore",
     "RedactionAdvisor",

@@ -99,6 +99,7 @@ from .http import (
     token_count,
 )
 from .http_model import HTTPChatModel
+from .native_compaction import take_native
 from .wire import WireCall, WireFormat, event_object
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
@@ -507,6 +508,7 @@ def request_body(
             body[key] = {**body[key], **value}
         else:
             body[key] = value
+    take_native(body, "gemini")  # a compaction mark is for other providers
     return body
 
 

@@ -49,6 +49,7 @@ from ..providers.text_tool_calls import (
     tool_names_for,
 )
 from ._structured import llamacpp_response_format
+from .native_compaction import take_native
 
 DEFAULT_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 _DONE = object()
@@ -298,6 +299,7 @@ class LlamaCppChatModel:
                 options.output_schema, with_tools=with_tools
             )
         kwargs.update(options.extra)
+        take_native(kwargs, "llamacpp")  # a compaction mark is for other providers
         return kwargs
 
 

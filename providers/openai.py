@@ -76,6 +76,7 @@ from .http import (
     token_count,
 )
 from .http_model import HTTPChatModel
+from .native_compaction import take_native
 from .wire import WireCall, WireFormat, merge_extra
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -183,7 +184,9 @@ class OpenAIChatWire(WireFormat):
                 body["stream_options"] = {"include_usage": True}
         if options.output_schema is not None:
             body["response_format"] = openai_response_format(options.output_schema)
-        return merge_extra(body, options.extra)
+        body = merge_extra(body, options.extra)
+        take_native(body, "openai")  # a compaction mark is for other providers
+        return body
 
 
 class OpenAIChatModel(HTTPChatModel):

@@ -96,6 +96,7 @@ from .http import (
     token_count,
 )
 from .http_model import HTTPChatModel
+from .native_compaction import take_native
 from .wire import WireCall, WireFormat, event_object
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -315,6 +316,9 @@ def request_body(
         chat_format = openai_response_format(options.output_schema)["json_schema"]
         body["text"] = {"format": {"type": "json_schema", **chat_format}}
     body.update(plain(options.extra))
+    native = take_native(body, PROVIDER)
+    if native is not None:
+        body["context_management"] = native
     return body
 
 

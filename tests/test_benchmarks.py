@@ -263,3 +263,18 @@ def test_link_costs_runs_where_the_links_exist() -> None:
     else:
         assert list(report["results"])[0] == "bare loop"
         assert len(report["results"]) == 11
+
+
+def test_compaction_benchmark_bounds_the_input_and_measures_the_prefix() -> None:
+    from benchmarks import compaction
+
+    without = asyncio.run(compaction.run_scripted(120, compaction=False))
+    with_it = asyncio.run(compaction.run_scripted(120, compaction=True))
+    assert without["turns"] == with_it["turns"] == 120
+    assert with_it["summarizer_calls"] >= 1
+    assert with_it["input_tokens_last_turn"] < without["input_tokens_last_turn"]
+    assert with_it["logged_messages"] == without["logged_messages"]  # the log is whole
+    assert without["prefix"]["prefix_breaks"] == 0  # an append-only transcript
+    assert 0 < with_it["prefix"]["mean_cached_share"] <= 1
+    report = {"without": without, "with": with_it}
+    assert "| with compaction | 120 |" in compaction.render(report)

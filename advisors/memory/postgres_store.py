@@ -16,7 +16,14 @@ from .._sql.identifiers import check_table_prefix
 from .._sql.postgres_pool import ConnectionPool
 from .._sql.threads import WorkerRunner
 from .._storable import storable
-from .store import ChatMemoryStoreError, check_storable, message_json, next_seq, read_message
+from .store import (
+    ChatMemoryStoreError,
+    CompactionBoundary,
+    check_storable,
+    message_json,
+    next_seq,
+    read_message,
+)
 
 T = TypeVar("T")
 
@@ -26,8 +33,10 @@ class PostgresChatMemoryStore:
 
     `dsn` is a libpq connection string or URL (keep passwords out of code: libpq also
     reads `PGPASSWORD` and `~/.pgpass`). The table `{table_prefix}memory` is created on
-    first use. Each `append` is one transaction holding a per-conversation advisory lock,
-    so turns appended at once by several workers never interleave. Up to `pool_size` idle
+    first use, with `{table_prefix}memory_boundaries` for `CompactionAdvisor`'s boundaries
+    (appended, never updated). Each `append` is one transaction holding a
+    per-conversation advisory lock, so turns appended at once by several workers never
+    interleave. Up to `pool_size` idle
     connections are kept. Close it with `close()`, `aclose()` or `async with`.
     """
 
@@ -90,6 +99,13 @@ class PostgresChatMemoryStore:
                 " seq BIGINT NOT NULL,"
                 " role TEXT NOT NULL,"
                 " message TEXT NOT NULL,"
+                " PRIMARY KEY (conversation_id, seq))"
+            )
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.table}_boundaries ("
+                " conversation_id TEXT NOT NULL,"
+                " seq BIGINT NOT NULL,"
+                " boundary TEXT NOT NULL,"
                 " PRIMARY KEY (conversation_id, seq))"
             )
 
@@ -172,8 +188,46 @@ class PostgresChatMemoryStore:
             cursor.execute(
                 f"DELETE FROM {self.table} WHERE conversation_id = %s", (conversation_id,)
             )
+            cursor.execute(
+                f"DELETE FROM {self.table}_boundaries WHERE conversation_id = %s",
+                (conversation_id,),
+            )
 
         await self._run(conversation_id, clear)
+
+    async def save_boundary(self, conversation_id: str, boundary: CompactionBoundary) -> None:
+        """Record a compaction boundary as the conversation's latest (the log is not
+        touched)."""
+        check_storable(conversation_id)
+        text = boundary.to_json()
+
+        def save(cursor: Any) -> None:
+            self._lock_conversation(cursor, conversation_id)
+            cursor.execute(
+                f"INSERT INTO {self.table}_boundaries (conversation_id, seq, boundary)"
+                f" SELECT %s, COALESCE(MAX(seq), -1) + 1, %s FROM {self.table}_boundaries"
+                " WHERE conversation_id = %s",
+                (conversation_id, text, conversation_id),
+            )
+
+        await self._run(conversation_id, save)
+
+    async def load_boundary(self, conversation_id: str) -> CompactionBoundary | None:
+        """The conversation's latest compaction boundary, or `None`."""
+        if not storable(conversation_id):
+            return None
+
+        def load(cursor: Any) -> str | None:
+            cursor.execute(
+                f"SELECT boundary FROM {self.table}_boundaries WHERE conversation_id = %s"
+                " ORDER BY seq DESC LIMIT 1",
+                (conversation_id,),
+            )
+            row = cursor.fetchone()
+            return None if row is None else str(row[0])
+
+        text = await self._run(conversation_id, load)
+        return None if text is None else CompactionBoundary.from_json(text)
 
 
 __all__ = ["PostgresChatMemoryStore"]

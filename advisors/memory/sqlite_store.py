@@ -16,7 +16,14 @@ from .._sql.identifiers import check_table_name
 from .._sql.sqlite import SQLiteConnections
 from .._sql.threads import WorkerRunner
 from .._storable import storable
-from .store import ChatMemoryStoreError, check_storable, message_json, next_seq, read_message
+from .store import (
+    ChatMemoryStoreError,
+    CompactionBoundary,
+    check_storable,
+    message_json,
+    next_seq,
+    read_message,
+)
 
 
 class SQLiteChatMemoryStore:
@@ -25,8 +32,9 @@ class SQLiteChatMemoryStore:
     `path` is a file (created if missing) or `":memory:"`. Each operation runs in a worker
     thread on a pooled connection, in one transaction; each `append` is one `BEGIN
     IMMEDIATE` transaction, so several processes may share a file. `table` names the
-    table (letters, digits and `_`), created on first use. Close it with `close()` or
-    `async with`; later operations raise `ChatMemoryStoreError`.
+    table (letters, digits and `_`), created on first use, with `{table}_boundaries`
+    beside it for `CompactionAdvisor`'s boundaries (appended, never updated). Close it
+    with `close()` or `async with`; later operations raise `ChatMemoryStoreError`.
     """
 
     def __init__(
@@ -71,6 +79,13 @@ class SQLiteChatMemoryStore:
                 " seq INTEGER NOT NULL,"
                 " role TEXT NOT NULL,"
                 " message TEXT NOT NULL,"
+                " PRIMARY KEY (conversation_id, seq))"
+            )
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.table}_boundaries ("
+                " conversation_id TEXT NOT NULL,"
+                " seq INTEGER NOT NULL,"
+                " boundary TEXT NOT NULL,"
                 " PRIMARY KEY (conversation_id, seq))"
             )
 
@@ -150,8 +165,46 @@ class SQLiteChatMemoryStore:
                 cursor.execute(
                     f"DELETE FROM {self.table} WHERE conversation_id = ?", (conversation_id,)
                 )
+                cursor.execute(
+                    f"DELETE FROM {self.table}_boundaries WHERE conversation_id = ?",
+                    (conversation_id,),
+                )
 
         await self._runner.run(clear)
+
+    async def save_boundary(self, conversation_id: str, boundary: CompactionBoundary) -> None:
+        """Record a compaction boundary as the conversation's latest (the log is not
+        touched)."""
+        check_storable(conversation_id)
+        text = boundary.to_json()
+
+        def save() -> None:
+            with self._database.transaction(write=True) as cursor:
+                cursor.execute(
+                    f"INSERT INTO {self.table}_boundaries (conversation_id, seq, boundary)"
+                    f" SELECT ?, COALESCE(MAX(seq), -1) + 1, ? FROM {self.table}_boundaries"
+                    " WHERE conversation_id = ?",
+                    (conversation_id, text, conversation_id),
+                )
+
+        await self._runner.run(save)
+
+    async def load_boundary(self, conversation_id: str) -> CompactionBoundary | None:
+        """The conversation's latest compaction boundary, or `None`."""
+        if not storable(conversation_id):
+            return None
+
+        def load() -> str | None:
+            with self._database.transaction(write=False) as cursor:
+                row = cursor.execute(
+                    f"SELECT boundary FROM {self.table}_boundaries WHERE conversation_id = ?"
+                    " ORDER BY seq DESC LIMIT 1",
+                    (conversation_id,),
+                ).fetchone()
+            return None if row is None else str(row[0])
+
+        text = await self._runner.run(load)
+        return None if text is None else CompactionBoundary.from_json(text)
 
 
 __all__ = ["SQLiteChatMemoryStore"]
