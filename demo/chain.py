@@ -17,9 +17,13 @@ from ..advisors import (
 from ..advisors.small_model import QWEN_SYSTEM_PREFIX
 from ..core.advisor import Advisor
 from ..core.chain import Chain
+from ..core.invocation import ToolInvocation
+from ..core.manager import redact_paths
 from ..core.model import ChatModel
 from ..core.options import ChatOptions
 from ..core.tools import Tool
+from .catalog import NotInDemoShop
+from .orders import CancellationRefused, OrderNotFound
 from .tools import OrderTools
 
 SYSTEM_PROMPT = (
@@ -32,8 +36,24 @@ SMALL_MODEL_SYSTEM_PROMPT = (
     "You are the order assistant of an online shop: call the tools to look up the customer's "
     "orders, never guess."
 )
+LOGGER_NAME = "advisorchain.demo"
+"""The logger of the demo chain's `LoggingAdvisor` (`--log` shows its records)."""
 LOOK_BEFORE_ACTING = ("search_tools", "prepare_cancellation")
 """Tool rounds the small-model mode does not count: finding a tool, checking a cancellation."""
+
+
+EXPECTED_ERRORS = (OrderNotFound, CancellationRefused, NotInDemoShop, PermissionError)
+"""The tools' own refusals, whose messages are written for the customer."""
+
+
+def tool_error_text(exc: BaseException, invocation: ToolInvocation) -> str:
+    """What the model reads when a tool fails: `Error: <reason>`, never the exception's
+    class name (a model repeats what it reads, and the customer should not see
+    `OrderNotFound`); an unexpected failure reads only that the tool failed."""
+    message = redact_paths(str(exc)).strip()[:300]
+    if isinstance(exc, EXPECTED_ERRORS) and message:
+        return f"Error: {message}"
+    return f"Error: {invocation.name} failed; nothing was done."
 
 
 def build_chain(
@@ -59,8 +79,8 @@ def build_chain(
     """
     pinned = [t.name for t in (*tools.read_tools, *tools.cancellation_tools)]
     advisors: list[Advisor] = [
-        LoggingAdvisor(logging.getLogger("advisorchain.demo")),
-        ToolCallingAdvisor(max_calls_per_tool=3, max_calls=12),
+        LoggingAdvisor(logging.getLogger(LOGGER_NAME)),
+        ToolCallingAdvisor(max_calls_per_tool=3, max_calls=12, on_tool_error=tool_error_text),
         ApprovalAdvisor(approver),
         # Keyword, whatever extras are installed: the demo's answers were measured with it,
         # and it needs no embedding model in memory next to the chat model.
