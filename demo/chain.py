@@ -17,8 +17,9 @@ from ..advisors import (
 from ..advisors.small_model import QWEN_SYSTEM_PREFIX
 from ..core.advisor import Advisor
 from ..core.chain import Chain
-from ..core.invocation import ToolInvocation
+from ..core.invocation import ToolInvocation, ToolNext, ToolResult
 from ..core.manager import redact_paths
+from ..core.messages import Message, ToolMessage, UserMessage
 from ..core.model import ChatModel
 from ..core.options import ChatOptions
 from ..core.tools import Tool
@@ -40,6 +41,55 @@ LOGGER_NAME = "advisorchain.demo"
 """The logger of the demo chain's `LoggingAdvisor` (`--log` shows its records)."""
 LOOK_BEFORE_ACTING = ("search_tools", "prepare_cancellation")
 """Tool rounds the small-model mode does not count: finding a tool, checking a cancellation."""
+
+
+class GivenIdsOnly(Advisor):
+    """Stops calls with an order id nobody gave: the model guessed it.
+
+    Asked "what did I pay for the ergonomic chair?", small models call
+    `get_order_status("A-1001")`, an id from the prompt's examples, and answer from the
+    wrong order. A call whose `order_id` appears neither in the user's messages nor in a
+    tool result of the conversation is not run: a look-up (`read_only`) is answered with
+    the customer's orders instead (`orders`, so the answer comes from them), any other
+    call with an error saying the id was never given.
+
+    Control flow: only the `call_tool` hook; a call with a given id, or without the
+    argument, is passed on unchanged.
+    """
+
+    def __init__(self, orders: Tool, *, argument: str = "order_id") -> None:
+        self.orders = orders
+        self.argument = argument
+
+    async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+        """Pass the call on, unless its id was never given (see the class)."""
+        value = invocation.arguments.get(self.argument)
+        if not isinstance(value, str) or _given(value, invocation.request.messages):
+            return await next(invocation)
+        if not invocation.tool.read_only:
+            return ToolResult(
+                content=f"Error: the customer never gave the order id {value}; nothing was "
+                "done. Ask which order they mean.",
+                outcome="error",
+            )
+        listed = await self.orders.run({}, invocation.context)
+        return ToolResult(
+            content=f"The customer gave no order id. All the customer's orders: "
+            f"{self.orders.result_converter(listed)}"
+        )
+
+
+def _plain(text: str) -> str:
+    return "".join(c for c in text.upper() if c.isalnum())
+
+
+def _given(value: str, messages: Sequence[Message]) -> bool:
+    wanted = _plain(value)
+    if not wanted:
+        return True
+    return any(
+        isinstance(m, (UserMessage, ToolMessage)) and wanted in _plain(m.text) for m in messages
+    )
 
 
 EXPECTED_ERRORS = (OrderNotFound, CancellationRefused, NotInDemoShop, PermissionError)
@@ -66,12 +116,15 @@ def build_chain(
     small_model: bool = False,
     options: ChatOptions | None = None,
 ) -> Chain:
-    """The demo's `Chain`: logging, the tool loop, approval and tool search around `model`.
+    """The demo's `Chain`: logging, the tool loop, guessed-id guard, approval and tool
+    search around `model`.
 
     The read tools and the `catalog` are attached to every request; the cancellation
     tools are passed per request by the caller, for sessions that may cancel. Tool search
     shows the model `search_tools` plus the order tools (pinned) instead of the whole
-    catalog. Log records go to the `advisorchain.demo` logger (`--log` shows them).
+    catalog. A tool that fails reads `Error: <reason>` without its exception's class
+    (`tool_error_text`); a call with an order id nobody gave is not run (`GivenIdsOnly`).
+    Log records go to the `advisorchain.demo` logger (`--log` shows them).
     `small_model` adds the `SmallModelAdvisor` (tool results shown as text, the Qwen system
     prefix), which a 0.5B model answers far more reliably; either way a turn has at most
     `max_rounds` counted tool rounds before the model must answer (`LOOK_BEFORE_ACTING`
@@ -81,6 +134,7 @@ def build_chain(
     advisors: list[Advisor] = [
         LoggingAdvisor(logging.getLogger(LOGGER_NAME)),
         ToolCallingAdvisor(max_calls_per_tool=3, max_calls=12, on_tool_error=tool_error_text),
+        GivenIdsOnly(tools.get_customer_orders),
         ApprovalAdvisor(approver),
         # Keyword, whatever extras are installed: the demo's answers were measured with it,
         # and it needs no embedding model in memory next to the chat model.
