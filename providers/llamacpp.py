@@ -103,7 +103,11 @@ class LlamaCppChatModel:
     written; `tools_when_none="drop"` removes the definitions instead (a shorter prompt,
     evaluated again from the system message on). `last_timings` holds llama.cpp's own
     count of the prompt tokens evaluated and reused, and the seconds spent, of the
-    latest call (`usage.cached_tokens` carries the reused count too).
+    latest call (`usage.cached_tokens` carries the reused count too). A call with another
+    prompt (a retry without tools, a side call) would evict that prefix; the states after
+    recent calls are kept (`prompt_cache_bytes`, 256 MB by default, 0 turns it off; only
+    llama.cpp's KV cells in use, ~12 KB per token on the 0.5B), and a call starts from the
+    kept state that shares the longest prefix with its prompt.
 
     Usage is exact for `call`; for `stream` llama.cpp reports none, so it is counted
     from the streamed chunks and the context length (approximate). A stream stops
@@ -126,6 +130,7 @@ class LlamaCppChatModel:
         tools_when_none: Literal["keep", "drop"] = "keep",
         tool_call_stop: Sequence[str] = ("<tool_call>",),
         llama_options: Mapping[str, Any] | None = None,
+        prompt_cache_bytes: int = 256 << 20,
         llama: Any = None,
     ) -> None:
         if tools_when_none not in ("keep", "drop"):
@@ -150,6 +155,9 @@ class LlamaCppChatModel:
         self.tool_call_stop = tuple(tool_call_stop)
         self.last_timings: LlamaCallTimings | None = None
         self.llama_options = dict(llama_options or {})
+        if prompt_cache_bytes < 0:
+            raise ValueError("prompt_cache_bytes must be 0 (off) or more")
+        self.prompt_cache_bytes = prompt_cache_bytes
         self.load_seconds: float | None = None
         self._llama = llama
         self._exclusive = LoopLock()  # one inference at a time
@@ -195,7 +203,12 @@ class LlamaCppChatModel:
         if self.n_threads is not None:
             options["n_threads"] = self.n_threads
         options.update(self.llama_options)
-        return Llama(model_path=str(path), **options)
+        llama = Llama(model_path=str(path), **options)
+        if self.prompt_cache_bytes:
+            from ._llama_state import keep_prompt_states
+
+            keep_prompt_states(llama, self.prompt_cache_bytes)
+        return llama
 
     # -- the ChatModel protocol ---------------------------------------------------------------
 
