@@ -105,6 +105,7 @@ ADVISORS = {
     "PendingApproval",
     "PostgresApprovalStore",
     "PostgresChatMemoryStore",
+    "ProactiveSearch",
     "RedactionAdvisor",
     "RedactionBlocked",
     "RedactionRule",
