@@ -132,6 +132,9 @@ SAMPLE_ANSWERS: Mapping[str, str] = {
     ),
     "get_store_hours": "The store in {city} is open Monday to Saturday, 9:00 to 20:00.",
     "get_refund_status": "No refund has been requested for order {order_id}.",
+    "list_payment_methods": "Saved: a Visa card ending in 4242 (default) and PayPal.",
+    "get_warranty_status": "The item of order {order_id} is under warranty until Nov 2028.",
+    "get_gift_card_balance": "Gift card {code} has 25.00 EUR left.",
 }
 """The catalog tools that answer with data, and what they say (arguments filled in)."""
 

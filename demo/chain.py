@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..advisors import (
     ApprovalAdvisor,
     Approver,
     KeywordIndex,
     LoggingAdvisor,
+    ProactiveSearch,
     SmallModelAdvisor,
     ToolCallingAdvisor,
     ToolSearchAdvisor,
@@ -17,6 +18,7 @@ from ..advisors import (
 from ..advisors.small_model import QWEN_SYSTEM_PREFIX
 from ..core.advisor import Advisor
 from ..core.chain import Chain
+from ..core.context import ToolContext
 from ..core.invocation import ToolInvocation, ToolNext, ToolResult
 from ..core.manager import redact_paths
 from ..core.messages import Message, ToolMessage, UserMessage
@@ -50,21 +52,25 @@ class GivenIdsOnly(Advisor):
     `get_order_status("A-1001")`, an id from the prompt's examples, and answer from the
     wrong order. A call whose `order_id` appears neither in the user's messages nor in a
     tool result of the conversation is not run: a look-up (`read_only`) is answered with
-    the customer's orders instead (`orders`, so the answer comes from them), any other
-    call with an error saying the id was never given.
+    `lookup(question, context)` instead (the demo: the customer's orders whose items the
+    question names, else all of them), any other call with an error saying the id was
+    never given.
 
     Control flow: only the `call_tool` hook; a call with a given id, or without the
     argument, is passed on unchanged.
     """
 
-    def __init__(self, orders: Tool, *, argument: str = "order_id") -> None:
-        self.orders = orders
+    def __init__(
+        self, lookup: Callable[[str, ToolContext], str], *, argument: str = "order_id"
+    ) -> None:
+        self.lookup = lookup
         self.argument = argument
 
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
         """Pass the call on, unless its id was never given (see the class)."""
         value = invocation.arguments.get(self.argument)
-        if not isinstance(value, str) or _given(value, invocation.request.messages):
+        messages = invocation.request.messages
+        if not isinstance(value, str) or _given(value, messages):
             return await next(invocation)
         if not invocation.tool.read_only:
             return ToolResult(
@@ -72,11 +78,17 @@ class GivenIdsOnly(Advisor):
                 "done. Ask which order they mean.",
                 outcome="error",
             )
-        listed = await self.orders.run({}, invocation.context)
-        return ToolResult(
-            content=f"The customer gave no order id. All the customer's orders: "
-            f"{self.orders.result_converter(listed)}"
-        )
+        question = latest_question(messages)
+        found = self.lookup(question, invocation.context)
+        return ToolResult(content=f"(No order id was given; the matching orders.) {found}")
+
+
+def latest_question(messages: Sequence[Message]) -> str:
+    """The text of the latest user message."""
+    for message in reversed(messages):
+        if isinstance(message, UserMessage):
+            return message.text
+    return ""
 
 
 def _plain(text: str) -> str:
@@ -122,9 +134,10 @@ def build_chain(
     The read tools and the `catalog` are attached to every request; the cancellation
     tools are passed per request by the caller, for sessions that may cancel. Tool search
     shows the model `search_tools` plus the order tools (pinned) instead of the whole
-    catalog. A tool that fails reads `Error: <reason>` without its exception's class
-    (`tool_error_text`); a call with an order id nobody gave is not run (`GivenIdsOnly`).
-    Log records go to the `advisorchain.demo` logger (`--log` shows them).
+    catalog, and attaches the best few catalog tools for each question before the model is
+    asked (`ProactiveSearch`). A tool that fails reads `Error: <reason>` without its
+    exception's class (`tool_error_text`); a call with an order id nobody gave is not run
+    (`GivenIdsOnly`). Log records go to the `advisorchain.demo` logger (`--log` shows them).
     `small_model` adds the `SmallModelAdvisor` (tool results shown as text, the Qwen system
     prefix), which a 0.5B model answers far more reliably; either way a turn has at most
     `max_rounds` counted tool rounds before the model must answer (`LOOK_BEFORE_ACTING`
@@ -134,11 +147,19 @@ def build_chain(
     advisors: list[Advisor] = [
         LoggingAdvisor(logging.getLogger(LOGGER_NAME)),
         ToolCallingAdvisor(max_calls_per_tool=3, max_calls=12, on_tool_error=tool_error_text),
-        GivenIdsOnly(tools.get_customer_orders),
+        GivenIdsOnly(tools.orders_about),
         ApprovalAdvisor(approver),
         # Keyword, whatever extras are installed: the demo's answers were measured with it,
         # and it needs no embedding model in memory next to the chat model.
-        ToolSearchAdvisor(KeywordIndex(), pinned=pinned, max_results=3 if small_model else 5),
+        # Proactive: the catalog is searched with each question before the model is asked
+        # and the best few tools attached (a tool that needs approval only when the question
+        # asks for its action): small models never call search_tools themselves.
+        ToolSearchAdvisor(
+            KeywordIndex(),
+            pinned=pinned,
+            max_results=3 if small_model else 5,
+            proactive=ProactiveSearch(top_k=2 if small_model else 3),
+        ),
         SmallModelAdvisor(
             max_rounds=max_rounds,
             results_as_text=small_model,

@@ -84,6 +84,23 @@ class OrderTools:
             return "The customer has no such orders."
         return " ".join(o.describe() for o in orders)
 
+    def orders_about(self, text: str, context: ToolContext) -> str:
+        """The customer's orders whose items `text` names (every order if it names none),
+        described as `get_customer_orders` describes them. Not a tool: what the chain
+        answers a look-up with an order id nobody gave (see `demo.chain.GivenIdsOnly`)."""
+        tenant, user = _who(context)
+        orders = self.service.orders(tenant, user)
+        words = {w for w in re.findall(r"[a-z0-9-]+", text.lower()) if len(w) > 3}
+        named = [
+            o
+            for o in orders
+            if words & {w for item in o.items for w in re.findall(r"[a-z0-9-]+", item.lower())}
+        ]
+        chosen = named or orders
+        if not chosen:
+            return "The customer has no orders."
+        return " ".join(o.describe() for o in chosen)
+
     @tool(run_inline=True, read_only=True, result_converter=mask_emails)
     def get_customer_contact(
         self, context: ToolContext, detail: Literal["all", "email", "phone"] = "all"

@@ -108,11 +108,23 @@ async def test_an_item_question_is_answered_from_the_customers_orders(approval: 
     out = io.StringIO()
     options = DemoOptions(approval=approval, questions=("What did I pay for the ergonomic chair?",))
     await run_demo(options, out=out, model=model)
-    # the guessed look-up was answered with the customer's orders, the chair's among them
+    # the guessed look-up was answered with the customer's order of that item
     shown = model.requests[-1].messages[-1].text
-    assert "The customer gave no order id. All the customer's orders:" in shown
-    assert "ergonomic chair; 249.00 EUR" in shown
-    assert "89.90" in shown  # every order, the guessed one too: the model picks by item
+    assert (
+        "returned: (No order id was given; the matching orders.) "
+        "Order A-1003 (ergonomic chair; 249.00 EUR) is delivered." in shown
+    )
+    assert "89.90" not in shown  # not the guessed order
+
+
+def test_orders_about_names_the_items_or_lists_all() -> None:
+    tools = OrderTools(OrderService.sample())
+    context = ToolContext({"tenant_id": TENANT, "user_id": USER})
+    assert tools.orders_about("When will my desk lamp ship?", context).startswith(
+        "Order A-1002 (desk lamp"
+    )
+    every = tools.orders_about("What did I buy?", context)
+    assert all(f"Order A-100{i}" in every for i in (1, 2, 3)) and "A-1004" not in every
 
 
 @pytest.mark.anyio
