@@ -139,7 +139,7 @@ def use_before(tree: Path) -> None:
     if not (tree / PREVIOUS / "__init__.py").is_file():
         raise SystemExit(f"--before {tree}: no {PREVIOUS}/__init__.py there (see --help)")
     sys.path.insert(0, str(tree))
-    catalog = importlib.import_module(f"{PREVIOUS}.demo.catalog")
+    catalog: Any = importlib.import_module(f"{PREVIOUS}.demo.catalog")
     catalog.SAMPLE_ANSWERS = {**catalog.SAMPLE_ANSWERS, **SAMPLE_ANSWERS}
 
 
@@ -216,7 +216,8 @@ async def ask(
     started = time.perf_counter()
     try:
         # The session may cancel: the cancellation tools are passed per request, as in the demo.
-        async for event in chain.stream(messages, tools=session_tools, tool_context=context):
+        async for streamed in chain.stream(messages, tools=session_tools, tool_context=context):
+            event: Any = streamed
             kind = type(event).__name__  # the `before` tree has event classes of its own
             if kind == "TextDelta":
                 text.append(event.text)
@@ -442,8 +443,10 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         ]
         print(markdown(rows, saved.get("load", ("(not saved)", "(not saved)"))))
         return rows
-    variants = tuple(v.strip() for v in args.variant.split(",") if v.strip())
-    unknown = [v for v in variants if v not in VARIANTS]
+    named = [v.strip() for v in args.variant.split(",") if v.strip()]
+    variants: tuple[Variant, ...] = tuple(v for v in VARIANTS if v in named)
+    variants = tuple(sorted(variants, key=named.index))
+    unknown = [v for v in named if v not in VARIANTS]
     if unknown or not variants:
         parser.error(f"unknown --variant {', '.join(unknown) or '(none)'}")
     if "before" in variants:
@@ -451,7 +454,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
             parser.error("--variant before needs --before DIR (see --help)")
         use_before(args.before)
     questions = select(args.half, args.question)
-    models = load_models(args.model, variants)  # type: ignore[arg-type]
+    models = load_models(args.model, variants)
     before = uptime()
     rows = anyio.run(run, questions, variants, models, args.json)
     print(f"model: {args.model}")
