@@ -158,7 +158,8 @@ def build_chain(
             KeywordIndex(),
             pinned=pinned,
             max_results=3 if small_model else 5,
-            proactive=ProactiveSearch(top_k=2 if small_model else 3),
+            # One for a small model: each extra tool is one more it may call instead.
+            proactive=ProactiveSearch(top_k=1 if small_model else 3),
         ),
         SmallModelAdvisor(
             max_rounds=max_rounds,

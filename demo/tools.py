@@ -66,7 +66,7 @@ class OrderTools:
     @tool(run_inline=True, read_only=True)
     def get_order_status(self, order_id: OrderId, context: ToolContext) -> str:
         """Look up one order by the id the customer gave (like A-1001): status, items, total,
-        delivery date. Without an order id, use get_customer_orders."""
+        carrier, shipping and delivery dates. Without an order id, use get_customer_orders."""
         tenant, user = _who(context)
         return self.service.order(tenant, user, order_id).describe()
 

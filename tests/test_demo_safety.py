@@ -101,12 +101,11 @@ def _guessing(request: ChatRequest) -> Reply:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("approval", ["yes"])
-async def test_an_item_question_is_answered_from_the_customers_orders(approval: str) -> None:
+async def test_an_item_question_is_answered_from_the_customers_orders() -> None:
     model = ScriptedChatModel(_guessing)
     model.provider_name = "llama.cpp"
     out = io.StringIO()
-    options = DemoOptions(approval=approval, questions=("What did I pay for the ergonomic chair?",))
+    options = DemoOptions(approval="yes", questions=("What did I pay for the ergonomic chair?",))
     await run_demo(options, out=out, model=model)
     # the guessed look-up was answered with the customer's order of that item
     shown = model.requests[-1].messages[-1].text
