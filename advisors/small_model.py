@@ -44,6 +44,11 @@ CONTINUE_INSTRUCTION = (
 )
 """After a round that only looked (tool search, a check before an action): neutral, it names
 no tool and pushes toward no action the user did not ask for."""
+LOOKUP_FAILED_INSTRUCTION = (
+    "If another of your tools can answer my question, call it; otherwise say plainly what "
+    "could not be looked up."
+)
+"""After a round of look-ups that all failed, while the model may still call a tool."""
 UNKNOWN_TOOL_INSTRUCTION = (
     "That tool does not exist. Call one of your tools, or say that you cannot help with that."
 )
@@ -76,7 +81,8 @@ class SmallModelAdvisor(Advisor):
       model call gets `tool_choice="none"`, so the model must answer. Rounds that only call
       `uncounted_tools` (tool search's `search_tools`) are not counted: finding a tool and
       calling it is one round; nor is the turn's first round that only calls tools that are
-      not attached (the model reads "unknown tool; available: ..." and may call a real one).
+      not attached (the model reads "unknown tool; available: ..." and may call a real one)
+      or only look-ups (`read_only` tools) that all failed.
     - **A system prefix.** `system_prefix` goes first in the leading system message (by
       default Qwen's own sentence; `None` for other models).
     - **Search first** (`search_first`, the name of tool search's tool; off by default).
@@ -138,7 +144,13 @@ class SmallModelAdvisor(Advisor):
         if self.results_as_text:
             start = request.last_user_index + 1 if self.history == "native" else 0
             approved = frozenset(t.name for t in request.tools if t.requires_approval)
-            messages = (*messages[:start], *self._results_as_text(messages[start:], approved))
+            lookups = (
+                frozenset(t.name for t in request.tools if t.read_only)
+                if request.options.tool_choice != "none"
+                else frozenset()
+            )
+            rewritten = self._results_as_text(messages[start:], approved, lookups)
+            messages = (*messages[:start], *rewritten)
         if self.system_prefix:
             messages = _with_prefix(messages, self.system_prefix)
         if messages == request.messages:
@@ -146,15 +158,26 @@ class SmallModelAdvisor(Advisor):
         return request.with_messages(messages)
 
     def rounds(self, request: ChatRequest) -> int:
-        """The counted tool rounds of the current turn (since the last user message)."""
-        attached = frozenset(t.name for t in request.tools)
-        free_unknown = True
+        """The counted tool rounds of the current turn (since the last user message).
+
+        One round per turn is free: the first whose calls all went to tools that are not
+        attached, or all failed and were look-ups (`read_only` tools): the model reads why
+        and may call another tool (a wrong guess among the tools shown costs a round, not
+        the answer). Calls that change something are never repeated this way.
+        """
+        attached = {t.name: t for t in request.tools}
+        turn = request.messages[request.last_user_index + 1 :]
+        failed = {m.tool_call_id for m in turn if isinstance(m, ToolMessage) and m.is_error}
+        free = True
         count = 0
-        for m in request.messages[request.last_user_index + 1 :]:
+        for m in turn:
             if not isinstance(m, AssistantMessage) or not m.tool_calls:
                 continue
-            if free_unknown and all(c.name not in attached for c in m.tool_calls):
-                free_unknown = False
+            if free and all(
+                c.name not in attached or (c.id in failed and attached[c.name].read_only)
+                for c in m.tool_calls
+            ):
+                free = False
                 continue
             if any(c.name not in self.uncounted_tools for c in m.tool_calls):
                 count += 1
@@ -225,7 +248,7 @@ class SmallModelAdvisor(Advisor):
                 yield event
 
     def _results_as_text(
-        self, messages: tuple[Message, ...], approved: frozenset[str]
+        self, messages: tuple[Message, ...], approved: frozenset[str], lookups: frozenset[str]
     ) -> tuple[Message, ...]:
         if not any(isinstance(m, ToolMessage) for m in messages):
             return messages
@@ -242,15 +265,19 @@ class SmallModelAdvisor(Advisor):
                 results.append(message)
                 continue
             if results:
-                out.append(self._results_message(results, calls, approved))
+                out.append(self._results_message(results, calls, approved, lookups))
                 results = []
             out.append(message)
         if results:
-            out.append(self._results_message(results, calls, approved))
+            out.append(self._results_message(results, calls, approved, lookups))
         return tuple(out)
 
     def _results_message(
-        self, results: list[ToolMessage], calls: dict[str, ToolCall], approved: frozenset[str]
+        self,
+        results: list[ToolMessage],
+        calls: dict[str, ToolCall],
+        approved: frozenset[str],
+        lookups: frozenset[str],
     ) -> UserMessage:
         lines = [RESULTS_HEADING]
         unknown = False
@@ -271,6 +298,8 @@ class SmallModelAdvisor(Advisor):
             lines.append(CONTINUE_INSTRUCTION)
         elif unknown and all(r.is_error for r in results):
             lines.append(UNKNOWN_TOOL_INSTRUCTION)
+        elif all(r.is_error and r.name in lookups for r in results):
+            lines.append(LOOKUP_FAILED_INSTRUCTION)
         elif any(r.is_error for r in results):
             lines.append(f"{ANSWER_INSTRUCTION} {NOT_DONE_INSTRUCTION}")
         elif done:
@@ -332,6 +361,7 @@ def _without_written_calls(request: ChatRequest, response: ChatResponse) -> Chat
 
 __all__ = [
     "CONTINUE_INSTRUCTION",
+    "LOOKUP_FAILED_INSTRUCTION",
     "QWEN_SYSTEM_PREFIX",
     "SmallModelAdvisor",
     "not_done_reason",

@@ -36,6 +36,7 @@ from advisorchain.advisors.small_model import (
     CONTINUE_INSTRUCTION,
     DONE,
     DONE_INSTRUCTION,
+    LOOKUP_FAILED_INSTRUCTION,
     NOT_DONE_INSTRUCTION,
     RESULTS_HEADING,
     UNKNOWN_TOOL_INSTRUCTION,
@@ -178,6 +179,7 @@ def test_every_instruction_names_no_tool_and_no_action() -> None:
         NOT_DONE_INSTRUCTION,
         CONTINUE_INSTRUCTION,
         UNKNOWN_TOOL_INSTRUCTION,
+        LOOKUP_FAILED_INSTRUCTION,
     ):
         lowered = text.lower()
         assert "now call" not in lowered and "_" not in lowered
@@ -253,3 +255,67 @@ async def test_earlier_turns_keep_their_tool_calls_for_the_chat_template(path: P
 def test_history_option_is_checked() -> None:
     with pytest.raises(ValueError, match="history"):
         SmallModelAdvisor(history="json")  # type: ignore[arg-type]
+
+
+@tool(read_only=True)
+def get_delivery_photo(order_id: str) -> str:
+    """The courier's photo of a delivered parcel."""
+    raise LookupError("no photo for this order")
+
+
+@tool(read_only=True)
+def get_order(order_id: str) -> str:
+    """Look up one order: carrier, status."""
+    return f"Order {order_id} shipped with DHL."
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_failed_look_up_leaves_the_model_another_tool(path: Path) -> None:
+    """Seen on the 0.5B: asked for the carrier, it called the delivery-photo tool tool
+    search had attached, and answered with the failure line."""
+    model = ScriptedChatModel(
+        [
+            ToolCall.from_arguments("get_delivery_photo", {"order_id": "A-1"}),
+            ToolCall.from_arguments("get_order", {"order_id": "A-1"}),
+            "DHL.",
+        ]
+    )
+    chain = Chain(
+        [ToolCallingAdvisor(), SmallModelAdvisor(system_prefix=None)],
+        model=model,
+        tools=[get_delivery_photo, get_order],
+    )
+    response, _ = await _run(chain, "Which carrier has my order A-1?", path)
+    assert response.text == "DHL."
+    second = model.requests[1]
+    assert second.options.tool_choice is None  # the failed look-up round was free
+    assert second.messages[-1].text.endswith(LOOKUP_FAILED_INSTRUCTION)
+    third = model.requests[2]
+    assert third.options.tool_choice == "none"
+    # answering: both rounds in one message, the failed one as not done
+    shown = third.messages[-1].text
+    assert 'get_delivery_photo(order_id="A-1") FAILED, NOT DONE: no photo' in shown
+    assert 'get_order(order_id="A-1") returned: Order A-1 shipped with DHL.' in shown
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_failed_change_is_not_tried_again(path: Path) -> None:
+    @tool(requires_approval=True)
+    def cancel(order_id: str) -> str:
+        """Cancel an order."""
+        raise RuntimeError("order A-1 has shipped")
+
+    approver = CallbackApprover(lambda request: [Approve()])
+    model = ScriptedChatModel(
+        [ToolCall.from_arguments("cancel", {"order_id": "A-1"}), "It has shipped."]
+    )
+    chain = Chain(
+        [ToolCallingAdvisor(), ApprovalAdvisor(approver), SmallModelAdvisor()],
+        model=model,
+        tools=[cancel],
+    )
+    await _run(chain, "Cancel A-1", path)
+    assert model.requests[1].options.tool_choice == "none"
+    assert model.requests[1].messages[-1].text.endswith(NOT_DONE_INSTRUCTION)
