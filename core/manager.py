@@ -8,7 +8,6 @@ message.
 
 from __future__ import annotations
 
-import re
 import time
 import types
 from collections import Counter
@@ -29,55 +28,38 @@ from typing import Any, Literal, TypeAlias, TypeVar
 import anyio
 
 from ._arguments import ArgumentsError, parse_arguments
+from ._scrub import safe_str, scrub_error_text
 from .context import ToolContext
 from .errors import ServerReportedError, ToolCallLimitExceeded, ToolExecutionError
 from .invocation import ToolHook, ToolInvocation, ToolNext, ToolResult
 from .messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from .request import ChatRequest
-from .tools import InvalidToolArguments, Tool
+from .tools import InvalidToolArguments, Tool, ValidatedArguments
+
+EFFECTS = "advisorchain.effects"
+"""`request.context` key: a list that a caller puts there (`FallbackModel` does) to learn
+which tool calls of the turn started with a possible effect: `ToolCallingManager.invoke`
+appends each call of a tool that is neither `read_only` nor `idempotent` as it starts."""
 
 ToolErrorHandler: TypeAlias = Callable[[BaseException, ToolInvocation], str]
 """Maps a tool's exception to the text the model reads (or raises to stop the turn)."""
 
-# File paths in error messages, as the OS and repr() write them (backslashes doubled).
-_PATH_PARTS = {"SEP": r"(?:\\{1,2}|/)", "SEG": r"[^\s\\/'\"<>|*?]+"}
-
-
-def _path_pattern(template: str) -> re.Pattern[str]:
-    return re.compile(re.sub("SEP|SEG", lambda m: _PATH_PARTS[m[0]], template))
-
-
-_WINDOWS_ROOT = (
-    r"(?:(?<![\w\\])[A-Za-z]:SEP"  # C:\  C:\\  C:/
-    r"|(?<!\\)\\{2}(?:\\{2})?(?:[?.]\\{1,2}(?:[A-Za-z]:\\{1,2})?|SEGSEP))"  # \\?\C:\  \\server\
-)
-_QUOTED_PATH = _path_pattern(
-    r"(?P<q>['\"])(?:" + _WINDOWS_ROOT + r"|/[^'\"\n/]+/)(?:(?!(?P=q))[^\n])*(?P=q)"
-)
-# Outside quotes, the names before a Windows path's last separator may have spaces.
-_WINDOWS_PATH = _path_pattern(_WINDOWS_ROOT + r"(?:SEG(?: SEG)*SEP)*(?:SEG)?")
-_POSIX_PATH = re.compile(r"/(?:[^\s/\\'\"]+[/\\])+[^\s/\\'\"]*")
 _MAX_ERROR_CHARS = 500
 
 
-def redact_paths(text: str) -> str:
-    """`text` with every file path replaced by `<path>`: POSIX, Windows drive and UNC
-    paths, quoted (as `repr` shows them, with doubled backslashes and spaces) or bare."""
-    text = _QUOTED_PATH.sub(lambda m: f"{m['q']}<path>{m['q']}", text)
-    return _POSIX_PATH.sub("<path>", _WINDOWS_PATH.sub("<path>", text))
-
-
 def describe_exception(exc: BaseException) -> str:
-    """`Type: message`, with file paths redacted and the length capped: what a model may see.
+    """`Type: message`, scrubbed and capped: what a model may see.
 
-    A `ServerReportedError` with `server_text` shows that text instead, paths kept (they
-    are the server's), capped alike.
+    The message (`str(exc)`, or a stand-in when that raises) goes through
+    `scrub_error_text`: no traceback, secret values, credentials or file paths. A
+    `ServerReportedError` with `server_text` shows that text instead, scrubbed alike but
+    with its paths kept (they are the server's); capped alike.
     """
     reported = exc.server_text if isinstance(exc, ServerReportedError) else None
     if reported is not None:
-        message = reported[: _MAX_ERROR_CHARS * 8].strip()
+        message = scrub_error_text(reported[: _MAX_ERROR_CHARS * 8], keep_paths=True).strip()
     else:
-        message = redact_paths(str(exc)[: _MAX_ERROR_CHARS * 8]).strip()
+        message = scrub_error_text(safe_str(exc)[: _MAX_ERROR_CHARS * 8]).strip()
     if len(message) > _MAX_ERROR_CHARS:
         message = message[:_MAX_ERROR_CHARS] + "..."
     name = type(exc).__name__
@@ -186,7 +168,7 @@ class ToolCallingManager:
             )
         slots: list[ToolResult | None] = [None] * len(calls)
         durations = [0.0] * len(calls)
-        resolved: list[tuple[int, Tool, dict[str, Any], Any]] = []
+        resolved: list[tuple[int, Tool, ValidatedArguments, Any]] = []
         for i, call in enumerate(calls):
             if i in over_limit:
                 slots[i] = ToolResult(
@@ -227,7 +209,7 @@ class ToolCallingManager:
 
     def _resolve(
         self, request: ChatRequest, call: ToolCall
-    ) -> tuple[Tool, dict[str, Any], Any] | ToolResult:
+    ) -> tuple[Tool, ValidatedArguments, Any] | ToolResult:
         """The tool, parsed arguments and validated form of one call, or an error result."""
         tool = request.find_tool(call.name)
         if tool is None:
@@ -250,19 +232,19 @@ class ToolCallingManager:
                 outcome="invalid",
             )
         try:
-            validated = tool.validate_arguments(arguments)
+            checked = tool.check_arguments(arguments)
         except InvalidToolArguments as exc:
             return ToolResult(
                 content=f"Error: invalid arguments for {call.name!r}: {exc}", outcome="invalid"
             )
-        return tool, arguments, validated
+        return tool, checked, checked.validated
 
     @staticmethod
     def _invocation(
         request: ChatRequest,
         call: ToolCall,
         tool: Tool,
-        arguments: dict[str, Any],
+        arguments: ValidatedArguments,
         validated: Any,
         round_calls: tuple[ToolCall, ...],
     ) -> ToolInvocation:
@@ -410,16 +392,19 @@ class ToolCallingManager:
     async def invoke(self, invocation: ToolInvocation) -> ToolResult:
         """Run one invocation's tool (the innermost step below every `call_tool` hook)."""
         tool = invocation.tool
-        validated = invocation.validated
-        if validated is None:
-            try:
-                validated = tool.validate_arguments(invocation.arguments)
-            except InvalidToolArguments as exc:
-                return ToolResult(
-                    content=f"Error: invalid arguments for {tool.name!r}: {exc}",
-                    outcome="invalid",
-                    error=exc,
-                )
+        arguments = invocation.arguments
+        if type(arguments) is ValidatedArguments and arguments.tool is tool:
+            validated = arguments.validated  # never a stale `invocation.validated`
+        else:
+            checked = _checked(invocation)
+            if isinstance(checked, ToolResult):
+                return checked
+            invocation = checked
+            validated = checked.validated
+        if not (tool.read_only or tool.idempotent):
+            effects = invocation.request.context.get(EFFECTS)
+            if effects is not None:
+                effects.append(invocation.call)
         timeout = tool.timeout if tool.timeout is not None else self.tool_timeout
         try:
             if timeout is None:
@@ -546,9 +531,33 @@ def _call(function: Callable[..., Any], *args: Any) -> Any:
 
 def _wrap(hook: ToolHook, next_step: ToolNext) -> ToolNext:
     async def step(invocation: ToolInvocation) -> ToolResult:
+        arguments = invocation.arguments
+        if (
+            type(arguments) is not ValidatedArguments
+            or arguments.tool is not invocation.tool
+            or arguments.validated is not invocation.validated
+        ):
+            checked = _checked(invocation)
+            if isinstance(checked, ToolResult):
+                return checked
+            invocation = checked
         return await hook(invocation, next_step)
 
     return step
+
+
+def _checked(invocation: ToolInvocation) -> ToolInvocation | ToolResult:
+    """`invocation` with its arguments validated (they were put in by other means than
+    `with_arguments`), or the `invalid` result of arguments that do not fit: what a hook or
+    the tool may see. (The callers first check whether they are validated already.)"""
+    try:
+        return invocation.checked()
+    except InvalidToolArguments as exc:
+        return ToolResult(
+            content=f"Error: invalid arguments for {invocation.name!r}: {exc}",
+            outcome="invalid",
+            error=exc,
+        )
 
 
 def _segments(
