@@ -16,11 +16,11 @@ from ..advisors import (
     ToolSearchAdvisor,
 )
 from ..advisors.small_model import QWEN_SYSTEM_PREFIX
+from ..core._scrub import safe_str, scrub_error_text
 from ..core.advisor import Advisor
 from ..core.chain import Chain
 from ..core.context import ToolContext
 from ..core.invocation import ToolInvocation, ToolNext, ToolResult
-from ..core.manager import redact_paths
 from ..core.messages import Message, ToolMessage, UserMessage
 from ..core.model import ChatModel
 from ..core.options import ChatOptions
@@ -112,7 +112,7 @@ def tool_error_text(exc: BaseException, invocation: ToolInvocation) -> str:
     """What the model reads when a tool fails: `Error: <reason>`, never the exception's
     class name (a model repeats what it reads, and the customer should not see
     `OrderNotFound`); an unexpected failure reads only that the tool failed."""
-    message = redact_paths(str(exc)).strip()[:300]
+    message = scrub_error_text(safe_str(exc)).strip()[:300]
     if isinstance(exc, EXPECTED_ERRORS) and message:
         return f"Error: {message}"
     return f"Error: {invocation.name} failed; nothing was done."
