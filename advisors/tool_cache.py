@@ -14,6 +14,7 @@ import pydantic_core
 from opentelemetry import trace
 from pydantic import BaseModel
 
+from ..core._checks import require_callable, require_number
 from ..core.advisor import Advisor, ToolNext
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.tools import InvalidToolArguments
@@ -59,10 +60,9 @@ class ToolResultCacheAdvisor(Advisor):
         max_entries: int = 1024,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if ttl is not None and ttl <= 0:
-            raise ValueError("ttl must be positive (or None: no expiry)")
-        if max_entries < 1:
-            raise ValueError("max_entries must be at least 1")
+        require_number(ttl, "ttl (None: no expiry)", positive=True, optional=True)
+        require_number(max_entries, "max_entries", minimum=1, integer=True)
+        require_callable(clock, "clock", "clock() -> seconds")
         if isinstance(key, str):
             raise TypeError("key takes a sequence of tool-context keys, not one string")
         self.ttl = ttl

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ._call_ids import StreamCallIds, unique_response
+from ._checks import require_chat_model, require_mapping
 from ._streams import closing_stream
+from ._sync import iterate_sync, refuse_in_loop, run_sync
 from .advisor import (
     Advisor,
     AfterFunction,
@@ -25,9 +27,9 @@ from .errors import ApprovalNotFound, ChainConfigurationError, StreamInterrupted
 from .events import ResponseCompleted, StreamEvent, ToolCallDelta, ToolCallFinished, ToolCallStarted
 from .invocation import ToolHook
 from .manager import ToolCallingManager, ToolPipeline
-from .messages import Message, UserMessage
 from .model import ChatModel
 from .options import ChatOptions
+from .prompt import Prompt, to_messages
 from .request import ChatRequest
 from .response import ChatResponse
 from .resumption import Resumption
@@ -35,9 +37,6 @@ from .subchain import after_model_call, before_model_call, enclosing_limits
 from .tools import Tool, merge_tools
 
 _log = logging.getLogger("advisorchain")
-
-Prompt: TypeAlias = str | Sequence[Message] | ChatRequest
-"""What `Chain.call` accepts: a user message's text, a transcript, or a whole request."""
 
 
 @runtime_checkable
@@ -93,6 +92,11 @@ class Chain:
         tool_context: Mapping[str, Any] | None = None,
         options: ChatOptions | None = None,
     ) -> None:
+        require_chat_model(model)
+        if tool_context is not None:
+            require_mapping(tool_context, "tool_context", "a dict of values for the tools")
+        if options is not None and not isinstance(options, ChatOptions):
+            raise TypeError(f"options must be a ChatOptions, not {type(options).__name__}")
         self.advisors: tuple[Advisor, ...] = tuple(advisors)
         self.model = model
         self.tool_hooks: tuple[ToolHook, ...] = ()
@@ -211,16 +215,21 @@ class Chain:
         conversation_id: str | None = None,
         **option_values: Any,
     ) -> ChatRequest:
-        """The `ChatRequest` that `call`/`stream` would send for these arguments."""
+        """The `ChatRequest` that `call`/`stream` would send for these arguments.
+
+        Checks them first: a prompt that is not one (`core/prompt.py`) is an
+        `InvalidPromptError`; OpenAI-style message dicts are converted strictly.
+        """
         if isinstance(prompt, ChatRequest):
             base = prompt
             messages = prompt.messages
         else:
             base = None
-            if isinstance(prompt, str):
-                messages = (UserMessage(content=prompt),)
-            else:
-                messages = tuple(prompt)
+            messages = to_messages(prompt)
+        if tool_context is not None:
+            require_mapping(tool_context, "tool_context", "a dict of values for the tools")
+        if options is not None and not isinstance(options, ChatOptions):
+            raise TypeError(f"options must be a ChatOptions, not {type(options).__name__}")
         if base is None and tools == () and self.tools is self._merged_tools:
             request_tools = self.tools  # the chain's own tools, as merged when it was built
         else:
@@ -313,6 +322,64 @@ class Chain:
                 await _close_all(opened or [])
         if not completed:
             raise StreamInterruptedError("the stream ended without a ResponseCompleted event")
+
+    def call_sync(
+        self,
+        prompt: Prompt,
+        *,
+        tools: Iterable[Tool] = (),
+        tool_context: Mapping[str, Any] | None = None,
+        options: ChatOptions | None = None,
+        conversation_id: str | None = None,
+        **option_values: Any,
+    ) -> ChatResponse:
+        """`call` for synchronous code (scripts, notebooks without a running loop).
+
+        Runs the turn to completion on a fresh asyncio event loop in this thread. Inside a
+        running event loop it raises `SyncInAsyncError` at once (it would block the loop):
+        await `call` there.
+        """
+        refuse_in_loop("Chain.call_sync", "await chain.call(...)")
+        return run_sync(
+            partial(
+                self.call,
+                prompt,
+                tools=tools,
+                tool_context=tool_context,
+                options=options,
+                conversation_id=conversation_id,
+                **option_values,
+            )
+        )
+
+    def stream_sync(
+        self,
+        prompt: Prompt,
+        *,
+        tools: Iterable[Tool] = (),
+        tool_context: Mapping[str, Any] | None = None,
+        options: ChatOptions | None = None,
+        conversation_id: str | None = None,
+        **option_values: Any,
+    ) -> Iterator[StreamEvent]:
+        """`stream` for synchronous code: an iterator of the turn's events.
+
+        The turn runs on an event loop in a helper thread, one event ahead at most; leaving
+        the loop early (`break`) cancels the turn and closes its streams. Raises
+        `SyncInAsyncError` at once inside a running event loop: use `stream` there.
+        """
+        refuse_in_loop("Chain.stream_sync", "async for event in chain.stream(...)")
+        return iterate_sync(
+            partial(
+                self.stream,
+                prompt,
+                tools=tools,
+                tool_context=tool_context,
+                options=options,
+                conversation_id=conversation_id,
+                **option_values,
+            )
+        )
 
     async def resume(
         self,

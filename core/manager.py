@@ -28,6 +28,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 import anyio
 
 from ._arguments import ArgumentsError, parse_arguments
+from ._checks import require_mapping, require_number
 from ._scrub import safe_str, scrub_error_text
 from .context import ToolContext
 from .errors import ServerReportedError, ToolCallLimitExceeded, ToolExecutionError
@@ -132,8 +133,14 @@ class ToolCallingManager:
             raise ValueError("on_limit must be 'raise' or 'report'")
         if not callable(on_tool_error) and on_tool_error not in ("report", "raise"):
             raise ValueError("on_tool_error must be 'report', 'raise' or a callable")
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1")
+        require_number(max_concurrency, "max_concurrency", minimum=1, integer=True, optional=True)
+        require_number(max_calls_per_tool, "max_calls_per_tool", minimum=0, integer=True)
+        require_number(max_calls, "max_calls", minimum=0, integer=True)
+        require_number(tool_timeout, "tool_timeout", positive=True, optional=True)
+        if tool_limits is not None:
+            require_mapping(tool_limits, "tool_limits", "tool name -> most calls per turn")
+            for name, limit in tool_limits.items():
+                require_number(limit, f"tool_limits[{name!r}]", minimum=0, integer=True)
         self.max_calls_per_tool = max_calls_per_tool
         self.max_calls = max_calls
         self.tool_limits = dict(tool_limits or {})

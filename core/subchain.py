@@ -31,6 +31,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ._checks import require_number
 from ._progress import ProgressSink, current_progress_sink
 from ._streams import closing_stream
 from .context import ToolContext
@@ -173,8 +174,13 @@ def chain_tool(
     max_depth: int = 3,
 ) -> Tool:
     """A `Tool` that runs one turn of `chain` per call (see `Chain.as_tool`)."""
+    require_number(max_depth, "max_depth", integer=True)
     if max_depth < 1:
         raise ChainConfigurationError("max_depth must be at least 1")
+    if parameters is not None and not isinstance(parameters, Mapping):
+        raise ChainConfigurationError(
+            f"parameters must be a JSON schema (a dict), not {parameters!r:.80}"
+        )
     if isinstance(context_keys, str):
         raise ChainConfigurationError("context_keys takes a collection of key names")
     keys = tuple(context_keys)

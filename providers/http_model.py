@@ -10,6 +10,7 @@ from typing import Any, Self
 import anyio
 import httpx
 
+from ..core._checks import require_mapping, require_number
 from ..core._scrub import safe_str
 from ..core.errors import AdvisorChainError, StreamInterruptedError
 from ..core.events import ResponseCompleted, StreamEvent
@@ -107,6 +108,7 @@ class HTTPChatModel:
         retry_policy: RetryPolicy | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
+        _check_arguments(model, base_url, timeout, max_retries, headers, http_client)
         self.wire = wire
         self.provider_name: str = wire.provider
         self.model_name = model
@@ -318,3 +320,27 @@ class HTTPChatModel:
         if not isinstance(cause, StreamInterruptedError):
             detail = f"unexpected stream data ({type(cause).__name__}: {detail})"
         return ProviderStreamError(f"{name}: {detail}", provider=name)
+
+
+def _check_arguments(
+    model: object,
+    base_url: object,
+    timeout: object,
+    max_retries: object,
+    headers: object,
+    http_client: object,
+) -> None:
+    """Refuse constructor arguments of the wrong kind, naming what is expected."""
+    if not isinstance(model, str) or not model:
+        raise TypeError(f"model must be the model's name (a string), not {model!r:.80}")
+    if not isinstance(base_url, str):
+        raise TypeError(f"base_url must be a URL (a string), not {base_url!r:.80}")
+    if not isinstance(timeout, httpx.Timeout):
+        require_number(
+            timeout, "timeout (seconds, or an httpx.Timeout)", positive=True, optional=True
+        )
+    require_number(max_retries, "max_retries", minimum=0, integer=True)
+    if headers is not None:
+        require_mapping(headers, "headers", "header name -> value")
+    if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
+        raise TypeError(f"http_client must be an httpx.AsyncClient, not {http_client!r:.80}")

@@ -25,6 +25,7 @@ import anyio.to_thread
 
 from ..core._arguments import parse_argument_object
 from ..core._assembly import StreamAssembler
+from ..core._extras import install_hint
 from ..core._loop_lock import LoopLock
 from ..core.errors import ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
@@ -188,8 +189,7 @@ class LlamaCppChatModel:
             from llama_cpp import Llama
         except ImportError as exc:
             raise ImportError(
-                "LlamaCppChatModel needs llama-cpp-python: install the 'local' extra, "
-                "e.g. pip install -e '.[local]'"
+                "LlamaCppChatModel needs llama-cpp-python: " + install_hint("local")
             ) from exc
         path = self.model_path
         if path is None:

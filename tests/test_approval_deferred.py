@@ -536,7 +536,7 @@ def test_postgres_store_names_its_extra_when_psycopg_is_missing(
     import sys
 
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    with pytest.raises(ImportError, match=r"advisorchain\[postgres\]"):
+    with pytest.raises(ImportError, match=r"psycopg\[binary\]>=3\.1.*pip install '\.\[postgres\]'"):
         PostgresApprovalStore("postgresql://localhost/x")
 
 

@@ -296,7 +296,7 @@ def test_minilm_embedder_names_the_extra_when_it_is_missing(
     from advisorchain.advisors.tool_search import minilm_embedder
 
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    with pytest.raises(ImportError, match=r"advisorchain\[embeddings\]"):
+    with pytest.raises(ImportError, match=r"onnxruntime>=1\.17.*pip install '\.\[embeddings\]'"):
         minilm_embedder()
 
 

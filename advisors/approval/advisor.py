@@ -15,6 +15,7 @@ from typing import Any, TypeAlias, TypeGuard
 import anyio
 
 from ...core._arguments import parse_argument_object
+from ...core._checks import require_callable, require_number
 from ...core._scrub import safe_str
 from ...core.advisor import Advisor, ToolNext
 from ...core.context import ToolContext
@@ -185,8 +186,16 @@ class ApprovalAdvisor(Advisor):
     ) -> None:
         if not isinstance(approver, Approver):
             raise TypeError(f"{approver!r} is not an Approver (it needs `async decide(request)`)")
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be positive")
+        require_number(timeout, "timeout", positive=True, optional=True)
+        if store is not None and not isinstance(store, ApprovalStore):
+            raise TypeError(
+                f"store must be an ApprovalStore, such as SQLiteApprovalStore(path), not "
+                f"{store!r:.80}"
+            )
+        if policy is not None:
+            require_callable(
+                policy, "policy", "policy(tool, arguments, tool_context) -> bool or details"
+            )
         self.approver = approver
         self.policy = policy
         self.timeout = timeout

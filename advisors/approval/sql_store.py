@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
+from ...core._checks import require_callable, require_number
 from ...core.errors import ApprovalNotFound
 from .._sql.identifiers import check_table_prefix
 from .._sql.threads import WorkerRunner
@@ -76,6 +77,8 @@ class SQLApprovalStore:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.prefix = check_table_prefix(table_prefix)
+        require_number(claim_timeout, "claim_timeout", positive=True)
+        require_callable(clock, "clock", "clock() -> seconds since the epoch")
         self.claim_timeout = claim_timeout
         self.clock = clock
         self._runner = WorkerRunner(self._create_tables)

