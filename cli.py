@@ -86,9 +86,10 @@ def run(argv: list[str]) -> int:
             approval="yes" if args.yes else "no" if args.no_input else "ask",
             may_cancel=not args.read_only,
             max_tokens=args.max_tokens,
+            log=args.log,
         )
-        _show_log(args.log)
-        anyio.run(lambda: run_demo(options, out=sys.stdout))
+        _quiet_log()
+        anyio.run(lambda: run_demo(options, out=sys.stdout, err=sys.stderr))
     except (ModelOptionError, ModelWeightsError, ImportError, UsageError) as exc:
         print(f"advisorchain: {exc}", file=sys.stderr)
         return 2
@@ -100,15 +101,11 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def _show_log(show: bool) -> None:
-    """Send the demo chain's log records to stderr with `--log`; keep them off the screen
-    otherwise (the terminal shows each tool call already)."""
+def _quiet_log() -> None:
+    """Keep the demo chain's log records off the screen unless `--log` asks for them (the
+    demo then writes them to stderr, each on a line of its own; the terminal shows each
+    tool call already)."""
     logger = logging.getLogger("advisorchain.demo")
     logger.propagate = False
-    if show:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("  [log] %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-    else:
+    if not logger.handlers:
         logger.addHandler(logging.NullHandler())

@@ -117,6 +117,7 @@ ADVISORS = {
     "NativeCompaction",
     "PostgresApprovalStore",
     "PostgresChatMemoryStore",
+    "ProactiveSearch",
     "RedactionAdvisor",
     "RedactionBlocked",
     "RedactionRule",

@@ -22,6 +22,7 @@ from .hybrid import HybridIndex
 from .index import QueryRejected, ToolIndex
 from .intents import SplitQueryIndex, split_intents
 from .keyword import KeywordIndex
+from .proactive import ProactiveSearch
 from .regex import RegexIndex
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "ExampleWriter",
     "HybridIndex",
     "KeywordIndex",
+    "ProactiveSearch",
     "QueryRejected",
     "RegexIndex",
     "SplitQueryIndex",
