@@ -72,7 +72,7 @@ def test_agreement_scales_a_list_by_its_overlap_with_the_anchors() -> None:
     assert agreement_weights([keyword, disagreeing], [1.0, 1.0], off) == [1.0, 1.0]
     for bad in ({"top": 0}, {"full": 1.5}, {"anchors": ()}, {"anchors": (-1,)}):
         with pytest.raises(ValueError):
-            Agreement(**bad)  # type: ignore[arg-type]
+            Agreement(**bad)
     with pytest.raises(ValueError, match="anchors"):
         HybridIndex(KeywordIndex(), agreement=Agreement(anchors=(1,)))
 

@@ -399,8 +399,8 @@ def test_default_index_follows_the_installed_extras(
     ]
     names = chosen.indexes[2]
     assert isinstance(names, KeywordIndex) and names.weights == (1.0, 0.0, 0.0)
-    assert chosen.weights == (1.0, 1.0, 0.25, 0.5)
-    assert chosen.agreement == Agreement(top=20, full=0.2, anchors=(0, 2, 3))
+    assert chosen.weights == (1.0, 1.0, 0.25, 1.0)
+    assert chosen.agreement == Agreement(top=5, full=0.3, anchors=(0, 2, 3))
 
 
 @pytest.mark.anyio
