@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from .context import ToolContext
 from .messages import ToolCall, ToolMessage
 from .parts import DocumentPart, ImagePart, TextPart, text_of
+from .tools import InvalidToolArguments, ValidatedArguments
 
 if TYPE_CHECKING:
     from .request import ChatRequest
@@ -41,8 +42,13 @@ deferred approval, and the tool loop ends the turn with `finish_reason="approval
 class ToolInvocation:
     """A validated tool call on its way to execution.
 
-    `arguments` are the parsed, schema-valid arguments; a hook may pass on a copy with other
-    arguments (`with_arguments`), which are validated again before the tool runs.
+    `arguments` are the validated values the tool runs with (`ValidatedArguments`: after
+    the schema's coercion, `{"amount": "150"}` for `amount: int` is `{"amount": 150}`),
+    read-only; `validated` is the tool's own validated form of them. A hook may pass on a
+    copy with other arguments (`with_arguments`), validated at once; arguments put in any
+    other way (`dataclasses.replace`) are validated again before the next hook and before
+    the tool, and a call whose arguments do not fit is answered with an `invalid` result,
+    not run: every hook, policy and approver sees what runs.
     `request` is the request of the round that asked for the call (its `context` is the
     turn's shared map). `round_calls` are the calls of that round that run through the
     `call_tool` hooks (this one included, in call order), so a hook can act once for a
@@ -63,8 +69,25 @@ class ToolInvocation:
         return self.tool.name
 
     def with_arguments(self, arguments: Mapping[str, Any]) -> ToolInvocation:
-        """A copy with other arguments (they will be validated again)."""
-        return replace(self, arguments=dict(arguments), validated=None)
+        """A copy with other arguments, validated now: its `arguments` are the values the
+        tool will run with. Arguments that do not fit the schema are kept as given (not
+        validated): the next step answers the call with an `invalid` result."""
+        try:
+            checked = self.tool.check_arguments(arguments)
+        except InvalidToolArguments:
+            return replace(self, arguments=dict(arguments), validated=None)
+        return replace(self, arguments=checked, validated=checked.validated)
+
+    def checked(self) -> ToolInvocation:
+        """This invocation with validated `arguments` (itself when they are already);
+        raises `InvalidToolArguments` when they do not fit the tool's schema."""
+        arguments = self.arguments
+        if type(arguments) is ValidatedArguments and arguments.tool is self.tool:
+            if self.validated is arguments.validated:
+                return self
+            return replace(self, validated=arguments.validated)
+        checked = self.tool.check_arguments(arguments)
+        return replace(self, arguments=checked, validated=checked.validated)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -34,7 +34,12 @@ from .errors import ServerReportedError, ToolCallLimitExceeded, ToolExecutionErr
 from .invocation import ToolHook, ToolInvocation, ToolNext, ToolResult
 from .messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from .request import ChatRequest
-from .tools import InvalidToolArguments, Tool
+from .tools import InvalidToolArguments, Tool, ValidatedArguments
+
+EFFECTS = "advisorchain.effects"
+"""`request.context` key: a list that a caller puts there (`FallbackModel` does) to learn
+which tool calls of the turn started with a possible effect: `ToolCallingManager.invoke`
+appends each call of a tool that is neither `read_only` nor `idempotent` as it starts."""
 
 ToolErrorHandler: TypeAlias = Callable[[BaseException, ToolInvocation], str]
 """Maps a tool's exception to the text the model reads (or raises to stop the turn)."""
@@ -186,7 +191,7 @@ class ToolCallingManager:
             )
         slots: list[ToolResult | None] = [None] * len(calls)
         durations = [0.0] * len(calls)
-        resolved: list[tuple[int, Tool, dict[str, Any], Any]] = []
+        resolved: list[tuple[int, Tool, ValidatedArguments, Any]] = []
         for i, call in enumerate(calls):
             if i in over_limit:
                 slots[i] = ToolResult(
@@ -227,7 +232,7 @@ class ToolCallingManager:
 
     def _resolve(
         self, request: ChatRequest, call: ToolCall
-    ) -> tuple[Tool, dict[str, Any], Any] | ToolResult:
+    ) -> tuple[Tool, ValidatedArguments, Any] | ToolResult:
         """The tool, parsed arguments and validated form of one call, or an error result."""
         tool = request.find_tool(call.name)
         if tool is None:
@@ -250,19 +255,19 @@ class ToolCallingManager:
                 outcome="invalid",
             )
         try:
-            validated = tool.validate_arguments(arguments)
+            checked = tool.check_arguments(arguments)
         except InvalidToolArguments as exc:
             return ToolResult(
                 content=f"Error: invalid arguments for {call.name!r}: {exc}", outcome="invalid"
             )
-        return tool, arguments, validated
+        return tool, checked, checked.validated
 
     @staticmethod
     def _invocation(
         request: ChatRequest,
         call: ToolCall,
         tool: Tool,
-        arguments: dict[str, Any],
+        arguments: ValidatedArguments,
         validated: Any,
         round_calls: tuple[ToolCall, ...],
     ) -> ToolInvocation:
@@ -410,16 +415,19 @@ class ToolCallingManager:
     async def invoke(self, invocation: ToolInvocation) -> ToolResult:
         """Run one invocation's tool (the innermost step below every `call_tool` hook)."""
         tool = invocation.tool
-        validated = invocation.validated
-        if validated is None:
-            try:
-                validated = tool.validate_arguments(invocation.arguments)
-            except InvalidToolArguments as exc:
-                return ToolResult(
-                    content=f"Error: invalid arguments for {tool.name!r}: {exc}",
-                    outcome="invalid",
-                    error=exc,
-                )
+        arguments = invocation.arguments
+        if type(arguments) is ValidatedArguments and arguments.tool is tool:
+            validated = arguments.validated  # never a stale `invocation.validated`
+        else:
+            checked = _checked(invocation)
+            if isinstance(checked, ToolResult):
+                return checked
+            invocation = checked
+            validated = checked.validated
+        if not (tool.read_only or tool.idempotent):
+            effects = invocation.request.context.get(EFFECTS)
+            if effects is not None:
+                effects.append(invocation.call)
         timeout = tool.timeout if tool.timeout is not None else self.tool_timeout
         try:
             if timeout is None:
@@ -546,9 +554,33 @@ def _call(function: Callable[..., Any], *args: Any) -> Any:
 
 def _wrap(hook: ToolHook, next_step: ToolNext) -> ToolNext:
     async def step(invocation: ToolInvocation) -> ToolResult:
+        arguments = invocation.arguments
+        if (
+            type(arguments) is not ValidatedArguments
+            or arguments.tool is not invocation.tool
+            or arguments.validated is not invocation.validated
+        ):
+            checked = _checked(invocation)
+            if isinstance(checked, ToolResult):
+                return checked
+            invocation = checked
         return await hook(invocation, next_step)
 
     return step
+
+
+def _checked(invocation: ToolInvocation) -> ToolInvocation | ToolResult:
+    """`invocation` with its arguments validated (they were put in by other means than
+    `with_arguments`), or the `invalid` result of arguments that do not fit: what a hook or
+    the tool may see. (The callers first check whether they are validated already.)"""
+    try:
+        return invocation.checked()
+    except InvalidToolArguments as exc:
+        return ToolResult(
+            content=f"Error: invalid arguments for {invocation.name!r}: {exc}",
+            outcome="invalid",
+            error=exc,
+        )
 
 
 def _segments(

@@ -47,6 +47,39 @@ class InvalidToolArguments(AdvisorChainError, ValueError):
     """Arguments that do not fit a tool's input schema; the message is written for the model."""
 
 
+class ValidatedArguments(dict[str, Any]):
+    """A call's arguments as the tool will run with them: the values after validation
+    (`{"amount": "150"}` for `amount: int` is `{"amount": 150}` here), read-only.
+
+    What `ToolInvocation.arguments` holds for every call the tool loop runs, so that a
+    hook, a policy or an approver decides on what runs. `validated` is the tool's
+    validated form (what `Tool.run` takes), `tool` the tool that validated them; a
+    mapping that is not one of these, or was validated by another tool, is validated
+    again before any hook or the tool sees it. It is a `dict` (JSON encoders and
+    `dict(...)` take it as one) that refuses changes: pass other arguments with
+    `ToolInvocation.with_arguments`.
+    """
+
+    __slots__ = ("tool", "validated")
+
+    def __init__(self, values: Mapping[str, Any], *, tool: Tool, validated: Any) -> None:
+        super().__init__(values)
+        self.tool = tool
+        self.validated = validated
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            "a tool call's validated arguments are read-only: "
+            "pass other arguments with invocation.with_arguments(...)"
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self) -> Any:
+        return (dict, (dict(self),))
+
+
 @dataclass(frozen=True, slots=True)
 class ToolDefinition:
     """What a model is told about a tool: name, description and JSON schema of its input."""
@@ -100,7 +133,8 @@ class Tool:
     - `read_only`: the tool changes nothing (a look-up); `ToolResultCacheAdvisor` may
       cache its results and `ToolRetryAdvisor` may run it again.
     - `idempotent`: running it twice with the same arguments has the effect of running it
-      once; `ToolRetryAdvisor` may retry it.
+      once; `ToolRetryAdvisor` may retry it. A tool that is neither has effects: once a
+      call of it started, `FallbackModel` does not start the turn over on another model.
     - `sequential`: the tool runs alone: the calls the model asked for before it in the
       same round finish first, those after it start once it ended (the others of a
       round run concurrently).
@@ -275,6 +309,24 @@ class Tool:
         if errors:
             raise InvalidToolArguments("; ".join(errors))
         return dict(arguments)
+
+    def check_arguments(self, arguments: Mapping[str, Any]) -> ValidatedArguments:
+        """`arguments` validated (`validate_arguments`), as the values the tool runs with.
+
+        For a function tool these are the parameters it is called with (coerced by
+        pydantic: `"150"` for an `int` is `150`, a date text is a `date`); for a
+        schema-declared tool, the checked arguments. Raises `InvalidToolArguments`.
+        """
+        if type(arguments) is ValidatedArguments and arguments.tool is self:
+            return arguments
+        validated = self.validate_arguments(arguments)
+        if self._model is not None and isinstance(validated, self._model):
+            values: Mapping[str, Any] = validated.__dict__
+        elif isinstance(validated, Mapping):
+            values = validated
+        else:  # a subclass's own validated form: the arguments it was made from
+            values = arguments
+        return ValidatedArguments(values, tool=self, validated=validated)
 
     async def run(
         self, arguments: Mapping[str, Any], context: ToolContext, *, validated: Any = None
@@ -508,6 +560,7 @@ __all__ = [
     "ToolContent",
     "ToolDefinition",
     "ToolHandler",
+    "ValidatedArguments",
     "default_result_converter",
     "merge_tools",
     "result_parts",

@@ -19,7 +19,7 @@ from .errors import (
     RateLimitError,
 )
 from .factory import model_from_name, register_provider
-from .fallback import FallbackModel
+from .fallback import FallbackAfterEffectsError, FallbackModel
 from .gemini import GeminiChatModel, GeminiWire
 from .http import RetryPolicy
 from .http_model import HTTPChatModel
@@ -34,6 +34,7 @@ __all__ = [
     "AnthropicWire",
     "AuthenticationError",
     "BadRequestError",
+    "FallbackAfterEffectsError",
     "FallbackModel",
     "GeminiChatModel",
     "GeminiWire",

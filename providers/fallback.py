@@ -10,8 +10,10 @@ from typing import Any, NamedTuple, TypeAlias
 from opentelemetry import trace
 
 from ..core._streams import closing_stream
-from ..core.errors import ChainConfigurationError
+from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent
+from ..core.manager import EFFECTS
+from ..core.messages import ToolCall
 from ..core.model import ChatModel
 from ..core.options import OutputSchema
 from ..core.request import ChatRequest
@@ -37,6 +39,25 @@ INDEX_ATTRIBUTE = "advisorchain.fallback.index"
 PROVIDER_ATTRIBUTE = "advisorchain.fallback.provider"
 
 
+class FallbackAfterEffectsError(AdvisorChainError):
+    """A model failed with a fallback error after tool calls with possible effects ran in
+    its attempt (a `Chain` used as a model ran them): the next model is not tried, since
+    it would start the turn again and run them again.
+
+    `calls` are those calls, in the order they started (tools neither `read_only` nor
+    `idempotent`); `model` and `index` name the model that failed; the failure itself is
+    `__cause__`. The message names the tools and call ids, never the arguments.
+    """
+
+    def __init__(
+        self, message: str, *, calls: tuple[ToolCall, ...], model: str | None, index: int
+    ) -> None:
+        super().__init__(message)
+        self.calls = calls
+        self.model = model
+        self.index = index
+
+
 class FallbackRecord(NamedTuple):
     """Which model answered one model call: its position in the list (0: the primary),
     its names, and the exception type names of the models that failed before it."""
@@ -57,6 +78,14 @@ class FallbackModel:
     before). `stream` does the same, but only while nothing has reached the caller: once
     a model's stream yielded its first event, a failure of that stream is raised, never
     answered by another model (the caller would get two answers mixed).
+
+    A model that ran tools before it failed (a `Chain` with a tool loop used as a model)
+    is never followed by the next one if a call of a tool that is neither `read_only`
+    nor `idempotent` started in its attempt: the next model would start the turn over
+    and run it again. `call` and `stream` raise `FallbackAfterEffectsError` instead
+    (the calls that ran, the failure as its cause). Calls of read-only and idempotent
+    tools do not prevent fallback: running them again has no further effect. (The
+    manager appends such calls to `request.context[EFFECTS]`, which this model reads.)
 
     Which model answered: the response's `model` is the answering model's (its own, or
     its `model_name` when it reports none); a `FallbackRecord` is appended to the list
@@ -125,13 +154,17 @@ class FallbackModel:
         """Answer with the first model that does not fail with a fallback error."""
         failures: list[BaseException] = []
         last = len(self.models) - 1
+        effects = _effects(request)
         for index, model in enumerate(self.models):
+            before = len(effects)
             try:
                 response = await model.call(request)
             except Exception as exc:
                 if index == last or not self._matches(exc):
                     _note(exc, failures, self._names)
                     raise
+                if len(effects) > before:
+                    raise self._after_effects(index, exc, effects[before:]) from exc
                 self._failed(index, exc)
                 failures.append(exc)
                 continue
@@ -142,8 +175,10 @@ class FallbackModel:
         """Stream the first model that does not fail before its first event."""
         failures: list[BaseException] = []
         last = len(self.models) - 1
+        effects = _effects(request)
         for index, model in enumerate(self.models):
             started = False
+            before = len(effects)
             try:
                 async with closing_stream(model.stream(request)) as events:
                     async for event in events:
@@ -155,11 +190,35 @@ class FallbackModel:
                         yield event
                 return
             except Exception as exc:
+                if len(effects) > before and index < last and self._matches(exc):
+                    raise self._after_effects(index, exc, effects[before:]) from exc
                 if started or index == last or not self._matches(exc):
                     _note(exc, failures, self._names)
                     raise
                 self._failed(index, exc)
                 failures.append(exc)
+
+    def _after_effects(
+        self, index: int, exc: BaseException, calls: list[ToolCall]
+    ) -> FallbackAfterEffectsError:
+        model = self._names[index][0]
+        ran = ", ".join(f"{c.name} (call {c.id})" for c in calls[:10])
+        more = f" and {len(calls) - 10} more" if len(calls) > 10 else ""
+        logger.warning(
+            "model %s (#%d) failed (%s) after tool calls with effects ran; not falling back",
+            model,
+            index,
+            type(exc).__qualname__,
+            extra={"event": "fallback_refused", "model": model, "index": index},
+        )
+        return FallbackAfterEffectsError(
+            f"model {model or '#' + str(index)} failed ({type(exc).__qualname__}) after "
+            f"tool calls with effects ran: {ran}{more}; the next model is not tried, it "
+            "would run them again",
+            calls=tuple(calls),
+            model=model,
+            index=index,
+        )
 
     def _failed(self, index: int, exc: BaseException) -> None:
         model, provider = self._names[index]
@@ -213,6 +272,14 @@ class FallbackModel:
             if provider:
                 span.set_attribute(PROVIDER_ATTRIBUTE, provider)
         return response
+
+
+def _effects(request: ChatRequest) -> list[ToolCall]:
+    """The turn's list of calls that started with possible effects (made if need be)."""
+    effects: list[ToolCall] | None = request.context.get(EFFECTS)
+    if effects is None:
+        effects = request.context[EFFECTS] = []
+    return effects
 
 
 def _names(model: Any) -> tuple[str | None, str | None]:

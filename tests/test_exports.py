@@ -137,6 +137,7 @@ PROVIDERS = {
     "AnthropicWire",
     "AuthenticationError",
     "BadRequestError",
+    "FallbackAfterEffectsError",
     "FallbackModel",
     "GeminiChatModel",
     "GeminiWire",

@@ -268,13 +268,17 @@ def _annotated(**hints: bool) -> mcp_types.Tool:
     [
         ({}, ToolHints()),
         ({"destructive_hint": True}, ToolHints(destructive=True)),
-        ({"destructive_hint": True, "read_only_hint": True}, ToolHints(read_only=True)),
+        # Hints add caution, never remove it: a destructive tool is never read-only.
+        pytest.param(
+            {"destructive_hint": True, "read_only_hint": True},
+            ToolHints(destructive=True),
+            marks=pytest.mark.issue32(4),
+        ),
+        ({"read_only_hint": True, "idempotent_hint": True}, ToolHints(True, False, True)),
         ({"open_world_hint": True}, ToolHints(open_world=True)),
     ],
 )
-def test_hints_read_destructive_only_when_not_read_only(
-    hints: dict[str, bool], expected: ToolHints
-) -> None:
+def test_hints_read_destructive_over_read_only(hints: dict[str, bool], expected: ToolHints) -> None:
     assert tool_hints(_annotated(**hints)) == expected
 
 

@@ -230,8 +230,11 @@ class McpToolset:
       definition, unprefixed name).
     - `requires_approval`: which tools get `requires_approval=True` for an
       `ApprovalAdvisor`: `"destructive"` (default: those whose annotations say
-      `destructiveHint: true` and not `readOnlyHint: true`), `True` (all), `False`
-      (none: overrides the hints), server tool names, or a predicate on the definition.
+      `destructiveHint: true`), `True` (all), `False` (none: overrides the hints),
+      server tool names, or a predicate on the definition. A tool that needs approval
+      by this choice of the app (not by the server's `destructiveHint`) ignores the
+      server's `readOnlyHint` and `idempotentHint`: they cannot lift that approval
+      (`ApprovalAdvisor(auto_approve_read_only=True)`) nor have it cached or retried.
     - `context_arguments`: `{server argument: tool-context key}`; for each tool that
       declares such an argument, it is removed from the schema the model sees and filled
       from the `ToolContext` at call time (a model-sent value is replaced; a missing
@@ -254,10 +257,12 @@ class McpToolset:
       the turn until `Chain.resume`); without it the client does not offer elicitation.
 
     Effects: a tool whose annotations say `readOnlyHint: true` is `read_only`, one that
-    says `idempotentHint: true` is `idempotent` (`tool_hints`), so the result cache and
-    the retry link treat them as such; `destructiveHint: true` makes it need approval
-    (above). The hints are the server's word: connect only to servers you trust with
-    them, and pass `requires_approval=True` for any other.
+    says `idempotentHint: true` is `idempotent` (`tool_hints`), so the result cache, the
+    retry link and `FallbackModel` treat them as such; `destructiveHint: true` makes it
+    need approval (above) and wins over `readOnlyHint`. `openWorldHint` is kept in
+    `ToolHints` only and changes nothing. The hints are the server's word, so they may
+    add caution, never remove it: pass `requires_approval=True` for a server you do not
+    trust, and its hints then change nothing but what needs approval.
 
     Results: each call's value (`ToolResult.value`) is an `McpCallResult`: the parts the
     model reads (text, PNG/JPEG/GIF/WebP images, PDFs; a bracketed note for audio,
@@ -631,17 +636,22 @@ class McpToolset:
             metadata["mcp_destructive"] = True
         if output_schema is not None:
             metadata["mcp_output_schema"] = output_schema
+        needs_approval = self._needs_approval(definition, hints)
+        # Approval the app imposed (not the server's destructiveHint) is not the server's
+        # to lift: its read-only and idempotent hints, which would let it be approved
+        # without asking, served from a cache, retried or fallen back over, are ignored.
+        trusted = not needs_approval or self.requires_approval == "destructive"
         return Tool(
             self.prefix + server_name,
             definition.description,
             schema,
             handler,
-            requires_approval=self._needs_approval(definition, hints),
+            requires_approval=needs_approval,
             result_converter=_for_model,
             timeout=self.max_call_time,
             metadata=metadata,
-            read_only=hints.read_only,
-            idempotent=hints.idempotent,
+            read_only=trusted and hints.read_only,
+            idempotent=trusted and hints.idempotent,
         )
 
     def _needs_approval(self, definition: ToolDefinition, hints: ToolHints) -> bool:
@@ -937,17 +947,19 @@ def tool_hints(info: McpTool) -> ToolHints:
 
     A hint that is absent or not exactly `true` is `False` (the MCP default of
     `destructiveHint` is true, but almost no server sets it: pass `requires_approval=True`
-    for servers you do not trust). A read-only tool is never destructive.
+    for servers you do not trust). Hints may add caution, never remove it: a tool that
+    says both `readOnlyHint: true` and `destructiveHint: true` is destructive, not
+    read-only.
     """
     annotations = getattr(info, "annotations", None)
     execution = getattr(info, "execution", None)
     task_required = getattr(execution, "task_support", None) == "required"
     if annotations is None:
         return ToolHints(task_required=task_required)
-    read_only = getattr(annotations, "read_only_hint", None) is True
+    destructive = getattr(annotations, "destructive_hint", None) is True
     return ToolHints(
-        read_only=read_only,
-        destructive=not read_only and getattr(annotations, "destructive_hint", None) is True,
+        read_only=not destructive and getattr(annotations, "read_only_hint", None) is True,
+        destructive=destructive,
         idempotent=getattr(annotations, "idempotent_hint", None) is True,
         open_world=getattr(annotations, "open_world_hint", None) is True,
         task_required=task_required,

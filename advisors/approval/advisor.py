@@ -23,9 +23,17 @@ from ...core.messages import ToolCall
 from ...core.request import ChatRequest
 from ...core.subchain import SUBCHAIN_APPROVAL
 from ...core.suspension import Suspension, SuspensionHandler
-from ...core.tools import Tool
+from ...core.tools import InvalidToolArguments, Tool, ValidatedArguments
 from .approvers import Approver, DeferredApprover
-from .resume import allow, options_to_dict, rejected, remember, resume_turn
+from .resume import (
+    allow,
+    edited_result,
+    options_to_dict,
+    rejected,
+    remember,
+    remembered_arguments,
+    resume_turn,
+)
 from .sqlite_store import SQLiteApprovalStore
 from .store import ApprovalStore, InMemoryApprovalStore
 from .types import (
@@ -41,11 +49,13 @@ from .types import (
     arguments_fingerprint,
     audit_record,
     canonical_arguments,
+    json_arguments,
 )
 
 Policy: TypeAlias = Callable[[Tool, Mapping[str, Any], ToolContext], "bool | Mapping[str, Any]"]
 """Whether a call needs approval: `(tool, arguments, tool context) -> bool`, or a mapping
-of values to show the approver (which also means "needs approval")."""
+of values to show the approver (which also means "needs approval"). `arguments` are the
+validated values the tool would run with (`ValidatedArguments`)."""
 
 _log = logging.getLogger("advisorchain.approval")
 
@@ -126,7 +136,8 @@ class ApprovalAdvisor(Advisor):
     invocation's `round_calls`), and stores the decisions in the turn's `request.context`;
     the round's other calls, running concurrently, wait for the same decisions. Then:
     `Approve()` runs the call, `Approve(arguments=...)` runs it with the edited arguments
-    (validated again by the loop), `Reject(reason)` answers it with a `rejected` error
+    (validated again; its result starts with a note that tells the model the arguments it
+    ran with, `EDITED_NOTE`), `Reject(reason)` answers it with a `rejected` error
     result that tells the model the reason, without running it. An approver that raises,
     takes longer than `timeout` seconds, or answers a call with anything but a decision
     rejects that call (fail closed), and logs a WARNING on the `advisorchain.approval`
@@ -146,7 +157,9 @@ class ApprovalAdvisor(Advisor):
     sends the completed transcript through the whole chain again. The resumed response's
     `messages` start with the round's new tool results.
 
-    A decision applies only to the call the approver saw, id and arguments (bound by
+    The approver, the policy and the standing rules see a call's validated arguments (the
+    values the tool runs with; the approver in JSON form, `json_arguments`). A decision
+    applies only to the call the approver saw, id and arguments (bound by
     `arguments_fingerprint`): a call that arrives, or is resumed, with other arguments
     (changed by an earlier hook, or a stored transcript that does not match what was
     shown) is refused with a `rejected` result, logged and audited, and not run. Calls of
@@ -264,9 +277,11 @@ class ApprovalAdvisor(Advisor):
             )
         if isinstance(decision, Reject):
             return rejected(decision.reason)
-        if decision.arguments is not None:
-            invocation = invocation.with_arguments(decision.arguments)
-        return self._waiting(turn, invocation, await next(invocation))
+        if decision.arguments is None:
+            return self._waiting(turn, invocation, await next(invocation))
+        edited = invocation.with_arguments(decision.arguments)
+        result = self._waiting(turn, edited, await next(edited))
+        return edited_result(result, invocation.arguments, edited.arguments)
 
     def _waiting(
         self, turn: TurnApprovals, invocation: ToolInvocation, result: ToolResult
@@ -279,7 +294,7 @@ class ApprovalAdvisor(Advisor):
             id=invocation.call.id,
             name=invocation.name,
             description=invocation.tool.description,
-            arguments=dict(invocation.arguments),
+            arguments=json_arguments(invocation.arguments),
             details={SUBCHAIN_APPROVAL: result.suspension.id},
         )
         if turn.on_suspend is None:
@@ -365,7 +380,7 @@ class ApprovalAdvisor(Advisor):
         decisions: dict[str, Decision] = {}
         asked = items
         if items and conversation_id is not None:
-            asked = await self._apply_rules(items, conversation_id, decisions)
+            asked = await self._apply_rules(items, conversation_id, decisions, request)
         if asked:
             approval = ApprovalRequest(calls=tuple(asked), conversation_id=conversation_id)
             decisions.update(await self._consult(approval))
@@ -402,20 +417,27 @@ class ApprovalAdvisor(Advisor):
         for item in asked:
             decision = decisions[item.id]
             if isinstance(decision, Approve) and decision.remember is not None:
+                decision = remembered_arguments(request.find_tool(item.name), decision)
                 await remember(self.store, item, decision, conversation_id, approver)
         return decisions, shown
 
     async def _apply_rules(
-        self, items: list[ApprovalCall], conversation_id: str, decisions: dict[str, Decision]
+        self,
+        items: list[ApprovalCall],
+        conversation_id: str,
+        decisions: dict[str, Decision],
+        request: ChatRequest,
     ) -> list[ApprovalCall]:
         """Approve the calls a standing rule of the conversation allows (into `decisions`);
-        the calls left for the approver."""
+        the calls left for the approver. A rule's arguments count as the tool validates
+        them (defaults filled in, `"150"` for an `int` as `150`), as a call's do."""
         rules = await self.store.rules(conversation_id)
         if not rules:
             return items
         left = []
         for item in items:
-            rule = next((r for r in rules if r.allows(item.name, item.arguments)), None)
+            tool = request.find_tool(item.name)
+            rule = next((r for r in rules if _rule_allows(r, item, tool)), None)
             if rule is None:
                 left.append(item)
             else:
@@ -460,10 +482,10 @@ class ApprovalAdvisor(Advisor):
         else:
             request = invocation.request
             found = request.find_tool(call.name)
-            parsed = _arguments(call)
-            if found is None or parsed is None:
-                return None
-            tool, arguments = found, parsed
+            checked = _checked_arguments(found, call)
+            if found is None or checked is None:
+                return None  # the loop answers it with an error: it does not run
+            tool, arguments = found, checked
             context = ToolContext(
                 request.tool_context,
                 call_id=call.id,
@@ -477,7 +499,7 @@ class ApprovalAdvisor(Advisor):
             id=call.id,
             name=tool.name,
             description=tool.description,
-            arguments=dict(arguments),
+            arguments=json_arguments(arguments),
             details=dict(details),
         )
 
@@ -492,7 +514,7 @@ class ApprovalAdvisor(Advisor):
             id=invocation.call.id,
             name=invocation.name,
             description=invocation.tool.description,
-            arguments=dict(invocation.arguments),
+            arguments=json_arguments(invocation.arguments),
         )
         refusal = Reject(ARGUMENTS_CHANGED, by=_FAIL_CLOSED)
         await self.store.record(
@@ -589,12 +611,37 @@ def _arguments(call: ToolCall) -> dict[str, Any] | None:
     return parse_argument_object(call.arguments)
 
 
+def _rule_allows(rule: StandingRule, item: ApprovalCall, tool: Tool | None) -> bool:
+    """Whether `rule` allows the call `item` (validated arguments) of `tool`."""
+    if rule.allows(item.name, item.arguments):
+        return True
+    if rule.arguments is None or tool is None or not rule.allows(item.name, rule.arguments):
+        return False  # another tool's, or revoked
+    try:
+        checked = tool.check_arguments(rule.arguments)
+    except InvalidToolArguments:
+        return False
+    return arguments_fingerprint(checked) == item.fingerprint
+
+
+def _checked_arguments(tool: Tool | None, call: ToolCall) -> ValidatedArguments | None:
+    """The validated arguments of `call` to `tool`, or `None` if it cannot run."""
+    parsed = _arguments(call)
+    if tool is None or parsed is None:
+        return None
+    try:
+        return tool.check_arguments(parsed)
+    except InvalidToolArguments:
+        return None
+
+
 def _describe(request: ChatRequest, call: ToolCall) -> ApprovalCall:
     """An `ApprovalCall` for a pending call this advisor did not defer itself."""
     tool = request.find_tool(call.name)
+    checked = _checked_arguments(tool, call)
     return ApprovalCall(
         id=call.id,
         name=call.name,
         description=tool.description if tool is not None else "",
-        arguments=_arguments(call) or {},
+        arguments=json_arguments(checked) if checked is not None else _arguments(call) or {},
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
@@ -9,16 +10,17 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import fields, replace
 from typing import Any, cast, get_args
 
-from ...core._arguments import parse_argument_object
 from ...core.errors import ChainConfigurationError
 from ...core.invocation import ToolOutcome, ToolResult
 from ...core.manager import ToolPipeline
 from ...core.messages import AssistantMessage, Message, ToolCall
 from ...core.options import ChatOptions, OutputSchema
+from ...core.parts import DocumentPart, ImagePart, TextPart
 from ...core.request import ChatRequest
 from ...core.response import ChatResponse
 from ...core.resumption import ResumedCall, Resumption
 from ...core.subchain import SUBCHAIN_APPROVAL, resuming_context
+from ...core.tools import InvalidToolArguments, Tool
 from ...core.usage import Usage
 from .store import ApprovalStore
 from .types import (
@@ -33,6 +35,7 @@ from .types import (
     StoredResult,
     arguments_fingerprint,
     audit_record,
+    json_arguments,
     rule_audit,
 )
 
@@ -47,6 +50,51 @@ UNKNOWN_OUTCOME = (
     "Error: the outcome of this call is unknown: it was started before a crash and is not "
     "run again. Check whether it took effect before trying again."
 )
+
+
+EDITED_NOTE = (
+    "Note: the approver changed the arguments of this call to {arguments} (not those you sent)."
+)
+"""What the model reads before the result of a call an approver edited: the arguments it
+ran with (or was refused with), in JSON."""
+
+EDITED_ARGUMENTS = "approval_edited_arguments"
+"""`ToolResult.metadata` key of an edited call's result: the arguments it ran with (JSON)."""
+
+
+def edited_result(
+    result: ToolResult, asked: Mapping[str, Any], ran: Mapping[str, Any]
+) -> ToolResult:
+    """`result` of a call an approver edited from `asked` to `ran`, as the model reads it:
+    led by a note with the arguments that ran (`EDITED_NOTE`), so the transcript, memory
+    and the model's next request tell what ran while the assistant message (and any
+    provider reasoning signed with it) stays as the model wrote it. Unchanged when `ran`
+    has the fingerprint of `asked` or the result is still pending."""
+    if result.outcome == "pending" or arguments_fingerprint(ran) == arguments_fingerprint(asked):
+        return result
+    shown = json_arguments(ran)
+    note = EDITED_NOTE.format(
+        arguments=json.dumps(shown, ensure_ascii=False, sort_keys=True, default=str)
+    )
+    content: str | tuple[TextPart | ImagePart | DocumentPart, ...]
+    if isinstance(result.content, str):
+        content = f"{note}\n{result.content}"
+    else:
+        content = (TextPart(text=note), *result.content)
+    metadata = {**result.metadata, EDITED_ARGUMENTS: shown}
+    return replace(result, content=content, metadata=metadata)
+
+
+def remembered_arguments(tool: Tool | None, decision: Approve) -> Approve:
+    """`decision` with its edited arguments validated by `tool` (the values a standing
+    rule made from it is matched against), when they fit; else as it is."""
+    if decision.arguments is None or tool is None:
+        return decision
+    try:
+        checked = tool.check_arguments(decision.arguments)
+    except InvalidToolArguments:
+        return decision
+    return replace(decision, arguments=json_arguments(checked))
 
 
 def rejected(reason: str) -> ToolResult:
@@ -191,13 +239,18 @@ def _tool_calls(messages: Sequence[Message]) -> dict[str, list[ToolCall]]:
     return {}
 
 
-def _matches(found: list[ToolCall], pending: PendingCall) -> bool:
+def _matches(
+    found: list[ToolCall], pending: PendingCall, tools: ToolPipeline, request: ChatRequest
+) -> bool:
     """Whether the transcript holds exactly one call with the pending call's id, and with
-    the arguments the approver was shown."""
+    the arguments the approver was shown (validated, as they would run)."""
     if len(found) != 1:
         return False
-    arguments = parse_argument_object(found[0].arguments)
-    return arguments is not None and arguments_fingerprint(arguments) == pending.call.fingerprint
+    prepared = tools.prepare(request, found[0])
+    return (
+        not isinstance(prepared, ToolResult)
+        and arguments_fingerprint(prepared.arguments) == pending.call.fingerprint
+    )
 
 
 async def resume_turn(
@@ -243,6 +296,7 @@ async def resume_turn(
         for c in record.calls:
             decision = checked[c.id]
             if isinstance(decision, Approve):
+                decision = remembered_arguments(request.find_tool(c.call.name), decision)
                 await remember(store, c.call, decision, record.conversation_id, "resume")
 
     base = replace(
@@ -266,7 +320,7 @@ async def resume_turn(
             pending,
             token,
             pending_id,
-            _matches(found, pending),
+            _matches(found, pending, tools, base),
             inner.get(pending.id),
         )
         settled.append(
@@ -314,11 +368,7 @@ async def _settle(
             raise ApprovalAlreadyResolved(f"approval {pending_id!r} is no longer claimed here")
         if not matches:
             return await _refuse(store, request, pending_id, call, pending, token)
-        edited = pending.decision.arguments
-        resumed[call.id] = (
-            arguments_fingerprint(edited) if edited is not None else pending.call.fingerprint
-        )
-        result = await _run(tools, request, call, pending.decision, pending, inner)
+        result = await _run(tools, request, call, pending.decision, pending, inner, resumed)
         await store.finish_call(
             pending_id, call.id, token, StoredResult(content=result.content, outcome=result.outcome)
         )
@@ -378,12 +428,18 @@ async def _run(
     decision: Approve,
     pending: PendingCall,
     inner: Mapping[str, Any] | None,
+    resumed: MutableMapping[str, str],
 ) -> ToolResult:
+    """Run an approved call (with the decision's arguments, if edited) through the chain's
+    hooks; `resumed` lets it through this advisor's own hook, with exactly the validated
+    arguments that run."""
     prepared = tools.prepare(request, call)
     if isinstance(prepared, ToolResult):
         return prepared
+    asked = prepared.arguments
     if decision.arguments is not None:
         prepared = prepared.with_arguments(decision.arguments)
+    resumed[call.id] = arguments_fingerprint(prepared.arguments)
     waits_for = pending.call.details.get(SUBCHAIN_APPROVAL)
     if isinstance(waits_for, str):
         if inner is None:  # a takeover after a crash before the call started
@@ -398,4 +454,4 @@ async def _run(
             outcome="error",
             value=result.value,
         )
-    return result
+    return edited_result(result, asked, prepared.arguments)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
+import pydantic_core
+
 from ...core.errors import AdvisorChainError
 from ...core.messages import Message
 from ...core.parts import DocumentPart, ImagePart, TextPart
@@ -31,17 +33,37 @@ class InvalidApprovalRecord(AdvisorChainError, ValueError):
     share an id, or an approval with its id exists already."""
 
 
+def _json_value(value: Any) -> Any:
+    """The JSON form of a validated value that JSON has no type for (a date, a `Decimal`,
+    a model, an enum: as pydantic writes it); raises `TypeError` for anything else."""
+    try:
+        return pydantic_core.to_jsonable_python(value)
+    except ValueError as exc:
+        raise TypeError(str(exc)) from None
+
+
 _CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_value
 )
 """The canonical JSON of fingerprints, built once (`json.dumps` with options builds one per
-call)."""
+call). Validated values and their JSON form have the same canonical text: `date(2026, 1,
+2)` and `"2026-01-02"` alike."""
+
+
+def json_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """`arguments` (a call's validated values) in JSON form, as an approver is shown them
+    and a store keeps them: dates and `Decimal`s as text, models as objects (what pydantic
+    writes in JSON mode); a value with no JSON form as its `repr`."""
+    value: dict[str, Any] = pydantic_core.to_jsonable_python(dict(arguments), fallback=repr)
+    return value
 
 
 def arguments_fingerprint(arguments: Mapping[str, Any]) -> str:
     """A digest of a call's arguments (key order does not count): what a decision is bound to.
 
-    Arguments that cannot be serialized get a fingerprint that matches nothing.
+    Validated values count as their JSON form (`json_arguments`), so the fingerprint of
+    what a call runs with is that of what its approver was shown. Arguments that cannot
+    be serialized get a fingerprint that matches nothing.
     """
     text = canonical_arguments(arguments)
     if text is None:
