@@ -40,8 +40,8 @@ class BM25Index:
     the fusion (benchmarks/README.md, issue 39). Every tool sharing a word with the
     query is scored (contributions are computed at build); ties keep catalog order.
     Catalogs of more than 200 definitions are built in a worker thread. With numpy
-    installed (the `embeddings` extra has it), a search adds each query term's posting
-    list as arrays (converted on the term's first lookup): at 10,000 tools a long
+    installed (the `embeddings` extra has it), the posting lists are slices of two arrays
+    made at build, and a search adds each query term's slice: at 10,000 tools a long
     request costs about a millisecond instead of tens.
     """
 
@@ -52,7 +52,9 @@ class BM25Index:
         self.b = b
         self._names: tuple[str, ...] = ()
         self._postings: dict[str, list[tuple[int, float]]] = {}
-        self._arrays: dict[str, tuple[Any, Any]] = {}
+        self._slices: dict[str, tuple[int, int]] = {}
+        self._rows: Any = None
+        self._contributions: Any = None
         self._numpy: Any = None
 
     def __repr__(self) -> str:
@@ -77,44 +79,56 @@ class BM25Index:
             frequency.update(doc.keys())
         idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in frequency.items()}
         k1, b = self.k1, self.b
-        postings: dict[str, list[tuple[int, float]]] = {}
+        numpy = _numpy()
+        term_ids: dict[str, int] = {}
+        rows: list[int] = []
+        terms: list[int] = []
+        contributions: list[float] = []
         for i, (doc, length) in enumerate(zip(docs, lengths, strict=True)):
             norm = k1 * (1 - b + b * length / average)
             for term, f in doc.items():
-                postings.setdefault(term, []).append((i, idf[term] * f * (k1 + 1) / (f + norm)))
-        built._postings = postings
-        built._numpy = _numpy()
+                rows.append(i)
+                terms.append(term_ids.setdefault(term, len(term_ids)))
+                contributions.append(idf[term] * f * (k1 + 1) / (f + norm))
+        if numpy is None:
+            postings: dict[str, list[tuple[int, float]]] = {t: [] for t in term_ids}
+            names = list(term_ids)
+            for i, t, c in zip(rows, terms, contributions, strict=True):
+                postings[names[t]].append((i, c))
+            built._postings = postings
+            return built
+        # One array of rows and one of contributions, grouped by term (rows in catalog
+        # order within a term); a term's posting list is a slice of both.
+        order = numpy.argsort(numpy.array(terms, dtype=numpy.int64), kind="stable")
+        built._rows = numpy.array(rows, dtype=numpy.int64)[order]
+        built._contributions = numpy.array(contributions, dtype=numpy.float64)[order]
+        ends = numpy.cumsum(numpy.bincount(numpy.array(terms, dtype=numpy.int64))).tolist()
+        built._slices = {term: (ends[t - 1] if t else 0, ends[t]) for term, t in term_ids.items()}
+        built._numpy = numpy
         return built
 
     async def search(self, query: str, k: int) -> list[str]:
         """Up to `k` names by BM25 score (tools scoring 0 are not listed)."""
         if k < 1 or not self._names:
             return []
-        terms = [
-            t for t in set(_TOKEN.findall(query[:MAX_QUERY_CHARS].lower())) if t in self._postings
-        ]
-        if self._numpy is not None and terms:
-            return self._search_numpy(terms, k)
+        words = set(_TOKEN.findall(query[:MAX_QUERY_CHARS].lower()))
+        if self._numpy is not None:
+            return self._search_numpy([w for w in words if w in self._slices], k)
         scores: dict[int, float] = {}
-        for term in terms:
+        for term in words:
             for i, contribution in self._postings.get(term, ()):
                 scores[i] = scores.get(i, 0.0) + contribution
         best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
         return [self._names[i] for i, _ in best]
 
     def _search_numpy(self, terms: list[str], k: int) -> list[str]:
+        if not terms:
+            return []
         np = self._numpy
         scores = np.zeros(len(self._names))
         for term in terms:  # the same order of additions as the pure-Python path
-            arrays = self._arrays.get(term)
-            if arrays is None:
-                rows = self._postings[term]
-                arrays = (
-                    np.fromiter((i for i, _ in rows), dtype=np.int64, count=len(rows)),
-                    np.fromiter((c for _, c in rows), dtype=np.float64, count=len(rows)),
-                )
-                self._arrays[term] = arrays
-            scores[arrays[0]] += arrays[1]
+            start, end = self._slices[term]
+            scores[self._rows[start:end]] += self._contributions[start:end]
         hits = np.flatnonzero(scores > 0)
         if len(hits) > k:
             kth = -np.partition(-scores[hits], k - 1)[k - 1]

@@ -386,6 +386,8 @@ async def check(data):
     ):
         result = {}
         for name, (catalogs, requests) in sets.items():
+            if "hybrid" in label and len(requests) > 1000:
+                continue  # BFCL single: 2,351 more query embeddings, left out for time
             built = {key: await template.build(defs) for key, defs in catalogs.items()}
             per = [recall(await built[key].search(t, 5), e) for t, e, key in requests]
             result[name] = {
@@ -411,7 +413,10 @@ def table(rows, data):
     for name, result in rows.items():
         lines.append(
             f"| {name} | "
-            + " | ".join(f"{result[s]['tuning']:.3f} / {result[s]['held']:.3f}" for s in sets)
+            + " | ".join(
+                f"{result[s]['tuning']:.3f} / {result[s]['held']:.3f}" if s in result else ""
+                for s in sets
+            )
             + " |"
         )
     return "\n".join(lines)
