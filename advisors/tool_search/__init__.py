@@ -2,7 +2,9 @@
 
 from ._cache import default_cache_path
 from .advisor import ToolSearchAdvisor
+from .bm25 import BM25Index
 from .defaults import default_index, hybrid_index
+from .e5 import e5_available, e5_index
 from .embedding import (
     EmbeddingCache,
     EmbeddingFunction,
@@ -18,7 +20,7 @@ from .examples import (
     ToolExamples,
     default_examples_path,
 )
-from .hybrid import HybridIndex
+from .hybrid import Agreement, HybridIndex
 from .index import QueryRejected, ToolIndex
 from .intents import SplitQueryIndex, split_intents
 from .keyword import KeywordIndex
@@ -26,6 +28,8 @@ from .proactive import ProactiveSearch
 from .regex import RegexIndex
 
 __all__ = [
+    "Agreement",
+    "BM25Index",
     "EmbeddingCache",
     "EmbeddingFunction",
     "EmbeddingIndex",
@@ -44,6 +48,8 @@ __all__ = [
     "default_cache_path",
     "default_examples_path",
     "default_index",
+    "e5_available",
+    "e5_index",
     "embeddings_available",
     "hybrid_index",
     "minilm_embedder",
