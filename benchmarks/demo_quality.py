@@ -31,6 +31,7 @@ import argparse
 import importlib
 import io
 import json
+import re
 import subprocess
 import sys
 import time
@@ -233,7 +234,7 @@ async def ask(
         session.history.extend([user, *response.messages])
     statuses: dict[str, str] = {o.id: o.status for o in service.orders(TENANT, USER)}
     outcome = Outcome("".join(text).strip(), tuple(called), statuses, error)
-    problems = check(question, outcome)
+    problems = await check(question, outcome)
     return Row(
         variant=variant,
         question=question.id,
@@ -247,18 +248,18 @@ async def ask(
     )
 
 
-def recheck(row: Row) -> Row:
+async def recheck(row: Row) -> Row:
     """`row` checked again by today's checks (a saved run keeps answers, tools and errors;
     an order's status afterwards is read back from the saved problems)."""
     question = next(q for q in QUESTIONS if q.id == row.question)
     statuses: dict[str, str] = {}
     if question.status_after is not None:
         order_id, status = question.status_after
-        wrong = [p for p in row.problems if p.startswith(f"{order_id} is ")]
-        statuses[order_id] = wrong[0].split()[2].rstrip(",") if wrong else status
+        wrong = re.search(rf"\b{re.escape(order_id)} is (\w+), not ", "; ".join(row.problems))
+        statuses[order_id] = wrong[1] if wrong else status
     failed = [p for p in row.problems if p.startswith("turn failed: ")]
     error = failed[0].removeprefix("turn failed: ") if failed else None
-    problems = check(question, Outcome(row.answer, tuple(row.called), statuses, error))
+    problems = await check(question, Outcome(row.answer, tuple(row.called), statuses, error))
     return replace(row, ok=not problems, problems=problems)
 
 
@@ -438,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     if args.report is not None:
         saved = json.loads(args.report.read_text())
         rows = [
-            recheck(Row(**{**r, "calls": [CallRecord(**c) for c in r["calls"]]}))
+            anyio.run(recheck, Row(**{**r, "calls": [CallRecord(**c) for c in r["calls"]]}))
             for r in saved["rows"]
         ]
         print(markdown(rows, saved.get("load", ("(not saved)", "(not saved)"))))
