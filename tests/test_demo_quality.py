@@ -185,3 +185,48 @@ def test_the_before_variant_runs_an_earlier_tree_beside_todays(
     with pytest.raises(SystemExit):
         demo_quality.main(["--model", "scripted", "--variant", "before"])
     assert "needs --before" in capsys.readouterr().err
+
+
+def test_evals_mode_runs_the_questions_through_run_evals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--evals`: today's chain, cases through `run_evals`, each variant's table printed;
+    the verdicts are those of the streamed run (the scripted model answers both alike)."""
+    out = tmp_path / "evals.json"
+    rows = demo_quality.main(
+        ["--model", "scripted", "--variant", "after", "--evals", "--concurrency", "3"]
+        + ["--half", "held", "--json", str(out)]
+    )
+    held = [q.id for q in QUESTIONS if q.half == "held" and q.session is None]
+    assert [r.question for r in rows] == held and {r.variant for r in rows} == {"after"}
+    by = {r.question: r for r in rows}
+    # an approved cancellation ran in a shop of its own: A-1002 really is cancelled
+    assert by["h-cancel-approved"].ok, by["h-cancel-approved"].problems
+    assert by["h-cancel-approved"].called == ["prepare_cancellation", "cancel_order"]
+    assert by["h-other-customer"].ok and by["h-cancel-shipped"].ok
+    streamed = demo_quality.main(
+        ["--model", "scripted", "--variant", "after", "--half", "held"]
+        + [arg for q in held for arg in ("--question", q)]
+    )
+    assert {r.question: r.ok for r in streamed} == {r.question: r.ok for r in rows}
+    printed = capsys.readouterr().out
+    assert "at most 3 turns at once" in printed
+    assert "case                   result  tokens    time  failures" in printed
+    passed = sum(r.ok for r in rows)
+    assert f"{len(held)} cases, {passed} passed" in printed
+    assert out.exists() and '"seconds_per_question"' in out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--variant", "before", "--before", "."], "--evals runs today's tree"),
+        (["--variant", "after", "--concurrency", "0"], "--concurrency must be at least 1"),
+    ],
+)
+def test_evals_mode_refuses_what_it_cannot_run(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        demo_quality.main(["--model", "scripted", "--evals", *args])
+    assert message in capsys.readouterr().err
