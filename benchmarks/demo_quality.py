@@ -3,6 +3,7 @@
     python -m benchmarks.demo_quality [--variant after,before,baseline] [--half all|tune|held]
                                       [--model local|local:1.5b|scripted|local:<file.gguf>]
                                       [--before DIR] [--json out.json]
+                                      [--evals [--concurrency N]]
 
 Every question of `benchmarks/demo/questions.py` is asked as its own turn of the demo's
 chain (streamed, as the demo does), once per variant, the variants interleaved question by
@@ -23,6 +24,11 @@ prompt tokens evaluated / prompt speed + tokens generated / generation speed: th
 llama.cpp's own counters say it spent), prompt tokens per model call and how many of them
 llama.cpp actually evaluated (the rest came from its KV cache). `uptime` is printed before
 and after: the machine is shared, so compare the variants of one run, not runs.
+
+Each answer is judged by `advisorchain.evals.judge` against its question's `EvalCase`
+(`questions.eval_case`). `--evals` instead runs today's chain through `run_evals`, at most
+`--concurrency` turns at once, and prints each variant's `EvalReport.table()` (see
+`run_as_evals`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ customer Ada (tenant acme). The checks read the final answer: required facts (ea
 one of its spellings), strings that must never appear (another customer's data, the
 unmasked email), for actions that cannot happen a plain "not done" without a sentence
 claiming success, the order's status afterwards, and for catalog questions that the tool
-found by tool search was called.
+found by tool search was called. Each question is an `advisorchain.evals.EvalCase`
+(`eval_case`), and `check` judges a turn with `advisorchain.evals.judge`.
 
 The questions come in two halves: the improvements were chosen looking at `tune` only;
 `held` is reported beside it to show whether they carry over. Questions with a `session`
