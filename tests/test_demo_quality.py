@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
+
+from advisorchain.core.events import StreamEvent
+from advisorchain.core.request import ChatRequest
+from advisorchain.core.response import ChatResponse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the benchmarks package lives beside the tests
@@ -230,3 +237,50 @@ def test_evals_mode_refuses_what_it_cannot_run(
     with pytest.raises(SystemExit):
         demo_quality.main(["--model", "scripted", "--evals", *args])
     assert message in capsys.readouterr().err
+
+
+class _Overlapping:
+    """A model that waits a moment in each call and counts the calls in flight."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.provider_name = getattr(model, "provider_name", None)
+        self.model_name = getattr(model, "model_name", None)
+        self.in_flight = 0
+        self.most = 0
+
+    async def call(self, request: ChatRequest) -> ChatResponse:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await anyio.sleep(0.01)
+            response: ChatResponse = await self.model.call(request)
+            return response
+        finally:
+            self.in_flight -= 1
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        raise AssertionError("--evals calls, it does not stream")
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_evals_mode_runs_at_most_concurrency_turns_at_once(
+    concurrency: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    models: list[_Overlapping] = []
+    load = demo_quality.load_models
+
+    def overlapping(spec: str, variants: Any) -> dict[Any, demo_quality.RecordingModel]:
+        loaded = load(spec, variants)
+        for variant, recording in loaded.items():
+            models.append(_Overlapping(recording.model))
+            loaded[variant] = demo_quality.RecordingModel(models[-1])
+        return loaded
+
+    monkeypatch.setattr(demo_quality, "load_models", overlapping)
+    rows = demo_quality.main(
+        ["--model", "scripted", "--variant", "after", "--evals", "--half", "tune"]
+        + ["--concurrency", str(concurrency)]
+    )
+    assert len(rows) == sum(q.half == "tune" and q.session is None for q in QUESTIONS)
+    assert [m.most for m in models] == [concurrency]
