@@ -34,7 +34,6 @@ from .core.errors import (
     ToolCallLimitExceeded,
     ToolExecutionError,
     ToolIdleTimeoutError,
-    TurnReplayError,
 )
 from .core.events import (
     AnswerDiscarded,
@@ -66,7 +65,6 @@ from .core.prompt import InvalidPromptError, from_openai_messages
 from .core.request import ChatRequest
 from .core.response import ChatResponse
 from .core.tools import Tool, ToolDefinition, tool, tools_from
-from .core.turn import Proceed, TurnAdvisor
 from .core.usage import Usage
 from .providers.errors import ProviderError
 
@@ -95,7 +93,6 @@ __all__ = [
     "MemoryAdvisor",
     "Message",
     "Placement",
-    "Proceed",
     "ProviderError",
     "ReasoningDelta",
     "ReasoningPart",
@@ -128,8 +125,6 @@ __all__ = [
     "ToolResult",
     "ToolSearchAdvisor",
     "TracingAdvisor",
-    "TurnAdvisor",
-    "TurnReplayError",
     "Usage",
     "UserMessage",
     "__version__",

@@ -17,15 +17,13 @@ from advisorchain import (
     Chain,
     ChatRequest,
     ChatResponse,
-    Proceed,
     ResponseCompleted,
     StreamEvent,
     StreamInterruptedError,
     StreamNext,
     TextDelta,
-    TurnAdvisor,
-    TurnReplayError,
 )
+from advisorchain.advisors import Proceed, TurnAdvisor, TurnReplayError
 from advisorchain.core._streams import closing_stream
 from advisorchain.providers import ScriptedChatModel
 
