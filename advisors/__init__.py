@@ -3,7 +3,7 @@
 
 from ..core._exports import publish
 from ..core.errors import TurnReplayError
-from ..core.turn import Proceed, TurnAdvisor
+from ..core.turn import Proceed, StreamProceed, TurnAdvisor
 from .approval import (
     ApprovalAdvisor,
     ApprovalAlreadyResolved,
@@ -125,6 +125,7 @@ __all__ = [
     "SmallModelAdvisor",
     "Span",
     "StandingRule",
+    "StreamProceed",
     "StructuredOutputAdvisor",
     "StructuredOutputError",
     "TextRewriter",

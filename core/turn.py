@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from typing import Any, TypeAlias
@@ -13,7 +14,7 @@ from .events import ResponseCompleted, StreamEvent
 from .request import ChatRequest
 from .response import ChatResponse
 
-__all__ = ["Proceed", "TurnAdvisor"]
+__all__ = ["Proceed", "StreamProceed", "TurnAdvisor"]
 
 Proceed: TypeAlias = Callable[[ChatRequest], Awaitable[ChatResponse]]
 """What `TurnAdvisor.around` receives: runs the rest of the chain, returns its response."""
@@ -46,6 +47,8 @@ class TurnAdvisor(Advisor):
     - Short-circuit: return a response without calling `proceed` (the stream is then the
       `ResponseCompleted` alone).
 
+    `around` does not see the deltas themselves; to tell the paths apart (an observer
+    recording time to first chunk), the stream path's `proceed` is a `StreamProceed`.
     Call `proceed` from `around` itself, not from a task it starts.
     """
 
@@ -57,8 +60,8 @@ class TurnAdvisor(Advisor):
         return await self.around(request, next)
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        bridge = _Bridge(next)
-        turn = self.around(request, bridge.proceed)
+        bridge = StreamProceed(next)
+        turn = self.around(request, bridge)
         sent: Any = None
         thrown: BaseException | None = None
         closing = False
@@ -79,7 +82,7 @@ class TurnAdvisor(Advisor):
                     if closing:
                         thrown = GeneratorExit()
                         continue
-                    event, bridge.event = bridge.event, None
+                    event, bridge._event = bridge._event, None
                     try:
                         yield event
                     except GeneratorExit as exc:
@@ -98,30 +101,38 @@ class TurnAdvisor(Advisor):
         yield ResponseCompleted(response)
 
 
-class _Bridge:
-    """The stream path's `proceed`, and the event it is handing over to the caller."""
+class StreamProceed:
+    """`proceed` on the stream path (on the call path it is the rest of the chain itself).
 
-    __slots__ = ("next", "event", "streamed")
+    `around` may test `isinstance(proceed, StreamProceed)` to know the turn is streamed,
+    and read `first_event_at`: the `time.perf_counter()` of the first event of the rest
+    of the chain (its `ResponseCompleted` if it streamed nothing else), `None` before it.
+    """
+
+    __slots__ = ("_next", "_event", "_streamed", "first_event_at")
 
     def __init__(self, next: StreamNext) -> None:
-        self.next = next
-        self.event: StreamEvent | None = None
-        self.streamed = False
+        self._next = next
+        self._event: StreamEvent | None = None
+        self._streamed = False
+        self.first_event_at: float | None = None
 
-    async def proceed(self, request: ChatRequest) -> ChatResponse:
-        if self.streamed:
+    async def __call__(self, request: ChatRequest) -> ChatResponse:
+        if self._streamed:
             raise TurnReplayError(
                 "proceed was called again after events of the stream were passed on; "
                 "a TurnAdvisor may retry on the stream path only before anything streamed"
             )
         response: ChatResponse | None = None
-        async with closing_stream(self.next(request)) as events:
+        async with closing_stream(self._next(request)) as events:
             async for event in events:
+                if self.first_event_at is None:
+                    self.first_event_at = time.perf_counter()
                 if isinstance(event, ResponseCompleted):
                     response = event.response
                     continue
-                self.streamed = True
-                self.event = event
+                self._streamed = True
+                self._event = event
                 await _hand_over(self)
         if response is None:
             raise StreamInterruptedError("the stream ended without a ResponseCompleted event")
@@ -129,8 +140,8 @@ class _Bridge:
 
 
 @types.coroutine
-def _hand_over(bridge: _Bridge) -> Generator[Any, None, None]:
-    """Suspend `around` up to `TurnAdvisor.stream`, which passes `bridge.event` on."""
+def _hand_over(bridge: StreamProceed) -> Generator[Any, None, None]:
+    """Suspend `around` up to `TurnAdvisor.stream`, which passes `bridge._event` on."""
     yield bridge
 
 

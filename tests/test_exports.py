@@ -129,6 +129,7 @@ ADVISORS = {
     "SmallModelAdvisor",
     "Span",
     "StandingRule",
+    "StreamProceed",
     "StructuredOutputAdvisor",
     "StructuredOutputError",
     "TextRewriter",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import time
 from collections.abc import AsyncIterator
 from typing import Literal
 
@@ -23,7 +24,7 @@ from advisorchain import (
     StreamNext,
     TextDelta,
 )
-from advisorchain.advisors import Proceed, TurnAdvisor, TurnReplayError
+from advisorchain.advisors import Proceed, StreamProceed, TurnAdvisor, TurnReplayError
 from advisorchain.core._streams import closing_stream
 from advisorchain.providers import ScriptedChatModel
 
@@ -255,3 +256,23 @@ async def test_cancellation_while_around_waits_reaches_around(path: Path) -> Non
         await run(chain, path)
     assert scope.cancelled_caught
     assert waits.log == ["finally"]
+
+
+@PATHS
+async def test_the_stream_path_says_so_and_when_the_first_event_came(path: Path) -> None:
+    class Times(TurnAdvisor):
+        def __init__(self) -> None:
+            self.seen: list[tuple[bool, bool, bool]] = []
+
+        async def around(self, request: ChatRequest, proceed: Proceed) -> ChatResponse:
+            start = time.perf_counter()
+            streamed = isinstance(proceed, StreamProceed)
+            before = streamed and proceed.first_event_at is None  # type: ignore[attr-defined]
+            response = await proceed(request)
+            first = proceed.first_event_at if isinstance(proceed, StreamProceed) else None
+            self.seen.append((streamed, before, first is not None and first >= start))
+            return response
+
+    times = Times()
+    await run(Chain([times], model=ScriptedChatModel(["Hello."])), path)
+    assert times.seen == ([(True, True, True)] if path == "stream" else [(False, False, False)])
