@@ -60,15 +60,15 @@ class TurnAdvisor(Advisor):
         return await self.around(request, next)
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        bridge = StreamProceed(next)
-        turn = self.around(request, bridge)
+        proceed = StreamProceed()
+        turn = self.around(request, proceed)
         sent: Any = None
         thrown: BaseException | None = None
         closing = False
         try:
             while True:
-                # Drive `around` by hand: what it awaits goes on to the event loop, the
-                # events `proceed` hands over go to the caller.
+                # Drive `around` by hand: what it awaits goes on to the event loop; when
+                # it awaits `proceed`, the rest of the chain streams from here.
                 try:
                     if thrown is None:
                         yielded = turn.send(sent)
@@ -78,27 +78,50 @@ class TurnAdvisor(Advisor):
                     response: ChatResponse = stop.value
                     break
                 sent = None
-                if yielded is bridge:
-                    if closing:
-                        thrown = GeneratorExit()
-                        continue
-                    event, bridge._event = bridge._event, None
+                if yielded is not proceed:
                     try:
-                        yield event
-                    except GeneratorExit as exc:
-                        closing, thrown = True, exc
+                        sent = await _forward(yielded)
                     except BaseException as exc:
                         thrown = exc
                     continue
+                if closing:
+                    thrown = GeneratorExit()
+                    continue
+                if proceed._streamed:
+                    thrown = TurnReplayError(
+                        "proceed was called again after events of the stream were passed "
+                        "on; a TurnAdvisor may retry on the stream path only before anything "
+                        "streamed"
+                    )
+                    continue
+                completed: ChatResponse | None = None
+                streamed = False
                 try:
-                    sent = await _forward(yielded)
+                    async with closing_stream(next(proceed._request)) as events:
+                        async for event in events:
+                            if isinstance(event, ResponseCompleted):
+                                completed = event.response
+                                if not streamed:
+                                    proceed.first_event_at = time.perf_counter()
+                                continue
+                            if not streamed:
+                                streamed = proceed._streamed = True
+                                proceed.first_event_at = time.perf_counter()
+                            yield event
+                    if completed is None:
+                        raise StreamInterruptedError(
+                            "the stream ended without a ResponseCompleted event"
+                        )
+                except GeneratorExit as exc:
+                    closing, thrown = True, exc
                 except BaseException as exc:
                     thrown = exc
+                else:
+                    sent = completed
         finally:
             turn.close()
-        if closing:
-            return
-        yield ResponseCompleted(response)
+        if not closing:
+            yield ResponseCompleted(response)
 
 
 class StreamProceed:
@@ -109,40 +132,24 @@ class StreamProceed:
     of the chain (its `ResponseCompleted` if it streamed nothing else), `None` before it.
     """
 
-    __slots__ = ("_next", "_event", "_streamed", "first_event_at")
+    __slots__ = ("_request", "_streamed", "first_event_at")
 
-    def __init__(self, next: StreamNext) -> None:
-        self._next = next
-        self._event: StreamEvent | None = None
+    def __init__(self) -> None:
+        self._request: ChatRequest | None = None
         self._streamed = False
         self.first_event_at: float | None = None
 
-    async def __call__(self, request: ChatRequest) -> ChatResponse:
-        if self._streamed:
-            raise TurnReplayError(
-                "proceed was called again after events of the stream were passed on; "
-                "a TurnAdvisor may retry on the stream path only before anything streamed"
-            )
-        response: ChatResponse | None = None
-        async with closing_stream(self._next(request)) as events:
-            async for event in events:
-                if self.first_event_at is None:
-                    self.first_event_at = time.perf_counter()
-                if isinstance(event, ResponseCompleted):
-                    response = event.response
-                    continue
-                self._streamed = True
-                self._event = event
-                await _hand_over(self)
-        if response is None:
-            raise StreamInterruptedError("the stream ended without a ResponseCompleted event")
-        return response
+    def __call__(self, request: ChatRequest) -> Awaitable[ChatResponse]:
+        return _proceed(self, request)
 
 
 @types.coroutine
-def _hand_over(bridge: StreamProceed) -> Generator[Any, None, None]:
-    """Suspend `around` up to `TurnAdvisor.stream`, which passes `bridge._event` on."""
-    yield bridge
+def _proceed(proceed: StreamProceed, request: ChatRequest) -> Generator[Any, Any, ChatResponse]:
+    """Suspend `around` up to `TurnAdvisor.stream`, which streams the rest of the chain
+    with `request` and sends back its response (or throws its exception in)."""
+    proceed._request = request
+    response: ChatResponse = yield proceed
+    return response
 
 
 @types.coroutine
