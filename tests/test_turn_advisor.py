@@ -276,3 +276,30 @@ async def test_the_stream_path_says_so_and_when_the_first_event_came(path: Path)
     times = Times()
     await run(Chain([times], model=ScriptedChatModel(["Hello."])), path)
     assert times.seen == ([(True, True, True)] if path == "stream" else [(False, False, False)])
+
+
+async def test_an_around_that_swallows_the_close_cannot_stream_on() -> None:
+    class Stubborn(TurnAdvisor):
+        def __init__(self) -> None:
+            self.log: list[str] = []
+
+        async def around(self, request: ChatRequest, proceed: Proceed) -> ChatResponse:
+            try:
+                return await proceed(request)
+            except GeneratorExit:
+                self.log.append("closed")
+            try:
+                return await proceed(request)  # refused: the caller is gone
+            except GeneratorExit:
+                self.log.append("closed again")
+            await anyio.lowlevel.checkpoint()
+            return ChatResponse(message=AssistantMessage(content="too late"))
+
+    stubborn = Stubborn()
+    model = ScriptedChatModel(["Hello there.", "unused"], chunk_size=2)
+    async with closing_stream(Chain([stubborn], model=model).stream("Hi")) as events:
+        async for event in events:
+            assert event == TextDelta("He")
+            break
+    assert stubborn.log == ["closed", "closed again"]
+    assert len(model.requests) == 1
