@@ -134,8 +134,9 @@ class StreamProceed:
 
     __slots__ = ("_request", "_streamed", "first_event_at")
 
+    _request: ChatRequest  # set by each call, read by `TurnAdvisor.stream`
+
     def __init__(self) -> None:
-        self._request: ChatRequest | None = None
         self._streamed = False
         self.first_event_at: float | None = None
 
