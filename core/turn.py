@@ -49,7 +49,9 @@ class TurnAdvisor(Advisor):
 
     `around` does not see the deltas themselves; to tell the paths apart (an observer
     recording time to first chunk), the stream path's `proceed` is a `StreamProceed`.
-    Call `proceed` from `around` itself, not from a task it starts.
+    Context variables `around` sets stay set on the stream path while the caller holds an
+    event, as in a hand-written `stream`. Call `proceed` from `around` itself, not from a
+    task it starts.
     """
 
     async def around(self, request: ChatRequest, proceed: Proceed) -> ChatResponse:
