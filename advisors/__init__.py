@@ -2,6 +2,8 @@
 (approvers, approval and memory stores, tool-search indexes)."""
 
 from ..core._exports import publish
+from ..core.errors import TurnReplayError
+from ..core.turn import Proceed, StreamProceed, TurnAdvisor
 from .approval import (
     ApprovalAdvisor,
     ApprovalAlreadyResolved,
@@ -112,6 +114,7 @@ __all__ = [
     "PostgresApprovalStore",
     "PostgresChatMemoryStore",
     "ProactiveSearch",
+    "Proceed",
     "RedactionAdvisor",
     "RedactionBlocked",
     "RedactionRule",
@@ -122,6 +125,7 @@ __all__ = [
     "SmallModelAdvisor",
     "Span",
     "StandingRule",
+    "StreamProceed",
     "StructuredOutputAdvisor",
     "StructuredOutputError",
     "TextRewriter",
@@ -132,6 +136,8 @@ __all__ = [
     "ToolRetryAdvisor",
     "ToolSearchAdvisor",
     "TracingAdvisor",
+    "TurnAdvisor",
+    "TurnReplayError",
     "model_judge",
     "trim_history",
 ]

@@ -14,11 +14,12 @@ from typing import Any, TypeAlias
 
 from ..core._checks import require_number
 from ..core._streams import closing_stream
-from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
+from ..core.advisor import CallNext, Placement, StreamNext, ToolNext
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.turn import Proceed, StreamProceed, TurnAdvisor
 from ._observe import (
     ModelNames,
     arguments_json,
@@ -39,7 +40,7 @@ _StreamLog: TypeAlias = Callable[
 ]
 
 
-class LoggingAdvisor(Advisor):
+class LoggingAdvisor(TurnAdvisor):
     """Logs each turn (or round), each model call and each tool call as one record.
 
     Control flow: never short-circuits, loops or changes a request or a response; every
@@ -109,20 +110,18 @@ class LoggingAdvisor(Advisor):
 
     # -- the turn (or the round) ------------------------------------------------------
 
-    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+    async def around(self, request: ChatRequest, proceed: Proceed) -> ChatResponse:
+        """Time the turn (or round) on both paths and log it once it ends."""
         if not self.logger.isEnabledFor(self.error_level):
-            return await next(request)
+            return await proceed(request)
         start = time.perf_counter()
         try:
-            response = await next(request)
+            response = await proceed(request)
         except BaseException as exc:
-            self._log_turn(request, start, None, None, exc)
+            self._log_turn(request, start, None, _first_chunk(proceed, start), exc)
             raise
-        self._log_turn(request, start, response, None, None)
+        self._log_turn(request, start, response, _first_chunk(proceed, start), None)
         return response
-
-    def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        return self._observe(request, next, self._log_turn)
 
     def _log_turn(
         self,
@@ -495,3 +494,10 @@ def _failure(exc: BaseException | None, fields: dict[str, Any]) -> str:
         if exc is not None:
             fields["error_type"] = error_type(exc)
     return str(fields["outcome"])
+
+
+def _first_chunk(proceed: Proceed, start: float) -> float | None:
+    """Seconds from `start` to the first event of a streamed turn; `None` for a call."""
+    if isinstance(proceed, StreamProceed) and proceed.first_event_at is not None:
+        return proceed.first_event_at - start
+    return None

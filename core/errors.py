@@ -81,3 +81,8 @@ class InvalidDecisions(AdvisorChainError, ValueError):
 
 class StreamInterruptedError(AdvisorChainError):
     """A stream ended before its final event, or delivered something that cannot be parsed."""
+
+
+class TurnReplayError(AdvisorChainError, RuntimeError):
+    """A `TurnAdvisor` called `proceed` again on the stream path after events of an earlier
+    attempt were streamed: a caller cannot unsee them, so that retry is refused."""

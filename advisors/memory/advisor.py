@@ -10,13 +10,12 @@ from dataclasses import dataclass, replace
 import anyio
 
 from ...core._checks import require_number
-from ...core._streams import closing_stream
-from ...core.advisor import Advisor, CallNext, Placement, StreamNext
+from ...core.advisor import Placement
 from ...core.errors import AdvisorChainError, ChainConfigurationError
-from ...core.events import ResponseCompleted, StreamEvent
 from ...core.messages import Message, SystemMessage, ToolMessage, UserMessage
 from ...core.request import ChatRequest
 from ...core.response import ChatResponse
+from ...core.turn import Proceed, TurnAdvisor
 from .store import ChatMemoryStore
 
 _turns: ContextVar[frozenset[tuple[int, str]]] = ContextVar(
@@ -30,7 +29,7 @@ class ConversationIdError(AdvisorChainError, ValueError):
     """A conversation id is missing (with `require_conversation_id`) or not a usable string."""
 
 
-class MemoryAdvisor(Advisor):
+class MemoryAdvisor(TurnAdvisor):
     """Loads a conversation's history before the turn and saves the turn after it.
 
     Control flow: calls `next` once per turn, never short-circuits or loops. The
@@ -125,32 +124,16 @@ class MemoryAdvisor(Advisor):
             )
         return value
 
-    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
-        conversation_id = self.conversation_id(request)
-        if conversation_id is None:
-            return await next(request)
-        if (id(self), conversation_id) in _turns.get():
-            return await next(request)
-        async with self._locked(conversation_id):
-            turn = await self._prepare(request, conversation_id)
-            response = await next(turn.request)
-            await self._save(turn, response)
-            return response
-
-    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
+    async def around(self, request: ChatRequest, proceed: Proceed) -> ChatResponse:
+        """Load the history in front of the request, run the turn, save it (both paths)."""
         conversation_id = self.conversation_id(request)
         if conversation_id is None or (id(self), conversation_id) in _turns.get():
-            async with closing_stream(next(request)) as events:
-                async for event in events:
-                    yield event
-            return
+            return await proceed(request)
         async with self._locked(conversation_id):
             turn = await self._prepare(request, conversation_id)
-            async with closing_stream(next(turn.request)) as events:
-                async for event in events:
-                    if isinstance(event, ResponseCompleted):
-                        await self._save(turn, event.response)
-                    yield event
+            response = await proceed(turn.request)
+            await self._save(turn, response)
+            return response
 
     @asynccontextmanager
     async def _locked(self, conversation_id: str) -> AsyncIterator[None]:
