@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,14 +159,15 @@ async def stream_sse(
 
         group.start_soon(watch)
         try:
-            async for frame in frames():
-                await send(
-                    {
-                        "type": "http.response.body",
-                        "body": f"data: {frame}\n\n".encode(),
-                        "more_body": True,
-                    }
-                )
+            async with aclosing(frames()) as produced:
+                async for frame in produced:
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": f"data: {frame}\n\n".encode(),
+                            "more_body": True,
+                        }
+                    )
             if done is not None:
                 await send(
                     {

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..advisors.approval import Approve, Reject
+from ..core._streams import closing_stream
 from ..core.chain import Chain
 from ..core.events import (
     AnswerDiscarded,
@@ -336,12 +337,13 @@ async def _run_events(
     yield {"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}
     mapper = _Mapper(announced)
     try:
-        async for event in open_turn():
-            for out in mapper.map(event):
-                yield out
-            if isinstance(event, ResponseCompleted):
-                yield _finished(thread_id, run_id, event.response)
-                return
+        async with closing_stream(open_turn()) as turn:
+            async for event in turn:
+                for out in mapper.map(event):
+                    yield out
+                if isinstance(event, ResponseCompleted):
+                    yield _finished(thread_id, run_id, event.response)
+                    return
     except DecisionError as exc:
         yield {"type": "RUN_ERROR", "message": str(exc), "code": "invalid_decisions"}
         return

@@ -35,6 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..advisors.approval import Approve, Reject
+from ..core._streams import closing_stream
 from ..core.chain import Chain
 from ..core.events import (
     AnswerDiscarded,
@@ -344,13 +345,14 @@ async def _chunks(
     yield {"type": "start-step"}
     mapper = _Mapper(announced)
     try:
-        async for event in open_turn():
-            for out in mapper.map(event):
-                yield out
-            if isinstance(event, ResponseCompleted):
-                for out in _finished(event.response):
+        async with closing_stream(open_turn()) as turn:
+            async for event in turn:
+                for out in mapper.map(event):
                     yield out
-                return
+                if isinstance(event, ResponseCompleted):
+                    for out in _finished(event.response):
+                        yield out
+                    return
     except DecisionError as exc:
         yield {"type": "error", "errorText": str(exc)}
     except Exception as exc:
