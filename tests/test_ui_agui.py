@@ -256,7 +256,7 @@ async def test_a_client_that_goes_away_cancels_the_turn() -> None:
 
 
 def test_messages_convert_both_ways() -> None:
-    agui = [
+    agui: list[dict[str, Any]] = [
         {"id": "1", "role": "user", "content": [{"type": "text", "text": "Where is 7?"}]},
         {
             "id": "2",

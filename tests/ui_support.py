@@ -9,11 +9,13 @@ from typing import Any
 
 import httpx
 
-from advisorchain import Chain, ToolCall, ToolCallingAdvisor, ToolContext, tool
+from advisorchain import Chain, ToolCall, ToolCallingAdvisor, ToolContext, ToolMessage, tool
 from advisorchain.advisors import ApprovalAdvisor, DeferredApprover, InMemoryApprovalStore
+from advisorchain.core.request import ChatRequest
 from advisorchain.providers import Reply, ScriptedChatModel
+from advisorchain.providers.scripted import ReplyFunction
 
-__all__ = ["REFUND_SCRIPT", "SECRET", "post_sse", "refund_chain", "server_tools"]
+__all__ = ["REFUND_SCRIPT", "refund_reply", "SECRET", "post_sse", "refund_chain", "server_tools"]
 
 SECRET = "sk-tenant-secret-7f3a"
 """A tool-context value that must never reach a client."""
@@ -45,8 +47,21 @@ REFUND_SCRIPT: Sequence[Reply] = (
 )
 
 
-def refund_chain(script: Sequence[Reply] = REFUND_SCRIPT) -> tuple[Chain, ScriptedChatModel]:
-    model = ScriptedChatModel(list(script))
+def refund_reply(request: ChatRequest) -> Reply:
+    """The refund script as a function of the transcript, for a server that runs many
+    turns: look the order up, ask to refund it, then say what happened."""
+    last = request.messages[-1]
+    if isinstance(last, ToolMessage) and last.name == "lookup":
+        return REFUND_SCRIPT[1]
+    if isinstance(last, ToolMessage):
+        return "Order 7 is refunded: 12 EUR." if "refunded" in last.text else "Not refunded."
+    return REFUND_SCRIPT[0]
+
+
+def refund_chain(
+    script: Sequence[Reply] | ReplyFunction = REFUND_SCRIPT,
+) -> tuple[Chain, ScriptedChatModel]:
+    model = ScriptedChatModel(script if callable(script) else list(script))
     chain = Chain(
         [ToolCallingAdvisor(), ApprovalAdvisor(DeferredApprover(), store=InMemoryApprovalStore())],
         model=model,

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
-from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
+
+from ..core._streams import closing_stream
 
 __all__ = [
     "ASGIApp",
@@ -159,7 +160,7 @@ async def stream_sse(
 
         group.start_soon(watch)
         try:
-            async with aclosing(frames()) as produced:
+            async with closing_stream(frames()) as produced:
                 async for frame in produced:
                     await send(
                         {
