@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.chain import Chain
 from ..core.errors import AdvisorChainError
 from ..core.events import ToolCallDelta
+from ..core.messages import Message, SystemMessage
 from ..core.tools import Tool
 from ._http import Scope, UiLimits
 
@@ -28,12 +29,20 @@ from the request body."""
 @dataclass(frozen=True, kw_only=True)
 class ServedChain:
     """A `Chain` as a protocol app serves it: the tools and tool context each turn gets
-    (the server's, never the client's) and the request limits."""
+    (the server's, never the client's), the system prompt put before the client's
+    messages, and the request limits."""
 
     chain: Chain
     tools: Iterable[Tool] = ()
     tool_context: ToolContext | None = None
+    system_prompt: str | None = None
     limits: UiLimits = field(default_factory=UiLimits)
+
+    def transcript(self, messages: Sequence[Message]) -> list[Message]:
+        """The client's messages after the server's system prompt, if any."""
+        if self.system_prompt is None:
+            return list(messages)
+        return [SystemMessage(content=self.system_prompt), *messages]
 
     def context_for(self, scope: Scope) -> Mapping[str, Any] | None:
         """The tool context of the request `scope`."""

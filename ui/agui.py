@@ -4,7 +4,8 @@
 events. Mapping (each event a JSON object of the AG-UI 1.0 schema):
 
 - the run: `RUN_STARTED`, then `RUN_FINISHED` (`outcome` `success`, or `interrupt`
-  with one interrupt per call waiting for approval; `usage` the turn's tokens) or
+  with one interrupt per call waiting for approval; `usage` the turn's tokens;
+  `result` the finish reason, the number of model calls and the answer's text) or
   `RUN_ERROR` (a fixed, safe message and the error's class as `code`);
 - text: `TEXT_MESSAGE_START` / `_CONTENT` / `_END`; reasoning: `REASONING_START`,
   `REASONING_MESSAGE_START` / `_CONTENT` / `_END`, `REASONING_END`;
@@ -234,8 +235,9 @@ def to_agui_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
 class AgUiApp:
     """An ASGI app serving `chain` over AG-UI 1.0 (POST a `RunAgentInput`, read SSE).
 
-    `tools` and `tool_context` (a mapping, or a function of the ASGI scope) are the
-    server's, given to every turn and resume; the client's `tools`, `context`, `state`
+    `tools`, `tool_context` (a mapping, or a function of the ASGI scope) and
+    `system_prompt` (put before the client's messages) are the server's, given to
+    every turn and resume; the client's `tools`, `context`, `state`
     and `forwardedProps` are not used. Requests are checked before the turn starts:
     `Origin` (see `UiLimits.allowed_origins`), body size, message count, the schema;
     a refused one gets a JSON error status. Once the stream started, an error ends it
@@ -249,10 +251,15 @@ class AgUiApp:
         *,
         tools: Iterable[Tool] = (),
         tool_context: ToolContext | None = None,
+        system_prompt: str | None = None,
         limits: UiLimits | None = None,
     ) -> None:
         self.served = ServedChain(
-            chain=chain, tools=tuple(tools), tool_context=tool_context, limits=limits or UiLimits()
+            chain=chain,
+            tools=tuple(tools),
+            tool_context=tool_context,
+            system_prompt=system_prompt,
+            limits=limits or UiLimits(),
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -291,7 +298,9 @@ class AgUiApp:
                 raise RequestRejected(422, "the last message must be the user's")
 
             def open_turn() -> AsyncIterator[StreamEvent]:
-                return served.chain.stream(messages, tools=served.tools, tool_context=context)
+                return served.chain.stream(
+                    served.transcript(messages), tools=served.tools, tool_context=context
+                )
 
         announced = decided_calls(decisions) if run.resume else set()
         return _run_events(run.thread_id, run.run_id, open_turn, announced)
@@ -372,6 +381,7 @@ def _finished(thread_id: str, run_id: str, response: ChatResponse) -> dict[str, 
         "threadId": thread_id,
         "runId": run_id,
         "usage": [entry],
+        "result": {"finishReason": response.finish_reason, "modelCalls": usage.requests},
     }
     waiting = waiting_calls(response)
     if waiting:
@@ -391,7 +401,7 @@ def _finished(thread_id: str, run_id: str, response: ChatResponse) -> dict[str, 
         }
     else:
         event["outcome"] = {"type": "success"}
-        event["result"] = {"text": response.text, "finishReason": response.finish_reason}
+        event["result"]["text"] = response.text
     return event
 
 

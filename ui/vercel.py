@@ -236,8 +236,9 @@ def to_ui_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
 class VercelChatApp:
     """An ASGI app serving `chain` to the Vercel AI SDK (`useChat`, UI Message Stream v1).
 
-    `tools` and `tool_context` (a mapping, or a function of the ASGI scope) are the
-    server's, given to every turn and resume. Requests are checked before the turn
+    `tools`, `tool_context` (a mapping, or a function of the ASGI scope) and
+    `system_prompt` (put before the client's messages) are the server's, given to
+    every turn and resume. Requests are checked before the turn
     starts: `Origin`, body size, message count, the schema (a refused one gets a JSON
     error status). Once the stream started, an error ends it with an `error` chunk. A
     client that disconnects cancels the turn.
@@ -249,10 +250,15 @@ class VercelChatApp:
         *,
         tools: Iterable[Tool] = (),
         tool_context: ToolContext | None = None,
+        system_prompt: str | None = None,
         limits: UiLimits | None = None,
     ) -> None:
         self.served = ServedChain(
-            chain=chain, tools=tuple(tools), tool_context=tool_context, limits=limits or UiLimits()
+            chain=chain,
+            tools=tuple(tools),
+            tool_context=tool_context,
+            system_prompt=system_prompt,
+            limits=limits or UiLimits(),
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -296,7 +302,9 @@ class VercelChatApp:
             message_id = uuid.uuid4().hex
 
             def open_turn() -> AsyncIterator[StreamEvent]:
-                return served.chain.stream(messages, tools=served.tools, tool_context=context)
+                return served.chain.stream(
+                    served.transcript(messages), tools=served.tools, tool_context=context
+                )
 
         return _chunks(message_id, open_turn, decided_calls(decisions))
 
@@ -381,6 +389,7 @@ def _finished(response: ChatResponse) -> list[dict[str, Any]]:
                     "totalTokens": usage.total_tokens,
                 },
                 "model": response.model,
+                "modelCalls": usage.requests,
                 "finishReason": response.finish_reason,
             },
         }
