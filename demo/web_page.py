@@ -34,8 +34,8 @@ PAGE = """<!doctype html>
   .turn table { border-collapse: collapse; width: 100%; font: 12px ui-monospace, monospace; }
   .turn td { border-top: 1px solid #eee; padding: 2px 4px; vertical-align: top; word-break: break-word; }
   .turn table { table-layout: fixed; }
-  .turn td:nth-child(1) { width: 5.5em; } .turn td:nth-child(2) { width: 10em; }
-  .turn td:nth-child(3) { width: 12em; } .turn td:nth-child(4) { width: 6.5em; }
+  .turn td:nth-child(1) { width: 11%; } .turn td:nth-child(2) { width: 20%; }
+  .turn td:nth-child(3) { width: 22%; } .turn td:nth-child(4) { width: 13%; }
 </style>
 </head>
 <body>
