@@ -5,16 +5,21 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import unicodedata
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Literal, TypeAlias
+from functools import cache
+from typing import Any, Literal, TypeAlias
 
+from ..core._scrub import API_KEY_PATTERN
 from ..core.advisor import ToolNext
 from ..core.errors import AdvisorChainError
 from ..core.invocation import ToolInvocation, ToolResult
-from ..core.messages import Message, ToolMessage, UserMessage
+from ..core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from ..core.parts import map_text
 from ..core.request import ChatRequest
+from ..core.response import ChatResponse
 from ..core.text_transform import Span, TextRewriter, TextTransformAdvisor
 
 Strategy: TypeAlias = Literal["redact", "mask", "hash", "block"]
@@ -77,9 +82,15 @@ class RedactionRule:
         object.__setattr__(self, "check", check)
         object.__setattr__(self, "strategy", strategy)
 
-    def first_match(self, text: str, start: int) -> re.Match[str] | None:
-        """The first non-empty match at or after `start` that `check` accepts."""
-        for match in self.pattern.finditer(text, start):
+    def first_match(self, text: str, start: int, end: int | None = None) -> re.Match[str] | None:
+        """The first non-empty match at or after `start` (and within `text[:end]`) that
+        `check` accepts."""
+        matches = (
+            self.pattern.finditer(text, start)
+            if end is None
+            else (self.pattern.finditer(text, start, end))
+        )
+        for match in matches:
             if match.end() > match.start() and (self.check is None or self.check(match[0])):
                 return match
         return None
@@ -87,7 +98,7 @@ class RedactionRule:
 
 def luhn_valid(number: str) -> bool:
     """Whether the digits of `number` pass the Luhn check (payment card numbers)."""
-    digits = [int(c) for c in number if c.isdigit()]
+    digits = [int(c) for c in number if c.isdecimal()]
     total = 0
     for i, d in enumerate(reversed(digits)):
         if i % 2:
@@ -136,7 +147,8 @@ BUILTIN_RULES: dict[str, RedactionRule] = {
         ),
         RedactionRule(
             "card",
-            r"(?<!\w)(?<!\d[ -])\d(?:[ -]?\d){12,18}(?!\w)(?![ -]\d)",
+            r"(?<!\w)(?<!\d[ -])(?<!\d[ -]{2})(?<!\d[ -]{3})\d(?:[ -]{0,3}\d){12,18}"
+            r"(?!\w)(?![ -]{1,3}\d)",
             check=luhn_valid,
         ),
         RedactionRule(
@@ -150,14 +162,7 @@ BUILTIN_RULES: dict[str, RedactionRule] = {
             r"(?!\w)",
             check=iban_valid,
         ),
-        RedactionRule(
-            "api_key",
-            r"(?<![\w-])(?:sk-[A-Za-z0-9_-]{20,}"  # OpenAI sk-, sk-proj-; Anthropic sk-ant-
-            r"|(?:AKIA|ASIA)[A-Z0-9]{16}"  # AWS access key ids
-            r"|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}"  # GitHub
-            r"|xox[abposr]-[A-Za-z0-9-]{10,}"  # Slack
-            r"|AIza[A-Za-z0-9_-]{35})(?![\w-])",  # Google
-        ),
+        RedactionRule("api_key", API_KEY_PATTERN),
     )
 }
 """The built-in rules by name: `email`, `card` (13-19 digits, Luhn), `phone` (9-15 digits,
@@ -244,22 +249,109 @@ class RedactionAdvisor(TextTransformAdvisor):
     def rewrites_answer(self) -> bool:
         return "answer" in self.apply_to
 
+    @property
+    def rewrites_progress(self) -> bool:
+        return "answer" in self.apply_to or "tool" in self.apply_to
+
+    def progress_rewriter(self) -> TextRewriter:
+        """A rewriter for text shown as progress: a `block` match is replaced as by
+        `redact` (the tool's result itself is withheld from the model as usual)."""
+        return TextRewriter(
+            self.find,
+            lambda value, span: self._shown(value, span.label),
+            hold_back=self.hold_back,
+            max_match=self.max_match,
+            lookbehind=self.lookbehind,
+        )
+
+    def rewrite_exception(self, exc: Exception) -> None:
+        """Redact, in place, what `exc` and the exceptions it chains carry: a transcript
+        (`messages`: user, tool and assistant messages as for their targets), a
+        `response`, the answer's `raw_text`, a provider's `body`, and the text of the
+        message (its string `args`, and `message`); a `block` match is replaced as by
+        `redact` there, so the caller still gets the error it was raised with."""
+        seen: set[int] = set()
+        pending: list[BaseException] = [exc]
+        while pending and len(seen) < _MAX_CHAINED:
+            current = pending.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            self._redact_payload(current)
+            pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+            if isinstance(current, BaseExceptionGroup):
+                pending.extend(current.exceptions)
+
+    def redact_messages(self, messages: Iterable[Message]) -> tuple[Message, ...]:
+        """A transcript as the caller may see it: user messages, tool results and
+        assistant answers redacted as for their targets (`block` as `redact`)."""
+        return tuple(self._shown_message(m) for m in messages)
+
     def find(self, text: str, start: int) -> Span | None:
-        """The leftmost match of any rule (then the longest, then the first rule)."""
+        """The leftmost match of any rule (then the longest, then the first rule), grown
+        to cover every match that overlaps it, so no part of one stays visible.
+
+        Rules run on a view of `text` in which the characters that do not show are gone
+        (zero-width and other format characters, such as U+200B and U+2060) and Unicode
+        spaces and dashes are plain `" "` and `"-"`: `4242\u00a04242\u200b...` is
+        matched as `4242 4242...`; the span returned is the original text's.
+        """
+        if text.isascii() or _INVISIBLE_OR_VARIANT().search(text) is None:
+            return self._find(text, start)
+        view, where = _plain_view(text)
+        span = self._find(view, bisect_left(where, start))
+        if span is None:
+            return None
+        return Span(where[span.start], where[span.end - 1] + 1, span.label)
+
+    def _find(self, text: str, start: int) -> Span | None:
+        # A match that began in the context (`text[:start]`, already emitted) and reaches
+        # past `start` counts from `start`: the rest of a run of overlapping matches
+        # longer than the window, which the previous window could only see in part.
+        scan_from = max(0, start - self.lookbehind)
+        firsts: list[tuple[RedactionRule, re.Match[str], int]] = []
         best: re.Match[str] | None = None
+        best_at = 0
         best_rule = ""
         for rule in self.rules:
-            match = rule.first_match(text, start)
+            match = _first_reaching(rule, text, scan_from, start)
             if match is None:
                 continue
-            if (
-                best is None
-                or match.start() < best.start()
-                or (match.start() == best.start() and match.end() > best.end())
-            ):
+            at = max(match.start(), start)
+            firsts.append((rule, match, at))
+            if best is None or at < best_at or (at == best_at and match.end() > best.end()):
                 best = match
+                best_at = at
                 best_rule = rule.name
-        return None if best is None else Span(best.start(), best.end(), best_rule)
+        if best is None:
+            return None
+        begin, end, label = best_at, best.end(), best_rule
+        if len(firsts) == 1:
+            return Span(begin, end, label)
+        # Grow the span over every match that overlaps it. A rule's matches are looked
+        # for again only from where its last one seen ended, and only while the span
+        # reaches past that: usually never, as no other rule's match starts inside it.
+        seen = [at for _, _, at in firsts]  # where each rule's unseen part starts
+        grown = True
+        while grown:
+            grown = False
+            for i, (rule, first, at) in enumerate(firsts):
+                while seen[i] < end:
+                    if seen[i] == at:
+                        other: re.Match[str] | None = first
+                    else:
+                        limit = min(len(text), end + self.max_match + _SLACK)
+                        other = rule.first_match(text, seen[i], limit)
+                    if other is None or other.start() >= end:
+                        seen[i] = end
+                        break
+                    seen[i] = other.end()
+                    if other.end() > end:
+                        end = other.end()
+                        grown = True
+                        if self._strategy_of(rule.name) == "block":
+                            label = rule.name  # the strictest rule decides
+        return Span(begin, end, label)
 
     def replace(self, value: str, span: Span) -> str:
         """The answer's replacement for a match (raises `RedactionBlocked` for `block`)."""
@@ -309,6 +401,49 @@ class RedactionAdvisor(TextTransformAdvisor):
             return message
         return message.model_copy(update={"content": content})
 
+    def _redact_payload(self, exc: BaseException) -> None:
+        answer = "answer" in self.apply_to
+        values = getattr(exc, "__dict__", {})
+        for name, value in list(values.items()):
+            if name == "messages" and _is_transcript(value):
+                new: Any = self.redact_messages(value)
+            elif isinstance(value, ChatResponse):
+                new = replace(value, messages=self.redact_messages(value.messages))
+            elif answer and name in _TEXT_PAYLOADS and isinstance(value, str):
+                new = self._shown_text(value)
+            else:
+                continue
+            try:
+                setattr(exc, name, new)
+            except (AttributeError, TypeError):  # pragma: no cover - a read-only attribute
+                pass
+        if answer and any(isinstance(a, str) for a in exc.args):
+            exc.args = tuple(self._shown_text(a) if isinstance(a, str) else a for a in exc.args)
+
+    def _shown_message(self, message: Message) -> Message:
+        if isinstance(message, UserMessage):
+            target: Target = "user"
+        elif isinstance(message, ToolMessage):
+            target = "tool"
+        elif isinstance(message, AssistantMessage):
+            target = "answer"
+        else:
+            return message
+        if target not in self.apply_to:
+            return message
+        content = map_text(message.content, self._shown_text)
+        if content is message.content:
+            return message
+        return message.model_copy(update={"content": content or None})
+
+    def _shown_text(self, text: str) -> str:
+        return self.progress_rewriter().rewrite(text)
+
+    def _shown(self, value: str, rule_name: str) -> str:
+        if self._strategy_of(rule_name) == "block":
+            return f"[REDACTED:{rule_name}]"
+        return self._replacement(value, rule_name, "answer")
+
     def _replacement(self, value: str, rule_name: str, target: str) -> str:
         strategy = self._strategy_of(rule_name)
         if strategy == "redact":
@@ -326,6 +461,83 @@ class RedactionAdvisor(TextTransformAdvisor):
 
     def _strategy_of(self, rule_name: str) -> Strategy:
         return self._strategies.get(rule_name, self.strategy)
+
+
+_SLACK = 32
+"""Characters past the longest match a rule's search for an overlap may look at."""
+
+_MAX_CHAINED = 64
+"""Most exceptions (causes, contexts, members of groups) redacted for one that is raised."""
+
+_TEXT_PAYLOADS = frozenset({"raw_text", "body", "message", "server_text"})
+"""Text attributes of exceptions that may quote the model or the user."""
+
+
+def _first_reaching(
+    rule: RedactionRule, text: str, scan_from: int, start: int
+) -> re.Match[str] | None:
+    """The first non-empty match of `rule` (from `scan_from`, that `check` accepts) that
+    ends after `start`: it starts at or after `start`, or runs across it."""
+    for match in rule.pattern.finditer(text, scan_from):
+        if match.end() <= start or match.end() == match.start():
+            continue
+        if rule.check is None or rule.check(match[0]):
+            return match
+    return None
+
+
+def _is_transcript(value: object) -> bool:
+    return isinstance(value, tuple) and all(isinstance(m, _MESSAGE_TYPES) for m in value)
+
+
+_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+
+
+@cache
+def _INVISIBLE_OR_VARIANT() -> re.Pattern[str]:  # noqa: N802 - a lazily built constant
+    """Characters the rules should not see as they are: format characters (zero-width
+    spaces and joiners, soft hyphens, bidirectional marks, tags), spaces other than
+    `" "` and dashes other than `"-"`."""
+    ranges: list[list[int]] = []
+    for first, last in _WHERE_THEY_ARE:
+        for c in range(first, last):
+            if unicodedata.category(chr(c)) in _VARIANT_CATEGORIES or c == 0x2212:
+                if ranges and ranges[-1][1] == c - 1:
+                    ranges[-1][1] = c
+                else:
+                    ranges.append([c, c])
+    return re.compile(
+        "[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges) + "]"
+    )
+
+
+_VARIANT_CATEGORIES = frozenset({"Cf", "Zs", "Zl", "Zp", "Pd"})
+_WHERE_THEY_ARE = ((0x80, 0x3100), (0xFE00, 0x20000), (0xE0000, 0xE1000))
+"""The code point ranges that hold every character of `_VARIANT_CATEGORIES` (a test
+checks it against the whole of Unicode): a scan of them takes milliseconds."""
+
+
+def _plain_view(text: str) -> tuple[str, list[int]]:
+    """`text` without format characters, its other spaces and dashes made plain, and for
+    each character of that view its position in `text` (and `len(text)` at the end)."""
+    out: list[str] = []
+    where: list[int] = []
+    special = _INVISIBLE_OR_VARIANT()
+    last = 0
+    for match in special.finditer(text):
+        i = match.start()
+        if i > last:
+            out.append(text[last:i])
+            where.extend(range(last, i))
+        char = text[i]
+        category = unicodedata.category(char)
+        if category != "Cf":
+            out.append(" " if category[0] == "Z" else "-")
+            where.append(i)
+        last = i + 1
+    out.append(text[last:])
+    where.extend(range(last, len(text) + 1))
+    return "".join(out), where
 
 
 def _rule(rule: str | RedactionRule) -> RedactionRule:

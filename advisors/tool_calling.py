@@ -26,7 +26,7 @@ from ..core.manager import ToolCallingManager, ToolRound
 from ..core.messages import AssistantMessage, Message, ToolCall
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.subchain import SubchainSuspendedError, suspended_turn
+from ..core.subchain import SubchainSuspendedError, bounded_by, suspended_turn
 from ..core.suspension import PendingApproval, Suspension, SuspensionHandler
 from ..core.usage import Usage
 
@@ -54,7 +54,9 @@ class ToolCallingAdvisor(Advisor):
     resume it. Only the links after it are called again each round; the
     links before it see the whole turn once.
 
-    The returned response carries the usage of every round and, in `messages`, every
+    The returned response carries the usage of every round, including every model call
+    made inside its tool calls by a chain (a sub-agent's, also one that failed or was
+    retried; as an enclosing `BudgetAdvisor` counts them), and, in `messages`, every
     message the turn added. Streaming passes text deltas through as they arrive, hides
     tool-call fragments, and emits `ToolCallStarted` / `ToolCallFinished`, and between
     them the `ToolProgress` of tools that report it (MCP tools, chains as tools).
@@ -221,6 +223,23 @@ _FREE_CHOICES = (None, "auto", "none")
 """Tool choices that force no tool call: nothing to relax after a round."""
 
 
+class _RoundUsage:
+    """The usage of every model call made inside one round's tool calls (a chain called
+    as a tool, nested ones, retried and failed ones too): counted as each call answers,
+    as an enclosing `BudgetAdvisor` counts them (`core.subchain.EnclosingLimit`)."""
+
+    __slots__ = ("usage",)
+
+    def __init__(self) -> None:
+        self.usage = _NO_USAGE
+
+    async def before_model_call(self, request: ChatRequest) -> None:
+        return None
+
+    async def after_model_call(self, request: ChatRequest, response: ChatResponse) -> None:
+        self.usage += response.usage
+
+
 class _Turn:
     """The state of one turn of the loop: transcript so far, messages added, usage.
 
@@ -266,14 +285,17 @@ class _Turn:
     async def execute(
         self, manager: ToolCallingManager, response: ChatResponse, hooks: tuple[ToolHook, ...]
     ) -> ToolRound:
+        meter = _RoundUsage()
         try:
-            tool_round = await manager.execute(self.request, response.message, hooks=hooks)
+            with bounded_by(meter):
+                tool_round = await manager.execute(self.request, response.message, hooks=hooks)
         except ToolCallLimitExceeded as exc:
             raise ToolCallLimitExceeded(
                 str(exc),
                 tool_name=exc.tool_name,
                 messages=(*self.added, *response.messages[:-1], *exc.messages),
             ) from None
+        self.usage += meter.usage  # every model call made inside the round's tool calls
         for result in tool_round.results:
             if result.outcome == "pending":
                 return _unsaved_subchains(tool_round)
@@ -287,8 +309,6 @@ class _Turn:
         self.added.extend(response.messages)
         pending = False
         for result in tool_round.results:  # one loop, no generator: run every round
-            if isinstance(result.value, ChatResponse):  # a chain called as a tool
-                self.usage += result.value.usage
             if result.outcome == "pending":
                 pending = True
         if pending:

@@ -8,7 +8,6 @@ message.
 
 from __future__ import annotations
 
-import re
 import time
 import types
 from collections import Counter
@@ -30,6 +29,7 @@ import anyio
 
 from ._arguments import ArgumentsError, parse_arguments
 from ._progress import CallFinished, call_finished
+from ._scrub import safe_str, scrub_error_text
 from .context import ToolContext
 from .errors import ServerReportedError, ToolCallLimitExceeded, ToolExecutionError
 from .invocation import ToolHook, ToolInvocation, ToolNext, ToolResult
@@ -45,45 +45,22 @@ appends each call of a tool that is neither `read_only` nor `idempotent` as it s
 ToolErrorHandler: TypeAlias = Callable[[BaseException, ToolInvocation], str]
 """Maps a tool's exception to the text the model reads (or raises to stop the turn)."""
 
-# File paths in error messages, as the OS and repr() write them (backslashes doubled).
-_PATH_PARTS = {"SEP": r"(?:\\{1,2}|/)", "SEG": r"[^\s\\/'\"<>|*?]+"}
-
-
-def _path_pattern(template: str) -> re.Pattern[str]:
-    return re.compile(re.sub("SEP|SEG", lambda m: _PATH_PARTS[m[0]], template))
-
-
-_WINDOWS_ROOT = (
-    r"(?:(?<![\w\\])[A-Za-z]:SEP"  # C:\  C:\\  C:/
-    r"|(?<!\\)\\{2}(?:\\{2})?(?:[?.]\\{1,2}(?:[A-Za-z]:\\{1,2})?|SEGSEP))"  # \\?\C:\  \\server\
-)
-_QUOTED_PATH = _path_pattern(
-    r"(?P<q>['\"])(?:" + _WINDOWS_ROOT + r"|/[^'\"\n/]+/)(?:(?!(?P=q))[^\n])*(?P=q)"
-)
-# Outside quotes, the names before a Windows path's last separator may have spaces.
-_WINDOWS_PATH = _path_pattern(_WINDOWS_ROOT + r"(?:SEG(?: SEG)*SEP)*(?:SEG)?")
-_POSIX_PATH = re.compile(r"/(?:[^\s/\\'\"]+[/\\])+[^\s/\\'\"]*")
 _MAX_ERROR_CHARS = 500
 
 
-def redact_paths(text: str) -> str:
-    """`text` with every file path replaced by `<path>`: POSIX, Windows drive and UNC
-    paths, quoted (as `repr` shows them, with doubled backslashes and spaces) or bare."""
-    text = _QUOTED_PATH.sub(lambda m: f"{m['q']}<path>{m['q']}", text)
-    return _POSIX_PATH.sub("<path>", _WINDOWS_PATH.sub("<path>", text))
-
-
 def describe_exception(exc: BaseException) -> str:
-    """`Type: message`, with file paths redacted and the length capped: what a model may see.
+    """`Type: message`, scrubbed and capped: what a model may see.
 
-    A `ServerReportedError` with `server_text` shows that text instead, paths kept (they
-    are the server's), capped alike.
+    The message (`str(exc)`, or a stand-in when that raises) goes through
+    `scrub_error_text`: no traceback, secret values, credentials or file paths. A
+    `ServerReportedError` with `server_text` shows that text instead, scrubbed alike but
+    with its paths kept (they are the server's); capped alike.
     """
     reported = exc.server_text if isinstance(exc, ServerReportedError) else None
     if reported is not None:
-        message = reported[: _MAX_ERROR_CHARS * 8].strip()
+        message = scrub_error_text(reported[: _MAX_ERROR_CHARS * 8], keep_paths=True).strip()
     else:
-        message = redact_paths(str(exc)[: _MAX_ERROR_CHARS * 8]).strip()
+        message = scrub_error_text(safe_str(exc)[: _MAX_ERROR_CHARS * 8]).strip()
     if len(message) > _MAX_ERROR_CHARS:
         message = message[:_MAX_ERROR_CHARS] + "..."
     name = type(exc).__name__

@@ -21,7 +21,15 @@ from typing import TypeAlias
 
 from ._streams import closing_stream
 from .advisor import Advisor, CallNext, StreamNext
-from .events import ResponseCompleted, StreamEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from .events import (
+    AnswerDiscarded,
+    ResponseCompleted,
+    StreamEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolProgress,
+)
 from .messages import AssistantMessage, Message
 from .parts import ReasoningPart, TextPart, map_text
 from .request import ChatRequest
@@ -159,18 +167,26 @@ class TextTransformAdvisor(Advisor):
     """Base for advisors that rewrite the text the caller receives, on both paths.
 
     Subclasses implement `find` (the next span to rewrite) and `replace` (what it
-    becomes); optionally `rewrite_request` (what the model receives). Control flow, on
-    `call` and `stream` alike: calls `next` once with `rewrite_request(request)`, never
-    short-circuits. `call` rewrites the response (`rewrite_response`): the text of its
-    `message` and of every assistant message in `messages`, each on its own, so memory
-    outside this link stores the rewritten answer. `stream` passes every event on except
-    `TextDelta`s, which go through a `TextRewriter`: text is held back (at most
-    `hold_back - 1` characters) so that a span cut across deltas is still found, and
-    flushed when the model call's text ends (at `ToolCallStarted`, `ToolCallFinished` and
-    `ResponseCompleted`, whose response is rewritten like `call`'s); other events (tool-call
-    fragments) pass on at once, ahead of held-back text. Hence the deltas of each model
-    call concatenate to that call's rewritten message text, for any chunking, and equal
-    what `call` returns for the same model output.
+    becomes); optionally `rewrite_request` (what the model receives), `rewrite_progress`
+    (the text of running tools' progress) and `rewrite_exception` (what an exception that
+    passes through carries). Control flow, on `call` and `stream` alike: calls `next`
+    once with `rewrite_request(request)`, never short-circuits; an exception from `next`
+    is passed to `rewrite_exception` and raised again. `call` rewrites the response
+    (`rewrite_response`): the text of its `message` and of every assistant message in
+    `messages`, each on its own, so memory outside this link stores the rewritten answer.
+    `stream` passes every event on except `TextDelta`s, which go through a `TextRewriter`:
+    text is held back (at most `hold_back - 1` characters) so that a span cut across
+    deltas is still found, and flushed when the model call's text ends (at
+    `ToolCallStarted`, `ToolCallFinished` and `ResponseCompleted`, whose response is
+    rewritten like `call`'s); other events (tool-call fragments) pass on at once, ahead of
+    held-back text. Hence the deltas of each model call concatenate to that call's
+    rewritten message text, for any chunking, and equal what `call` returns for the same
+    model output. With `rewrites_progress`, `ToolProgress` events are rewritten too: their
+    `message`, and the events a chain called as a tool forwards (its text deltas through
+    a `TextRewriter` of their own per call, flushed when that call's text ends or the call
+    finishes; its tool calls' arguments, tool results and discarded-answer reasons with
+    `rewrite_progress`), and so is an `AnswerDiscarded`'s reason (held-back text is
+    flushed before it).
 
     Placed before the tool loop, the link sees the whole turn (each round's text is one
     segment); after it, each model call. Tool-call arguments are never rewritten.
@@ -199,6 +215,11 @@ class TextTransformAdvisor(Advisor):
         """Whether the answer is rewritten at all (if not, deltas pass with no hold-back)."""
         return True
 
+    @property
+    def rewrites_progress(self) -> bool:
+        """Whether `ToolProgress` events are rewritten (default: no)."""
+        return False
+
     def rewriter(self) -> TextRewriter:
         """A fresh `TextRewriter` for the answer's text."""
         return TextRewriter(
@@ -209,9 +230,22 @@ class TextTransformAdvisor(Advisor):
             lookbehind=self.lookbehind,
         )
 
+    def progress_rewriter(self) -> TextRewriter:
+        """A fresh `TextRewriter` for the text a chain called as a tool streams
+        (default: the answer's)."""
+        return self.rewriter()
+
     def rewrite_text(self, text: str) -> str:
         """The answer text `text` rewritten, as the stream would deliver it."""
         return self.rewriter().rewrite(text)
+
+    def rewrite_progress(self, text: str) -> str:
+        """A progress message (or a forwarded tool result) as the caller may see it."""
+        return self.progress_rewriter().rewrite(text)
+
+    def rewrite_exception(self, exc: Exception) -> None:
+        """Rewrite in place what `exc` carries for the caller (default: nothing); it is
+        raised again after."""
 
     def rewrite_request(self, request: ChatRequest) -> ChatRequest:
         """What the rest of the chain receives instead of `request` (default: itself)."""
@@ -237,32 +271,141 @@ class TextTransformAdvisor(Advisor):
 
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         """Rewrite the request, call the rest of the chain once, rewrite its response."""
-        response = await next(self.rewrite_request(request))
+        try:
+            response = await next(self.rewrite_request(request))
+        except Exception as exc:
+            self.rewrite_exception(exc)
+            raise
         return self.rewrite_response(response)
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
         """`call` as a stream: text deltas held back and rewritten, the rest passed on."""
-        upstream = next(self.rewrite_request(request))
-        if not self.rewrites_answer:
+        try:
+            upstream = next(self.rewrite_request(request))
+            if not self.rewrites_answer and not self.rewrites_progress:
+                async with closing_stream(upstream) as events:
+                    async for event in events:
+                        yield event
+                return
+            rewriter = self.rewriter() if self.rewrites_answer else None
+            progress = _ProgressText(self) if self.rewrites_progress else None
             async with closing_stream(upstream) as events:
                 async for event in events:
+                    if isinstance(event, TextDelta) and rewriter is not None:
+                        text = rewriter.feed(event.text)
+                        if text:
+                            yield TextDelta(text)
+                        continue
+                    if isinstance(event, ToolProgress) and progress is not None:
+                        for rewritten in progress.rewrite(event, ()):
+                            yield rewritten
+                        continue
+                    if isinstance(event, AnswerDiscarded):  # the attempt's text goes first
+                        rest = rewriter.finish() if rewriter is not None else ""
+                        if rest:
+                            yield TextDelta(rest)
+                        if progress is not None:
+                            event = replace(event, reason=self.rewrite_progress(event.reason))
+                    if isinstance(event, _SEGMENT_ENDS):
+                        rest = rewriter.finish() if rewriter is not None else ""
+                        if rest:
+                            yield TextDelta(rest)
+                        if progress is not None:
+                            ended = () if isinstance(event, ResponseCompleted) else (event.call.id,)
+                            for flushed in progress.flush(ended):
+                                yield flushed
+                        if isinstance(event, ResponseCompleted):
+                            event = ResponseCompleted(self.rewrite_response(event.response))
                     yield event
-            return
-        rewriter = self.rewriter()
-        async with closing_stream(upstream) as events:
-            async for event in events:
-                if isinstance(event, TextDelta):
-                    text = rewriter.feed(event.text)
-                    if text:
-                        yield TextDelta(text)
-                    continue
-                if isinstance(event, _SEGMENT_ENDS):
-                    rest = rewriter.finish()
-                    if rest:
-                        yield TextDelta(rest)
-                    if isinstance(event, ResponseCompleted):
-                        event = ResponseCompleted(self.rewrite_response(event.response))
-                yield event
+        except Exception as exc:
+            self.rewrite_exception(exc)
+            raise
+
+
+class _ProgressText:
+    """The `ToolProgress` events of one stream, rewritten: a `TextRewriter` per nested
+    call path (the ids of the calls that wrap a forwarded text delta, outermost first)."""
+
+    __slots__ = ("_advisor", "_open")
+
+    def __init__(self, advisor: TextTransformAdvisor) -> None:
+        self._advisor = advisor
+        self._open: dict[tuple[str, ...], TextRewriter] = {}
+
+    def rewrite(self, event: StreamEvent, path: tuple[str, ...]) -> list[StreamEvent]:
+        """What `event`, forwarded at `path` (`()`: this stream's own), becomes."""
+        advisor = self._advisor
+        if isinstance(event, ToolProgress):
+            inner = path + (event.call_id,)
+            message = None if event.message is None else advisor.rewrite_progress(event.message)
+            if event.event is None:
+                return [replace(event, message=message)]
+            nested = self.rewrite(event.event, inner)
+            if not nested:
+                if message is None and event.progress is None and event.total is None:
+                    return []
+                return [replace(event, message=message, event=None)]
+            first = replace(event, message=message, event=nested[0])
+            return [first, *(ToolProgress(event.call_id, event=e) for e in nested[1:])]
+        if not path:
+            return [event]
+        if isinstance(event, TextDelta):
+            rewriter = self._open.get(path)
+            if rewriter is None:
+                rewriter = self._open[path] = advisor.progress_rewriter()
+            text = rewriter.feed(event.text)
+            return [TextDelta(text)] if text else []
+        if isinstance(event, (*_SEGMENT_ENDS, AnswerDiscarded)):
+            out = self._flush_at(path)
+            if isinstance(event, (ToolCallStarted, ToolCallFinished)):
+                out += self._unwrap(self.flush(path + (event.call.id,)), len(path))
+            if isinstance(event, (ToolCallStarted, ToolCallFinished)):
+                # display copies of the nested chain's calls: its model may have put what
+                # its own tools returned, unredacted, into the arguments
+                arguments = advisor.rewrite_progress(event.call.arguments)
+                if arguments != event.call.arguments:
+                    call = event.call.model_copy(update={"arguments": arguments})
+                    event = replace(event, call=call)
+            if isinstance(event, ToolCallFinished):
+                content = map_text(event.result.content, advisor.rewrite_progress)
+                if content is not event.result.content:
+                    result = event.result.model_copy(update={"content": content})
+                    event = replace(event, result=result)
+            elif isinstance(event, AnswerDiscarded):
+                event = replace(event, reason=advisor.rewrite_progress(event.reason))
+            elif isinstance(event, ResponseCompleted):
+                event = ResponseCompleted(advisor.rewrite_response(event.response))
+            out.append(event)
+            return out
+        return [event]
+
+    def flush(self, prefix: tuple[str, ...]) -> list[StreamEvent]:
+        """The text held back for every path under `prefix`, as events of this stream."""
+        out: list[StreamEvent] = []
+        for path in [p for p in self._open if p[: len(prefix)] == prefix]:
+            rest = self._open.pop(path).finish()
+            if rest:
+                event: StreamEvent = TextDelta(rest)
+                for call_id in reversed(path):
+                    event = ToolProgress(call_id, event=event)
+                out.append(event)
+        return out
+
+    def _flush_at(self, path: tuple[str, ...]) -> list[StreamEvent]:
+        rewriter = self._open.pop(path, None)
+        rest = "" if rewriter is None else rewriter.finish()
+        return [TextDelta(rest)] if rest else []
+
+    @staticmethod
+    def _unwrap(events: list[StreamEvent], depth: int) -> list[StreamEvent]:
+        """`events` of this stream as seen `depth` calls down (their outer wrappers off)."""
+        out: list[StreamEvent] = []
+        for event in events:
+            for _ in range(depth):
+                assert isinstance(event, ToolProgress) and event.event is not None
+                event = event.event
+            out.append(event)
+        return out
 
 
 def _with_content(

@@ -75,6 +75,7 @@ from .http import (
     PARSE_ERRORS,
     RetryPolicy,
     error_for_status,
+    error_type_for_code,
     json_dumps,
     json_excerpt,
     plain,
@@ -573,7 +574,8 @@ def stream_error(payload: Mapping[str, Any]) -> ProviderError:
     status = _ERROR_STATUSES.get(kind or "")
     body = json_excerpt(payload)
     if status is None:
-        return ProviderError(message, body=body, provider="anthropic")
+        retryable = error_type_for_code(kind)
+        return (retryable or ProviderError)(message, body=body, provider="anthropic")
     return error_for_status(status, message, provider="anthropic", body=body)
 
 

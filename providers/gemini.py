@@ -92,6 +92,7 @@ from .http import (
     RetryPolicy,
     error_for_status,
     error_message,
+    error_type_for_code,
     json_dumps,
     json_excerpt,
     plain,
@@ -654,6 +655,8 @@ def payload_error(payload: Mapping[str, Any]) -> ProviderError:
     kind = error_type(payload)
     if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
         return error_for_status(code, message, provider=PROVIDER, body=body, kind=kind)
+    if kind is None:
+        kind = error_type_for_code(status, code)
     if kind is not None:
         return kind(message, body=body, provider=PROVIDER)
     return ProviderError(message, body=body, provider=PROVIDER)

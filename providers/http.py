@@ -328,6 +328,68 @@ ErrorType = Callable[[int, Any], type[ProviderError] | None]
 (already redacted); `None`: the status decides (`WireFormat.error_type`)."""
 
 
+RATE_LIMIT_CODES = frozenset(
+    {
+        "rate_limit_exceeded",
+        "rate_limit_error",
+        "rate_limited",
+        "too_many_requests",
+        "requests_limit_exceeded",
+        "tokens_limit_exceeded",
+        "resource_exhausted",
+        "429",
+    }
+)
+"""In-band error codes and types (any provider's) that mean "too many requests"."""
+
+UNAVAILABLE_CODES = frozenset(
+    {
+        "server_error",
+        "internal_error",
+        "internal_server_error",
+        "internal",
+        "api_error",
+        "overloaded",
+        "overloaded_error",
+        "server_overloaded",
+        "engine_overloaded",
+        "service_unavailable",
+        "unavailable",
+        "bad_gateway",
+        "gateway_timeout",
+        "timeout",
+        "deadline_exceeded",
+        "vector_store_timeout",
+        "500",
+        "502",
+        "503",
+        "504",
+        "529",
+    }
+)
+"""In-band error codes and types that mean the provider is down or overloaded for now."""
+
+
+def error_type_for_code(*codes: object) -> type[ProviderError] | None:
+    """The retryable class an in-band error's `code` or `type` names (the first of
+    `codes` that names one): `RateLimitError` (`too_many_requests`,
+    `rate_limit_exceeded`, `RESOURCE_EXHAUSTED`, ...) or `ProviderUnavailableError`
+    (`server_error`, `overloaded_error`, `UNAVAILABLE`, ...); `None` for any other.
+    Every provider reads its stream's `error` events with it, so a rate limit is a
+    `RateLimitError` whichever API reports it."""
+    for code in codes:
+        if isinstance(code, int) and not isinstance(code, bool):
+            code = str(code)
+        if not isinstance(code, str) or len(code) > 64:
+            continue
+        key = code.strip().lower().replace("-", "_").replace(" ", "_")
+        if key in RATE_LIMIT_CODES:
+            return RateLimitError
+        if key in UNAVAILABLE_CODES:
+            return ProviderUnavailableError
+    return None
+
+
 def error_for_status(
     status: int,
     message: str,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
-from functools import partial
+import json
+from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 import anyio
 import httpx
 
+from ..core._scrub import safe_str
 from ..core.errors import AdvisorChainError, StreamInterruptedError
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.request import ChatRequest
@@ -30,13 +31,31 @@ from .http import (
 from .sse import SSEDecoder
 from .wire import StreamReader, WireCall, WireFormat
 
-_T = TypeVar("_T")
 _STREAM_FAILURES: tuple[type[Exception], ...] = (*PARSE_ERRORS, StreamInterruptedError)
 
 END_OF_STREAM_GRACE = 0.25
 """Seconds a stream's body may take to end after its end marker (`data: [DONE]`,
 `message_stop`). Reading it to the end lets the connection be reused; a server that
 keeps the connection open past this is cut off, so the answer never waits on it."""
+
+
+_BODY_FAILURES: tuple[type[Exception], ...] = (*_STREAM_FAILURES, RecursionError)
+_HEAD_BYTES = 4096
+"""How much of a streamed body is kept, to read when it turns out not to be a stream (an
+in-band JSON error) or to show (an HTML page)."""
+
+
+def _not_an_event_stream(response: httpx.Response, head: bytes | bytearray) -> str | None:
+    """The start of the body, as text, if the response is not an event stream: its
+    content type says another, or (without one) no event field starts its body."""
+    content_type = response.headers.get("content-type", "").lower()
+    text = bytes(head).decode("utf-8", errors="replace")
+    if content_type:
+        if "event-stream" in content_type:
+            return None
+    elif not text.strip() or any(f in text for f in ("data:", "event:", "id:", "retry:")):
+        return None
+    return " ".join(text.split())
 
 
 async def _drain(chunks: AsyncIterator[bytes]) -> None:
@@ -189,11 +208,14 @@ class HTTPChatModel:
         receive = state.receive
         decoder = SSEDecoder()
         chunks = response.aiter_bytes()
+        head = bytearray()  # the body's start, to say what came when it is not a stream
         try:
             broken: BaseException | None = None
             failure: BaseException | None = None  # what `receive` raised but a ProviderError
             try:
                 async for chunk in chunks:
+                    if len(head) < _HEAD_BYTES:
+                        head += chunk[: _HEAD_BYTES - len(head)]
                     for kind, data, _, _ in decoder.feed_fields(chunk):
                         try:  # `_read`, inlined: this runs for every event
                             deltas = receive(data, kind)
@@ -210,22 +232,35 @@ class HTTPChatModel:
                         break
                 else:
                     for kind, data, _, _ in decoder.close_fields():
-                        for delta in self._read(partial(receive, data, kind), key):
+                        try:
+                            deltas = receive(data, kind)
+                        except ProviderError:
+                            raise  # redacted below
+                        except _STREAM_FAILURES as exc:
+                            failure = exc
+                            break
+                        for delta in deltas:
                             yield delta
                         if state.done:
                             break
             except (httpx.HTTPError, httpx.StreamError) as exc:
                 broken = exc
+            if failure is None and broken is None:
+                if state.done:
+                    await _drain(chunks)
+                try:
+                    completed = ResponseCompleted(state.response())
+                except ProviderError:
+                    raise  # redacted below
+                except _STREAM_FAILURES as exc:
+                    failure = exc
             if failure is not None:  # raised here, outside `except`, to chain only a safe cause
-                raise self._failure(failure, key) from safe_cause(failure, key)
+                raise self._failure(failure, key, response, head) from safe_cause(failure, key)
             if broken is not None:
                 raise ProviderStreamError(
                     f"{self.provider_name}: the stream broke off ({type(broken).__name__})",
                     provider=self.provider_name,
                 ) from safe_cause(broken, key)
-            if state.done:
-                await _drain(chunks)
-            completed = ResponseCompleted(self._read(state.response, key))
         except AdvisorChainError as exc:
             redact_error(exc, key)  # an error event may quote the request
             raise
@@ -235,20 +270,51 @@ class HTTPChatModel:
                 await response.aclose()
         yield completed
 
-    def _read(self, step: Callable[[], _T], key: str | None) -> _T:
-        """`step()`: reading the stream, whose failures all become `ProviderError`s
-        (`ProviderStreamError` for what is not one already) that do not show `key`."""
+    def _in_band_error(self, head: bytes | bytearray) -> ProviderError | None:
+        """The API's own error, if the (whole) body is one of its JSON error bodies."""
+        if len(head) >= _HEAD_BYTES:
+            return None  # cut: not the whole body
         try:
-            return step()
+            payload = json.loads(bytes(head))
+            self.wire.parse(payload)
         except ProviderError as exc:
-            redact_error(exc, key)
-            raise
-        except _STREAM_FAILURES as exc:
-            cause: BaseException = exc
-        raise self._failure(cause, key) from safe_cause(cause, key)
+            return exc
+        except _BODY_FAILURES:
+            return None
+        return None
 
-    def _failure(self, cause: BaseException, key: str | None) -> ProviderStreamError:
-        detail = redact(str(cause), key) or type(cause).__name__
+    def _failure(
+        self,
+        cause: BaseException,
+        key: str | None,
+        response: httpx.Response | None = None,
+        head: bytes | bytearray = b"",
+    ) -> ProviderError:
+        """One error for a stream that could not be read, saying why once: the
+        provider's name leads its message once (a wire reader's own prefix is dropped).
+        A body that is not an event stream at all is read as the API's JSON error when
+        it is one (the typed error the call path raises: `RateLimitError`, ...), else
+        named as such with its content type and start (`body`): an HTML page with
+        status 200 from a proxy."""
+        name = self.provider_name
+        if response is not None:
+            excerpt = _not_an_event_stream(response, head)
+            if excerpt is not None:
+                in_band = self._in_band_error(head)
+                if in_band is not None:
+                    return in_band
+                content_type = response.headers.get("content-type") or "no content type"
+                excerpt = redact(excerpt, key)
+                return ProviderStreamError(
+                    f"{name}: the response is not an event stream ({content_type}): "
+                    f"{excerpt[:120]!r}",
+                    status_code=response.status_code,
+                    body=excerpt,
+                    provider=name,
+                )
+        detail = redact(safe_str(cause), key) or type(cause).__name__
+        for prefix in {f"{name}: ", f"{self.wire.provider}: "}:
+            detail = detail.removeprefix(prefix)
         if not isinstance(cause, StreamInterruptedError):
             detail = f"unexpected stream data ({type(cause).__name__}: {detail})"
-        return ProviderStreamError(f"{self.provider_name}: {detail}", provider=self.provider_name)
+        return ProviderStreamError(f"{name}: {detail}", provider=name)

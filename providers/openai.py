@@ -68,6 +68,7 @@ from .http import (
     RetryPolicy,
     error_for_status,
     error_message,
+    error_type_for_code,
     json_dumps,
     json_excerpt,
     json_loads,
@@ -462,7 +463,8 @@ def _payload_error(payload: Mapping[str, Any]) -> ProviderError:
     body = json_excerpt(payload)
     if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
         return error_for_status(code, message, provider="openai", body=body)
-    return ProviderError(message, body=body, provider="openai")
+    kind = error_type_for_code(code, error.get("type") if isinstance(error, Mapping) else None)
+    return (kind or ProviderError)(message, body=body, provider="openai")
 
 
 def _event_error(data: str) -> ProviderError:

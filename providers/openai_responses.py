@@ -86,7 +86,15 @@ from .errors import (
     ProviderUnavailableError,
     RateLimitError,
 )
-from .http import PARSE_ERRORS, RetryPolicy, error_message, json_excerpt, plain, token_count
+from .http import (
+    PARSE_ERRORS,
+    RetryPolicy,
+    error_message,
+    error_type_for_code,
+    json_excerpt,
+    plain,
+    token_count,
+)
 from .http_model import HTTPChatModel
 from .wire import WireCall, WireFormat, event_object
 
@@ -439,7 +447,9 @@ def response_error(error: Any, payload: Any = None) -> ProviderError:
     message = f"{PROVIDER}: {detail or 'the response failed'}"
     if isinstance(code, str) and code:
         message += f" ({code})"
-    kind = _ERROR_TYPES.get(code, BadRequestError) if isinstance(code, str) else ProviderError
+    kind = error_type_for_code(code, error.get("type") if isinstance(error, Mapping) else None)
+    if kind is None:
+        kind = _ERROR_TYPES.get(code, BadRequestError) if isinstance(code, str) else ProviderError
     return kind(
         message, body=json_excerpt(payload if payload is not None else error), provider=PROVIDER
     )

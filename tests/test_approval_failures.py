@@ -169,3 +169,22 @@ async def test_a_sync_callback_runs_in_a_worker_thread_unless_inline(run_inline:
     await chain.call("pay")
     assert sent == [(SECRET, 990001)]
     assert (threads == [threading.get_ident()]) is run_inline
+
+
+class UnprintableError(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no str for you")
+
+
+@pytest.mark.issue32(7)
+@pytest.mark.anyio
+async def test_an_approver_whose_error_cannot_be_printed_fails_closed(path: str) -> None:
+    def broken(request: ApprovalRequest) -> Decisions:
+        raise UnprintableError()
+
+    sent: list[tuple[str, int]] = []
+    chain = bank_chain(CallbackApprover(broken, name="reviewers"), sent)
+    await run(chain, path)
+    assert sent == []
+    [result] = tool_results(chain)
+    assert result.is_error

@@ -40,7 +40,7 @@ from advisorchain import (
     ToolResult,
     UserMessage,
 )
-from advisorchain.advisors import ConsoleApprover
+from advisorchain.advisors import ConsoleApprover, RedactionAdvisor, RedactionRule
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.toolsets import (
     ElicitationAnswer,
@@ -177,6 +177,19 @@ async def test_progress_arrives_as_tool_progress_events_between_start_and_finish
     assert all(started < events.index(e) < finished for e in progress)
     assert _tool_messages(response)[0].text == "done after 3 steps"
     assert response.text == "ok"
+
+
+@pytest.mark.issue32(3)
+@pytest.mark.anyio
+async def test_mcp_progress_messages_are_redacted(errlog: TextIO) -> None:
+    redaction = RedactionAdvisor([RedactionRule("step", r"step \d")])
+    async with _rich(errlog) as toolset:
+        model = ScriptedChatModel([_call("slow", "c7", steps=2), "ok"])
+        chain = Chain([redaction, ToolCallingAdvisor()], model=model, tools=await toolset.tools())
+        events = [e async for e in chain.stream("go")]
+    progress = [e for e in events if isinstance(e, ToolProgress)]
+    assert [e.message for e in progress] == ["[REDACTED:step]"] * 2
+    assert [e.progress for e in progress] == [1.0, 2.0]
 
 
 @pytest.mark.anyio

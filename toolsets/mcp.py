@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from ..core._progress import bound_reporter
+from ..core._scrub import long_values, safe_str, scrub_error_text
 from ..core.context import ToolContext
 from ..core.errors import (
     AdvisorChainError,
@@ -193,8 +194,6 @@ _LOG_LEVELS: Mapping[str, int] = {
 _MAX_LOG_CHARS = 2000
 _MAX_PROGRESS_MESSAGE = 1000
 _MAX_SERVER_TEXT = 2000
-_SECRET_NAMES = ("KEY", "TOKEN", "SECRET", "PASS", "AUTH", "CREDENTIAL", "COOKIE", "SESSION")
-_MIN_SECRET_CHARS = 6
 _MAX_TOOLS = 10_000
 server_logger = logging.getLogger("advisorchain.mcp.server")
 """Where the servers' log messages go (`notifications/message`), at the mapped level."""
@@ -882,17 +881,13 @@ class McpToolset:
         return None
 
     def _server_text(self, text: str) -> str:
-        """A server's error text as the model may read it: bounded, without a traceback,
-        and with the values this process gave the server (`env`, `headers`) or holds in
-        secret-looking environment variables replaced by `<redacted>`."""
-        text = str(text)[:_MAX_SERVER_TEXT]
-        cut = text.find("Traceback (most recent call last)")
-        if cut >= 0:
-            text = text[:cut].rstrip() + " [traceback removed]"
-        secrets = [*self._given_values, *_secret_environment()]
-        for value in sorted(set(secrets), key=len, reverse=True):
-            text = text.replace(value, "<redacted>")
-        return text
+        """A server's error text as the model may read it: bounded and scrubbed as a
+        local tool's error is (`core._scrub.scrub_error_text`: no traceback, secrets,
+        credentials), with the values this process gave the server (`env`, `headers`)
+        replaced too; its paths are kept (they are the server's)."""
+        return scrub_error_text(
+            str(text)[:_MAX_SERVER_TEXT], secrets=self._given_values, keep_paths=True
+        )
 
     def _connection_lost(self, exc: BaseException) -> McpConnectionError:
         self._lost = f"the connection to MCP server {self.name!r} was lost ({_describe(exc)})"
@@ -907,19 +902,7 @@ _T = TypeVar("_T")
 
 def _long_values(values: Mapping[str, str] | None) -> tuple[str, ...]:
     """The values (and their words: `Bearer <token>`) long enough to be worth scrubbing."""
-    found: list[str] = []
-    for value in (values or {}).values():
-        found.extend(w for w in (str(value), *str(value).split()) if len(w) >= _MIN_SECRET_CHARS)
-    return tuple(found)
-
-
-def _secret_environment() -> list[str]:
-    """The values of this process's environment variables whose names look secret."""
-    return [
-        value
-        for name, value in os.environ.items()
-        if len(value) >= _MIN_SECRET_CHARS and any(s in name.upper() for s in _SECRET_NAMES)
-    ]
+    return long_values((values or {}).values())
 
 
 def _short(text: str | None, limit: int = 2000) -> str | None:
@@ -1002,7 +985,7 @@ def _hide_arguments(schema: Mapping[str, Any], hidden: Collection[str]) -> dict[
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         return _describe(exc.exceptions[0])
-    message = str(exc).strip()
+    message = safe_str(exc).strip()
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 

@@ -15,6 +15,7 @@ from typing import Any, TypeAlias, TypeGuard
 import anyio
 
 from ...core._arguments import parse_argument_object
+from ...core._scrub import safe_str
 from ...core.advisor import Advisor, ToolNext
 from ...core.context import ToolContext
 from ...core.invocation import ToolInvocation, ToolResult
@@ -542,7 +543,7 @@ class ApprovalAdvisor(Advisor):
             return self._fail_closed(request, f"no decision within {self.timeout:g} s")
         except Exception as exc:
             return self._fail_closed(
-                request, f"the approver failed ({type(exc).__name__})", f"{exc!s:.500}"
+                request, f"the approver failed ({type(exc).__name__})", safe_str(exc)[:500]
             )
         ids = [c.id for c in request.calls]
         kind = type(answer)  # exact classes first: a negative isinstance of an ABC costs more
