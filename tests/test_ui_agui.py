@@ -192,6 +192,16 @@ async def test_the_client_cannot_supply_tool_context_tools_or_system_prompt() ->
         ({}, None, UiLimits(max_messages=0), 413),
         ({}, {"threadId": "t", "runId": "r", "messages": [{"role": "user"}]}, UiLimits(), 422),
         ({}, {"threadId": "t", "messages": []}, UiLimits(), 422),
+        # a DNS-rebinding page: its origin matches its host, which is not a loopback name
+        (
+            {"host": "evil.example:8000", "origin": "http://evil.example:8000"},
+            None,
+            UiLimits(),
+            421,
+        ),
+        ({"host": "shop.example"}, None, UiLimits(allowed_hosts={"shop.example"}), 200),
+        ({"host": "shop.example"}, None, UiLimits(allowed_hosts=None), 200),
+        ({"host": "[::1]:8000"}, None, UiLimits(), 200),
     ],
 )
 async def test_requests_are_checked_at_the_door(

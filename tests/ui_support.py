@@ -15,7 +15,15 @@ from advisorchain.core.request import ChatRequest
 from advisorchain.providers import Reply, ScriptedChatModel
 from advisorchain.providers.scripted import ReplyFunction
 
-__all__ = ["REFUND_SCRIPT", "refund_reply", "SECRET", "post_sse", "refund_chain", "server_tools"]
+__all__ = [
+    "REFUND_SCRIPT",
+    "refund_reply",
+    "SECRET",
+    "post_sse",
+    "refund_chain",
+    "seen_context",
+    "server_tools",
+]
 
 SECRET = "sk-tenant-secret-7f3a"
 """A tool-context value that must never reach a client."""

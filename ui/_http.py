@@ -44,11 +44,17 @@ class UiLimits:
     `allowed_origins`: the browser origins (`scheme://host:port`) besides the app's own
     host that may call it; a request with any other `Origin` header is refused (403). A
     request without `Origin` (a server-side client, `curl`) is accepted.
+
+    `allowed_hosts`: the names the request's `Host` header may give (any port); others are
+    refused (421), which stops a DNS-rebinding page whose origin would match its own host.
+    The default is the loopback names; give the names a deployment is reached by, or
+    `None` to accept any.
     """
 
     max_body_bytes: int = 1_000_000
     max_messages: int = 200
     allowed_origins: Collection[str] = ()
+    allowed_hosts: Collection[str] | None = ("127.0.0.1", "localhost", "[::1]", "::1")
 
 
 class RequestRejected(Exception):
@@ -67,15 +73,27 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def _hostname(host: str | None) -> str | None:
+    """The name of a `Host` header, without its port (`[::1]:80` -> `[::1]`)."""
+    if host is None:
+        return None
+    if host.startswith("["):
+        return host[: host.find("]") + 1]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
 def check_origin(scope: Scope, limits: UiLimits) -> None:
-    """Refuse (403) a browser request from an origin that is neither the app's own host
-    nor one of `limits.allowed_origins`: another site's page cannot drive the chain."""
+    """Refuse a request for a host not in `limits.allowed_hosts` (421), and a browser
+    request from an origin that is neither the app's own host nor one of
+    `limits.allowed_origins` (403): another site's page cannot drive the chain."""
+    host = _header(scope, b"host")
+    if limits.allowed_hosts is not None and _hostname(host) not in limits.allowed_hosts:
+        raise RequestRejected(421, "host not allowed")
     origin = _header(scope, b"origin")
     if origin is None:
         return
     if origin in limits.allowed_origins:
         return
-    host = _header(scope, b"host")
     if host is not None and origin in (f"http://{host}", f"https://{host}"):
         return
     raise RequestRejected(403, "origin not allowed")
