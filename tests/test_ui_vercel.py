@@ -178,3 +178,54 @@ def test_messages_convert_both_ways() -> None:
     back = to_ui_messages(messages)
     assert [m["role"] for m in back] == ["user", "assistant"]
     assert from_ui_messages(back) == messages
+
+
+async def test_a_client_that_goes_away_cancels_the_turn() -> None:
+    import anyio
+
+    from advisorchain import ToolCallingAdvisor, tool
+
+    started = anyio.Event()
+    cancelled: list[bool] = []
+
+    @tool
+    async def wait_forever() -> str:
+        """Never ends."""
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.append(True)
+        return "unreachable"
+
+    chain = Chain(
+        [ToolCallingAdvisor()],
+        model=ScriptedChatModel([ToolCall.from_arguments("wait_forever", {}, id="w"), "never"]),
+        tools=[wait_forever],
+    )
+    body = json.dumps(chat_body([USER])).encode()
+    sent: list[Any] = []
+    calls = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return {"type": "http.request", "body": body, "more_body": False}
+        await started.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/",
+        "headers": [(b"content-type", b"application/json"), (b"host", b"127.0.0.1")],
+    }
+    with anyio.fail_after(10):
+        await VercelChatApp(chain)(scope, receive, send)
+    assert cancelled == [True]
+    frames = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    assert b'"finish"' not in frames and b"tool-input-start" in frames
