@@ -86,7 +86,7 @@ async def _serve(app: Any, body: dict[str, Any], on_frame: Callable[[Any], None]
         "type": "http",
         "method": "POST",
         "path": "/",
-        "headers": [(b"content-type", b"application/json")],
+        "headers": [(b"content-type", b"application/json"), (b"host", b"127.0.0.1:8000")],
     }
     with anyio.fail_after(10):
         await app(scope, receive, send)
