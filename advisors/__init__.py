@@ -2,7 +2,6 @@
 (approvers, approval and memory stores, tool-search indexes)."""
 
 from ..core._exports import publish
-from ..core.text_transform import Span, TextRewriter, TextTransformAdvisor
 from .approval import (
     ApprovalAdvisor,
     ApprovalAlreadyResolved,
@@ -18,16 +17,11 @@ from .approval import (
     Defer,
     DeferredApprover,
     InMemoryApprovalStore,
-    InvalidApprovalDecisions,
     InvalidApprovalRecord,
-    PendingApproval,
     PostgresApprovalStore,
     Reject,
-    ResumedCall,
-    Resumption,
     SQLiteApprovalStore,
     StandingRule,
-    Suspension,
 )
 from .budget import (
     BudgetAdvisor,
@@ -37,6 +31,15 @@ from .budget import (
     InMemoryBudgetStore,
     ModelPrice,
 )
+from .compaction import (
+    ClearToolResults,
+    CompactionAdvisor,
+    CompactionBoundary,
+    CompactionBoundaryStore,
+    CompactionError,
+    NativeCompaction,
+)
+from .guardrails import GuardrailAdvisor, GuardrailTripped, model_judge
 from .logging import LoggingAdvisor
 from .memory import (
     ChatMemoryStore,
@@ -51,6 +54,7 @@ from .memory import (
 from .redaction import RedactionAdvisor, RedactionBlocked, RedactionRule
 from .small_model import SmallModelAdvisor
 from .structured_output import StructuredOutputAdvisor, StructuredOutputError
+from .text_transform import Span, TextRewriter, TextTransformAdvisor
 from .tool_cache import ToolResultCacheAdvisor
 from .tool_calling import ToolCallingAdvisor
 from .tool_retry import ExponentialBackoff, ToolRetryAdvisor
@@ -58,6 +62,7 @@ from .tool_search import (
     EmbeddingIndex,
     HybridIndex,
     KeywordIndex,
+    ProactiveSearch,
     RegexIndex,
     ToolIndex,
     ToolSearchAdvisor,
@@ -80,6 +85,11 @@ __all__ = [
     "CallbackApprover",
     "ChatMemoryStore",
     "ChatMemoryStoreError",
+    "ClearToolResults",
+    "CompactionAdvisor",
+    "CompactionBoundary",
+    "CompactionBoundaryStore",
+    "CompactionError",
     "ConsoleApprover",
     "ConversationIdError",
     "ConversationSpend",
@@ -87,26 +97,26 @@ __all__ = [
     "DeferredApprover",
     "EmbeddingIndex",
     "ExponentialBackoff",
+    "GuardrailAdvisor",
+    "GuardrailTripped",
     "HybridIndex",
     "InMemoryApprovalStore",
     "InMemoryBudgetStore",
     "InMemoryChatMemoryStore",
-    "InvalidApprovalDecisions",
     "InvalidApprovalRecord",
     "KeywordIndex",
     "LoggingAdvisor",
     "MemoryAdvisor",
     "ModelPrice",
-    "PendingApproval",
+    "NativeCompaction",
     "PostgresApprovalStore",
     "PostgresChatMemoryStore",
+    "ProactiveSearch",
     "RedactionAdvisor",
     "RedactionBlocked",
     "RedactionRule",
     "RegexIndex",
     "Reject",
-    "ResumedCall",
-    "Resumption",
     "SQLiteApprovalStore",
     "SQLiteChatMemoryStore",
     "SmallModelAdvisor",
@@ -114,7 +124,6 @@ __all__ = [
     "StandingRule",
     "StructuredOutputAdvisor",
     "StructuredOutputError",
-    "Suspension",
     "TextRewriter",
     "TextTransformAdvisor",
     "ToolCallingAdvisor",
@@ -123,6 +132,7 @@ __all__ = [
     "ToolRetryAdvisor",
     "ToolSearchAdvisor",
     "TracingAdvisor",
+    "model_judge",
     "trim_history",
 ]
 

@@ -8,15 +8,16 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, runtime_checkable
 
+from ..core._checks import require_number
 from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
 from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta
 from ..core.invocation import ToolInvocation, ToolResult
+from ..core.limits import bounded_by
 from ..core.messages import Message, ToolMessage, UserMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.subchain import bounded_by
 from ..core.usage import Usage
 from .memory import ConversationIdError
 
@@ -221,6 +222,21 @@ class BudgetAdvisor(Advisor):
             max_conversation_tokens,
             max_conversation_cost,
         )
+        for label, value in zip(
+            (
+                "max_input_tokens",
+                "max_output_tokens",
+                "max_total_tokens",
+                "max_model_calls",
+                "max_seconds",
+                "max_cost",
+                "max_conversation_tokens",
+                "max_conversation_cost",
+            ),
+            limits,
+            strict=True,
+        ):
+            require_number(value, label, optional=True)
         if any(v is not None and v < 0 for v in limits):
             raise ValueError("budget limits cannot be negative")
         if max_model_calls == 0:
@@ -588,3 +604,14 @@ def _final(response: ChatResponse, answered: tuple[Message, ...], earlier: Usage
         usage=earlier + response.usage,
         messages=(*answered, *response.messages[:-1], message),
     )
+
+
+__all__ = [
+    "DEFAULT_WRAP_UP",
+    "BudgetAdvisor",
+    "BudgetExceeded",
+    "BudgetStore",
+    "ConversationSpend",
+    "InMemoryBudgetStore",
+    "ModelPrice",
+]

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from types import FrameType
 from typing import Any, TypeAlias
 
+from ..core._checks import require_number
 from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
 from ..core.events import ResponseCompleted, StreamEvent
@@ -76,8 +77,13 @@ class LoggingAdvisor(Advisor):
         max_content_chars: int = 2000,
         provider_name: str | None = None,
     ) -> None:
-        if max_content_chars < 1:
-            raise ValueError("max_content_chars must be at least 1")
+        require_number(max_content_chars, "max_content_chars", minimum=1, integer=True)
+        if logger is not None and not isinstance(logger, logging.Logger):
+            raise TypeError(
+                f"logger must be a logging.Logger (logging.getLogger(name)), not {logger!r:.80}"
+            )
+        for name, value in (("level", level), ("error_level", error_level)):
+            require_number(value, name, integer=True)
         self.logger = logger if logger is not None else logging.getLogger(LOGGER_NAME)
         self.level = level
         self.error_level = max(level, error_level)

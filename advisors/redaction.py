@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal, TypeAlias
 
+from ..core._checks import require_number
 from ..core._scrub import API_KEY_PATTERN
 from ..core.advisor import ToolNext
 from ..core.errors import AdvisorChainError
@@ -20,7 +21,7 @@ from ..core.messages import AssistantMessage, Message, SystemMessage, ToolMessag
 from ..core.parts import map_text
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.text_transform import Span, TextRewriter, TextTransformAdvisor
+from .text_transform import Span, TextRewriter, TextTransformAdvisor
 
 Strategy: TypeAlias = Literal["redact", "mask", "hash", "block"]
 """What a match becomes: `[REDACTED:email]`, `****.***@*******.com`, `[email:3f2a9c1b0e4d]`,
@@ -229,8 +230,9 @@ class RedactionAdvisor(TextTransformAdvisor):
         unknown = self.apply_to - set(_TARGETS)
         if unknown:
             raise ValueError(f"unknown apply_to {sorted(unknown)}; use some of {_TARGETS}")
-        if mask_keep < 0:
-            raise ValueError("mask_keep must be at least 0")
+        require_number(mask_keep, "mask_keep", minimum=0, integer=True)
+        require_number(hold_back, "hold_back", minimum=1, integer=True)
+        require_number(max_match, "max_match", minimum=1, integer=True, optional=True)
         self.mask_keep = mask_keep
         self._salt = hash_salt.encode() if isinstance(hash_salt, str) else hash_salt
         self.hold_back = hold_back
@@ -378,7 +380,7 @@ class RedactionAdvisor(TextTransformAdvisor):
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
         """Redact every tool result (with `tool` in `apply_to`) before the model reads it."""
         result = await next(invocation)
-        if "tool" not in self.apply_to or result.outcome == "pending":
+        if "tool" not in self.apply_to or result.outcome == "deferred":
             return result
         try:
             content = map_text(result.content, lambda text: self.redact(text, "tool"))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import replace
+from typing import Literal
 
 from ..core._arguments import ArgumentsError, parse_arguments
 from ..core._streams import closing_stream
@@ -31,33 +33,66 @@ RESULTS_HEADING = "Results of your tool calls:"
 NOT_DONE = "FAILED, NOT DONE"
 """How a failed or rejected call reads in that message."""
 
+DONE = "DONE, approved by the customer"
+"""How a call that needed approval and succeeded reads in that message."""
+
 ANSWER_INSTRUCTION = "Answer my question in one or two plain sentences, using only these results."
+DONE_INSTRUCTION = "Say plainly what was done."
 NOT_DONE_INSTRUCTION = "Say plainly what was not done and why; never say that it was done."
-SEARCH_INSTRUCTION = (
-    "Now call the tool that does what I asked: one of these, or one of your other tools."
+CONTINUE_INSTRUCTION = (
+    "If one of your tools does exactly what I asked, call it; otherwise answer my question."
 )
+"""After a round that only looked (tool search, a check before an action): neutral, it names
+no tool and pushes toward no action the user did not ask for."""
+LOOKUP_FAILED_INSTRUCTION = (
+    "If another of your tools can answer my question, call it; otherwise say plainly what "
+    "could not be looked up."
+)
+"""After a round of look-ups that all failed, while the model may still call a tool."""
+UNKNOWN_TOOL_INSTRUCTION = (
+    "That tool does not exist. Call one of your tools, or say that you cannot help with that."
+)
+
+_EXCEPTION_NAME = re.compile(
+    r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Z]\w*(?:Error|Exception))"
+    r"\s*:\s*"
+)
+"""A leading exception class name, `OrderNotFound: ` or `builtins.ValueError: `."""
 
 
 class SmallModelAdvisor(Advisor):
     """Adapts each model call for a small model; place it anywhere in a chain with a tool loop.
 
-    Three measured adaptations (see benchmarks/README.md, "Demo quality"):
+    The measured adaptations (see benchmarks/README.md, "Demo quality"):
 
-    - **Tool results as text.** Every tool round of the transcript the model sees becomes one
-      user message: `name(arguments) returned: ...`, a failed or rejected call as
-      `name(arguments) FAILED, NOT DONE: reason`, then an instruction to answer (and, after
-      a failure, to say it was not done). A 0.5B model shown its own `<tool_call>` and a
-      `<tool_response>` tends to call the tool again instead of answering.
+    - **Tool results as text.** Every tool round of the current turn (since the last user
+      message) becomes one user message: `name(arguments) returned: ...`, a call that
+      needed approval and succeeded as `name(arguments) DONE, approved by the customer:
+      ...`, a failed or rejected call as `name(arguments) FAILED, NOT DONE: reason` (an
+      exception class name in the reason is dropped), then an instruction to answer, to
+      say what was done, or what was not. A 0.5B model shown its own `<tool_call>` and a
+      `<tool_response>` in the current turn tends to call the tool again instead of answering.
+    - **Earlier turns as the chat template shows them** (`history="native"`, the default):
+      the tool rounds of earlier turns keep their tool calls and tool results, which the
+      model's chat template renders in its own tool format. Shown as a user message
+      followed by an answer (`history="text"`, the former rendering) they teach the model
+      to answer later questions from the conversation instead of calling a tool.
     - **A bounded number of tool rounds.** Once the turn has had `max_rounds` rounds, the
       model call gets `tool_choice="none"`, so the model must answer. Rounds that only call
       `uncounted_tools` (tool search's `search_tools`) are not counted: finding a tool and
-      calling it is one round.
+      calling it is one round; nor is the turn's first round that only calls tools that are
+      not attached (the model reads "unknown tool; available: ..." and may call a real one)
+      or only look-ups (`read_only` tools) that all failed.
     - **A system prefix.** `system_prefix` goes first in the leading system message (by
       default Qwen's own sentence; `None` for other models).
     - **Search first** (`search_first`, the name of tool search's tool; off by default).
       The turn's first step is a call of that tool with the user's words, made without
       asking the model (a 0.5B model rarely thinks of searching), so the tools found are
       attached when the model is first asked. Searches are not counted as rounds.
+
+    Nothing it adds names a tool to call or urges an action: after a round that only
+    looked, the model reads "if one of your tools does exactly what I asked, call it;
+    otherwise answer".
 
     Only the copy sent to the model changes: the turn's messages, what the caller stores and
     the tool loop's own transcript keep the real tool calls and results. Everything added is
@@ -67,10 +102,11 @@ class SmallModelAdvisor(Advisor):
     every advisor), so it sees every model call of every round wherever it is placed. Each
     call is passed on once, rewritten. A call with tools off but their definitions still
     attached (a local model keeps them, see `LlamaCppChatModel`) may still get a tool call
-    written as text: it is dropped (on `stream`, such text is held back, never shown), and
-    if no text remains, the call is passed on once more with no tools attached. With
-    `search_first`, the turn's first call is answered with the search call instead, without
-    calling the model (the only short-circuit). It never loops otherwise or executes tools.
+    written as text (to any name): it is dropped (on `stream`, such text is held back,
+    never shown), and if no text remains, the call is passed on once more with no tools
+    attached. With `search_first`, the turn's first call is answered with the search call
+    instead, without calling the model (the only short-circuit). It never loops otherwise
+    or executes tools.
     """
 
     def __init__(
@@ -79,14 +115,18 @@ class SmallModelAdvisor(Advisor):
         max_rounds: int = 1,
         system_prefix: str | None = QWEN_SYSTEM_PREFIX,
         results_as_text: bool = True,
+        history: Literal["native", "text"] = "native",
         uncounted_tools: Iterable[str] = ("search_tools",),
         search_first: str | None = None,
     ) -> None:
         if max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
+        if history not in ("native", "text"):
+            raise ValueError("history must be 'native' or 'text'")
         self.max_rounds = max_rounds
         self.system_prefix = system_prefix
         self.results_as_text = results_as_text
+        self.history = history
         self.uncounted_tools = frozenset(uncounted_tools)
         self.search_first = search_first
 
@@ -102,20 +142,46 @@ class SmallModelAdvisor(Advisor):
             request = request.with_options(tool_choice="none")
         messages = request.messages
         if self.results_as_text:
-            messages = self._results_as_text(messages)
+            start = request.last_user_index + 1 if self.history == "native" else 0
+            approved = frozenset(t.name for t in request.tools if t.requires_approval)
+            lookups = (
+                frozenset(t.name for t in request.tools if t.read_only)
+                if request.options.tool_choice != "none"
+                else frozenset()
+            )
+            rewritten = self._results_as_text(messages[start:], approved, lookups)
+            messages = (*messages[:start], *rewritten)
         if self.system_prefix:
             messages = _with_prefix(messages, self.system_prefix)
-        return request if messages is request.messages else request.with_messages(messages)
+        if messages == request.messages:
+            return request
+        return request.with_messages(messages)
 
     def rounds(self, request: ChatRequest) -> int:
-        """The counted tool rounds of the current turn (since the last user message)."""
-        return sum(
-            1
-            for m in request.messages[request.last_user_index + 1 :]
-            if isinstance(m, AssistantMessage)
-            and m.tool_calls
-            and any(c.name not in self.uncounted_tools for c in m.tool_calls)
-        )
+        """The counted tool rounds of the current turn (since the last user message).
+
+        One round per turn is free: the first whose calls all went to tools that are not
+        attached, or all failed and were look-ups (`read_only` tools): the model reads why
+        and may call another tool (a wrong guess among the tools shown costs a round, not
+        the answer). Calls that change something are never repeated this way.
+        """
+        attached = {t.name: t for t in request.tools}
+        turn = request.messages[request.last_user_index + 1 :]
+        failed = {m.tool_call_id for m in turn if isinstance(m, ToolMessage) and m.is_error}
+        free = True
+        count = 0
+        for m in turn:
+            if not isinstance(m, AssistantMessage) or not m.tool_calls:
+                continue
+            if free and all(
+                c.name not in attached or (c.id in failed and attached[c.name].read_only)
+                for c in m.tool_calls
+            ):
+                free = False
+                continue
+            if any(c.name not in self.uncounted_tools for c in m.tool_calls):
+                count += 1
+        return count
 
     def first_search(self, request: ChatRequest) -> ChatResponse | None:
         """With `search_first`: the turn's first step, a search with the user's words."""
@@ -162,7 +228,8 @@ class SmallModelAdvisor(Advisor):
         # Text that may be a tool call written anyway is held back by the parser.
         names = frozenset(t.name for t in adapted.tools)
         completed: ChatResponse | None = None
-        async with closing_stream(parse_text_tool_call_stream(next(adapted), names)) as events:
+        written = parse_text_tool_call_stream(next(adapted), names, any_name=True)
+        async with closing_stream(written) as events:
             async for event in events:
                 if isinstance(event, ResponseCompleted):
                     completed = _without_written_calls(adapted, event.response)
@@ -180,7 +247,9 @@ class SmallModelAdvisor(Advisor):
                     event = ResponseCompleted(replace(again, usage=completed.usage + again.usage))
                 yield event
 
-    def _results_as_text(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    def _results_as_text(
+        self, messages: tuple[Message, ...], approved: frozenset[str], lookups: frozenset[str]
+    ) -> tuple[Message, ...]:
         if not any(isinstance(m, ToolMessage) for m in messages):
             return messages
         calls: dict[str, ToolCall] = {}
@@ -196,39 +265,59 @@ class SmallModelAdvisor(Advisor):
                 results.append(message)
                 continue
             if results:
-                out.append(self._results_message(results, calls))
+                out.append(self._results_message(results, calls, approved, lookups))
                 results = []
             out.append(message)
         if results:
-            out.append(self._results_message(results, calls))
+            out.append(self._results_message(results, calls, approved, lookups))
         return tuple(out)
 
     def _results_message(
-        self, results: list[ToolMessage], calls: dict[str, ToolCall]
+        self,
+        results: list[ToolMessage],
+        calls: dict[str, ToolCall],
+        approved: frozenset[str],
+        lookups: frozenset[str],
     ) -> UserMessage:
         lines = [RESULTS_HEADING]
+        unknown = False
+        done = False
         for result in results:
             call = calls.get(result.tool_call_id)
             shown = format_call(call) if call is not None else result.name
             if result.is_error:
-                lines.append(f"- {shown} {NOT_DONE}: {not_done_reason(result.text)}")
+                reason = not_done_reason(result.text)
+                unknown = unknown or reason.startswith("unknown tool")
+                lines.append(f"- {shown} {NOT_DONE}: {reason}")
+            elif result.name in approved:
+                done = True
+                lines.append(f"- {shown} {DONE}: {result.text}")
             else:
                 lines.append(f"- {shown} returned: {result.text}")
         if all(r.name in self.uncounted_tools and not r.is_error for r in results):
-            lines.append(SEARCH_INSTRUCTION)
+            lines.append(CONTINUE_INSTRUCTION)
+        elif unknown and all(r.is_error for r in results):
+            lines.append(UNKNOWN_TOOL_INSTRUCTION)
+        elif all(r.is_error and r.name in lookups for r in results):
+            lines.append(LOOKUP_FAILED_INSTRUCTION)
         elif any(r.is_error for r in results):
             lines.append(f"{ANSWER_INSTRUCTION} {NOT_DONE_INSTRUCTION}")
+        elif done:
+            lines.append(f"{ANSWER_INSTRUCTION} {DONE_INSTRUCTION}")
         else:
             lines.append(ANSWER_INSTRUCTION)
         return UserMessage(content="\n".join(lines))
 
 
 def not_done_reason(content: str) -> str:
-    """The reason in an error result, without the loop's `Error: not executed, ` lead-in."""
+    """The reason in an error result, without the loop's `Error: not executed, ` lead-in
+    and without an exception class name (`OrderNotFound: no order` reads `no order`):
+    the model repeats what it reads, and a customer should not see class names."""
     reason = content.strip()
     for lead in ("Error:", "not executed,"):
         if reason.startswith(lead):
             reason = reason[len(lead) :].strip()
+    reason = _EXCEPTION_NAME.sub("", reason, count=1)
     return reason or "no reason given"
 
 
@@ -263,7 +352,7 @@ def _tools_off_but_shown(request: ChatRequest) -> bool:
 def _without_written_calls(request: ChatRequest, response: ChatResponse) -> ChatResponse:
     """`response` with any tool call it wrote (as text or structured) dropped: no tool may
     be called, so only its text counts as the answer."""
-    parsed = apply_text_tool_calls(response, (t.name for t in request.tools))
+    parsed = apply_text_tool_calls(response, (t.name for t in request.tools), any_name=True)
     if not parsed.tool_calls:
         return response
     answer = parsed.with_message(AssistantMessage(content=parsed.text.strip() or None))
@@ -271,6 +360,8 @@ def _without_written_calls(request: ChatRequest, response: ChatResponse) -> Chat
 
 
 __all__ = [
+    "CONTINUE_INSTRUCTION",
+    "LOOKUP_FAILED_INSTRUCTION",
     "QWEN_SYSTEM_PREFIX",
     "SmallModelAdvisor",
     "not_done_reason",

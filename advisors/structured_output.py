@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar, cast, get_args, get_origin
+from typing import Any, Generic, Literal, TypeAlias, TypeVar, cast, get_args, get_origin
 
 from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
@@ -24,11 +24,13 @@ from ..core.chain import Chain
 from ..core.errors import AdvisorChainError, ChainConfigurationError, StreamInterruptedError
 from ..core.events import AnswerDiscarded, ResponseCompleted, StreamEvent
 from ..core.messages import AssistantMessage, Message, SystemMessage, UserMessage
+from ..core.model import supports_output_schema
 from ..core.options import ChatOptions, OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.text_transform import TextTransformAdvisor
 from ..core.usage import Usage
+from ..providers.errors import OutputSchemaRefusedError
+from .text_transform import TextTransformAdvisor
 
 T = TypeVar("T")
 
@@ -50,20 +52,6 @@ MAX_REPORTED_ERRORS = 20
 _MAX_MESSAGE_CHARS = 300
 _FENCE = re.compile(r"\A```[\w-]*[ \t]*\n?(?P<body>.*?)\n?```\Z", re.S)
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-class SupportsOutputSchema(Protocol):
-    """A model that says whether it honours `ChatOptions.output_schema`.
-
-    Providers implement it (`OpenAIChatModel`: the official API always, other servers on
-    requests without tools; `AnthropicChatModel`: schemas its structured outputs accept;
-    `LlamaCppChatModel`: requests without tools; `ScriptedChatModel`: as configured). A
-    model without this method is asked in the prompt.
-    """
-
-    def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
-        """Whether a request carrying `schema` (and tools, if `with_tools`) is honoured."""
-        ...
 
 
 class StructuredOutputError(AdvisorChainError):
@@ -126,6 +114,12 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
        the turn's transcript. A refusal (`finish_reason="content_filter"`) that does not
        validate is raised at once: asking again would not change it.
 
+    A server that refuses the schema on the wire (`OutputSchemaRefusedError`:
+    llama-cpp-python's server answers `json_schema` with HTTP 500) under `mode="auto"`
+    gets the first attempt again with the schema in the prompt, before anything was
+    streamed, and this advisor asks in the prompt from then on; under `mode="native"`
+    the error is raised.
+
     The response of a turn that needed retries holds every attempt and feedback message
     in `messages` and the usage of all of them. A schema whose root is not an object
     (`list[...]`) is asked for wrapped in an object (`{"items": [...]}`), as providers
@@ -171,6 +165,7 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
         )
         self._model: object = None
         self._options: tuple[ChatOptions, ChatOptions] | None = None  # (given, with schema)
+        self._refused = False  # the model refused the schema on the wire
 
     def __repr__(self) -> str:
         return f"StructuredOutputAdvisor({self.output_schema.name}, mode={self.mode!r})"
@@ -197,6 +192,7 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
             model = model.model
         bound._model = model
         bound._options = None
+        bound._refused = False
         return bound
 
     def output(self, response: ChatResponse) -> T:
@@ -220,7 +216,14 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         attempts = _Attempts(self, self._prepared(request))
         while True:
-            outcome = attempts.judge(await next(attempts.request))
+            try:
+                response = await next(attempts.request)
+            except OutputSchemaRefusedError:
+                if not self._fall_back(attempts, streamed=False):
+                    raise
+                attempts.request = self._prepared(request)
+                continue
+            outcome = attempts.judge(response)
             if isinstance(outcome, ChatResponse):
                 return outcome
 
@@ -228,12 +231,20 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
         attempts = _Attempts(self, self._prepared(request))
         while True:
             response: ChatResponse | None = None
-            async with closing_stream(next(attempts.request)) as events:
-                async for event in events:
-                    if isinstance(event, ResponseCompleted):
-                        response = event.response
-                    else:
-                        yield event
+            streamed = False
+            try:
+                async with closing_stream(next(attempts.request)) as events:
+                    async for event in events:
+                        if isinstance(event, ResponseCompleted):
+                            response = event.response
+                        else:
+                            streamed = True
+                            yield event
+            except OutputSchemaRefusedError:
+                if not self._fall_back(attempts, streamed=streamed):
+                    raise
+                attempts.request = self._prepared(request)
+                continue
             if response is None:
                 raise StreamInterruptedError("the stream ended without a ResponseCompleted event")
             outcome = attempts.judge(response)
@@ -246,13 +257,25 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
 
     def native(self, request: ChatRequest) -> bool:
         """Whether `request` gets the schema as `ChatOptions.output_schema` (else in the
-        prompt): `mode`, and for `auto` what the chain's model says."""
+        prompt): `mode`, and for `auto` what the chain's model says (and whether it
+        refused the schema before)."""
         if self.mode != "auto":
             return self.mode == "native"
-        supports = getattr(self._model, "supports_output_schema", None)
-        if not callable(supports):
+        if self._refused:
             return False
-        return bool(supports(self.output_schema, with_tools=bool(request.tools)))
+        return supports_output_schema(
+            self._model, self.output_schema, with_tools=bool(request.tools)
+        )
+
+    def _fall_back(self, attempts: _Attempts, *, streamed: bool) -> bool:
+        """Whether a refusal of the schema on the wire is answered by asking in the
+        prompt: under `auto`, on the first attempt, before any of it was streamed."""
+        if self.mode != "auto" or streamed or attempts.attempt or attempts.added:
+            return False
+        if attempts.request.options.output_schema != self.output_schema:
+            return False
+        self._refused = True
+        return True
 
     def _prepared(self, request: ChatRequest) -> ChatRequest:
         if self.native(request):
@@ -352,8 +375,8 @@ class _Attempts:
         self.usage = self.usage + response.usage
         if (
             response.tool_calls
-            or response.pending_approval is not None
-            or response.finish_reason in ("approval_pending", "return_direct")
+            or response.deferred
+            or response.finish_reason in ("deferred", "return_direct")
         ):
             return self._final(response, None)
         advisor = self.advisor

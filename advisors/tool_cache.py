@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import enum
+import hashlib
 import json
 import logging
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import MappingProxyType
@@ -14,15 +19,19 @@ import pydantic_core
 from opentelemetry import trace
 from pydantic import BaseModel
 
+from ..core._checks import require_callable, require_number
 from ..core.advisor import Advisor, ToolNext
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.tools import InvalidToolArguments
 
 logger = logging.getLogger("advisorchain.cache")
 
-CacheKey: TypeAlias = Sequence[str] | Callable[[ToolInvocation], Hashable]
-"""The tool-context keys whose values are part of every entry's key, or a function of
-the invocation that returns the extra part of the key."""
+CacheKey: TypeAlias = Sequence[str] | Callable[[ToolInvocation], Hashable] | None
+"""The tool-context keys whose values are part of every entry's key, a function of the
+invocation that returns the extra part of the key, or `None` (the default): a
+fingerprint of the whole tool context, for tools that receive it."""
+
+_MAX_FINGERPRINT_DEPTH = 32
 
 HIT_ATTRIBUTE = "advisorchain.tool.cache_hit"
 
@@ -34,8 +43,15 @@ class ToolResultCacheAdvisor(Advisor):
 
     Control flow (`call_tool` only): a call of a tool that is not `read_only` passes
     through. Otherwise the entry's key is the tool's name, its validated arguments
-    canonicalised (defaults filled in, keys sorted, as JSON) and the values of the
-    tool-context keys named in `key` (or what `key(invocation)` returns). A fresh entry
+    canonicalised (defaults filled in, keys sorted, as JSON) and a part that keeps
+    contexts apart: with the default `key=None`, a fingerprint (SHA-256) of every
+    tool-context value when the tool receives the context (`Tool.takes_context`: a
+    function tool with a `ToolContext` parameter, any handler-based tool such as MCP
+    tools and sub-agents), nothing for a tool that cannot read it; a context value the
+    fingerprint cannot represent (an object that is not data: a client, a connection)
+    makes the call uncached. With `key=("tenant", ...)`, the values of those keys only
+    (calls that differ in other context values then share entries); with a function,
+    what `key(invocation)` returns; `key=()` shares entries across every context. A fresh entry
     answers at once, without `next` (short-circuit): the result is the cached one with
     `metadata["cache_hit"] = True`. Otherwise `next` runs and an `ok` result is stored;
     errors, timeouts, rejections and pending calls are never stored. A call whose
@@ -54,15 +70,14 @@ class ToolResultCacheAdvisor(Advisor):
     def __init__(
         self,
         ttl: float | None = 300.0,
-        key: CacheKey = (),
+        key: CacheKey = None,
         *,
         max_entries: int = 1024,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if ttl is not None and ttl <= 0:
-            raise ValueError("ttl must be positive (or None: no expiry)")
-        if max_entries < 1:
-            raise ValueError("max_entries must be at least 1")
+        require_number(ttl, "ttl (None: no expiry)", positive=True, optional=True)
+        require_number(max_entries, "max_entries", minimum=1, integer=True)
+        require_callable(clock, "clock", "clock() -> seconds")
         if isinstance(key, str):
             raise TypeError("key takes a sequence of tool-context keys, not one string")
         self.ttl = ttl
@@ -117,8 +132,16 @@ class ToolResultCacheAdvisor(Advisor):
         except (TypeError, ValueError):
             return None
         key = self.key
-        if callable(key):
-            extra: Hashable = key(invocation)
+        if key is None:
+            if not invocation.tool.takes_context:
+                extra: Hashable = ()
+            else:
+                try:
+                    extra = _fingerprint(invocation.context)
+                except (TypeError, ValueError, RecursionError):
+                    return None
+        elif callable(key):
+            extra = key(invocation)
         elif key:
             context = invocation.context
             values = []
@@ -183,3 +206,37 @@ def _canonical(value: Any) -> Hashable:
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return json.dumps(pydantic_core.to_jsonable_python(value), sort_keys=True)
+
+
+def _fingerprint(context: Mapping[str, Any]) -> str:
+    """A digest of every value of `context`: equal data gives equal digests, and values
+    of different types differ (`b"a"` and `"a"`, `1` and `True`, a set and a list).
+    `TypeError` for a value that is not data (its identity is not what it means)."""
+    text = json.dumps(_tagged(dict(context), 0), separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _tagged(value: Any, depth: int) -> Any:
+    if depth > _MAX_FINGERPRINT_DEPTH:
+        raise ValueError("the tool context is nested too deeply to fingerprint")
+    kind = type(value).__qualname__
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return [kind, value]
+    if isinstance(value, (bytes, bytearray)):
+        return [kind, bytes(value).hex()]
+    if isinstance(value, Mapping):
+        items = [[_tagged(k, depth + 1), _tagged(v, depth + 1)] for k, v in value.items()]
+        return [kind, sorted(items, key=json.dumps)]
+    if isinstance(value, (list, tuple)):
+        return [kind, [_tagged(v, depth + 1) for v in value]]
+    if isinstance(value, (set, frozenset)):
+        return [kind, sorted((_tagged(v, depth + 1) for v in value), key=json.dumps)]
+    if isinstance(value, BaseModel):
+        return [kind, value.model_dump_json()]
+    if isinstance(
+        value, (decimal.Decimal, datetime.date, datetime.time, datetime.timedelta, uuid.UUID)
+    ):
+        return [kind, str(value)]
+    if isinstance(value, enum.Enum):
+        return [kind, _tagged(value.value, depth + 1)]
+    raise TypeError(f"{kind} is not data")

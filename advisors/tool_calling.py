@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Literal
+from typing import Any, Literal
 
 from ..core._progress import reports_progress, with_progress
 from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, ChainView, Placement, StreamNext
-from ..core.chain import resumed_events
+from ..core.deferred import DeferredCall, Waiting, check_decisions, record, with_records
 from ..core.errors import StreamInterruptedError, ToolCallLimitExceeded
 from ..core.events import (
     ResponseCompleted,
@@ -22,12 +21,11 @@ from ..core.events import (
     ToolCallStarted,
 )
 from ..core.invocation import ToolHook, ToolInvocation, ToolResult
+from ..core.limits import bounded_by
 from ..core.manager import ToolCallingManager, ToolRound
-from ..core.messages import AssistantMessage, Message, ToolCall
+from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.subchain import SubchainSuspendedError, bounded_by, suspended_turn
-from ..core.suspension import PendingApproval, Suspension, SuspensionHandler
 from ..core.usage import Usage
 
 
@@ -39,20 +37,23 @@ class ToolCallingAdvisor(Advisor):
     assistant message and one tool message per call appended. It stops when the model
     answers without tool calls, when every call of a round is return-direct
     (`finish_reason="return_direct"`, the results are the answer), or at the call limits
-    (bounded: by default 150 calls per turn), or when a `call_tool` hook answered a call
-    with a `pending` result (a deferred approval): then the turn ends with
-    `finish_reason="approval_pending"`, the round's assistant message as `message`, the
-    finished calls' results in `messages`, and a `PendingApproval` naming the waiting
-    calls. Before returning that response, the loop awaits the suspension handlers that
-    hooks registered in the turn's `request.context` (`core.suspension.on_suspend`) with
-    the whole turn, so a hook saves it wherever it sits in the chain. `Chain.resume`
-    continues it: the continued turn's response (and stream) starts with the results of
-    the calls that waited. A chain called as a tool whose turn suspended answers with a
-    pending result carrying that turn's `Suspension` (kept in this turn's
-    `Suspension.inner`); if no link saved it (no `ApprovalAdvisor` here), the call is
-    answered with a `SubchainSuspendedError` error result instead, as nothing could
-    resume it. Only the links after it are called again each round; the
-    links before it see the whole turn once.
+    (bounded: by default 150 calls per turn), or when a call was answered `deferred`
+    (`ToolResult.defer`: a deferred approval, external work, a question to the user, a
+    sub-chain that deferred): then the turn ends with `finish_reason="deferred"`,
+    `response.deferred` naming the waiting calls, and `messages` ending with the round's
+    assistant message (recording the waiting calls) and the finished calls' results.
+
+    A resume is a turn whose request carries `decisions`: before calling the model, the
+    loop checks them against the transcript's waiting round (`check_decisions`, one
+    `InvalidDecisions` before anything runs), settles the decided calls through the
+    chain's `call_tool` hooks (each invocation carrying its decision) and goes on; the
+    response (and stream, which reports the settled calls first) starts with their
+    results. Calls left without a decision keep waiting: the turn ends deferred again.
+    A call settled by a decision that defers once more is answered with an error (a
+    resume settles what it decides). Decisions apply once per turn: a link that calls
+    the loop again in the same turn (a structured-output retry) sends them on unused.
+    Only the links after it are called again each round; the links before it see the
+    whole turn once.
 
     The returned response carries the usage of every round, including every model call
     made inside its tool calls by a chain (a sub-agent's, also one that failed or was
@@ -113,6 +114,11 @@ class ToolCallingAdvisor(Advisor):
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
         turn = _Turn(request, self.reset_tool_choice)
         hooks = self._hooks()
+        if turn.waiting is not None:
+            settled = await turn.settle(self.manager, hooks)
+            done = turn.settled(settled)
+            if done is not None:
+                return done
         while True:
             response = await next(turn.request)
             done = turn.model_answered(response)
@@ -126,9 +132,17 @@ class ToolCallingAdvisor(Advisor):
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
         turn = _Turn(request, self.reset_tool_choice)
         hooks = self._hooks()
-        if turn.resumption is not None:
-            for event in resumed_events(turn.resumption):
-                yield event
+        if turn.waiting is not None:
+            settled = await turn.settle(self.manager, hooks)
+            for call, result, message, duration in zip(
+                settled.calls, settled.results, settled.messages, settled.durations, strict=True
+            ):
+                yield ToolCallStarted(call)
+                yield ToolCallFinished(call, message, result.outcome, duration)
+            done = turn.settled(settled)
+            if done is not None:
+                yield ResponseCompleted(done)
+                return
         while True:
             response: ChatResponse | None = None
             async with closing_stream(next(turn.request)) as events:
@@ -175,7 +189,7 @@ class ToolCallingAdvisor(Advisor):
                     strict=True,
                 )
             ):
-                if result.outcome != "pending" and i not in reported:
+                if result.outcome != "deferred" and i not in reported:
                     yield ToolCallFinished(call, message, result.outcome, duration)
             done = await turn.round_finished(response, tool_round)
             if done is not None:
@@ -187,35 +201,10 @@ def _finished_event(
     calls: tuple[ToolCall, ...], index: int, result: ToolResult, seconds: float
 ) -> ToolCallFinished | None:
     """The `ToolCallFinished` of a call that just ended (none for one that waits)."""
-    if result.outcome == "pending":
+    if result.outcome == "deferred":
         return None
     call = calls[index]
     return ToolCallFinished(call, result.to_message(call), result.outcome, seconds)
-
-
-def _unsaved_subchains(tool_round: ToolRound) -> ToolRound:
-    """`tool_round` with each call whose sub-chain turn suspended, but that no link of
-    this chain saves for a resume (no `on_suspend` handler: no `ApprovalAdvisor`),
-    answered with an error: a turn nobody can resume must not wait."""
-    results = list(tool_round.results)
-    changed = False
-    for i, result in enumerate(results):
-        if suspended_turn(result) and result.on_suspend is None and result.metadata.get("subchain"):
-            results[i] = ToolResult(
-                content="Error: SubchainSuspendedError: the sub-agent stopped waiting for an "
-                "approval, and this chain cannot wait for it (it has no ApprovalAdvisor).",
-                outcome="error",
-                value=result.value,
-                error=SubchainSuspendedError("a sub-chain's turn suspended, nothing saves it"),
-            )
-            changed = True
-    if not changed:
-        return tool_round
-    return replace(
-        tool_round,
-        results=tuple(results),
-        messages=tuple(r.to_message(c) for r, c in zip(results, tool_round.calls, strict=True)),
-    )
 
 
 _NO_USAGE = Usage()
@@ -226,7 +215,7 @@ _FREE_CHOICES = (None, "auto", "none")
 class _RoundUsage:
     """The usage of every model call made inside one round's tool calls (a chain called
     as a tool, nested ones, retried and failed ones too): counted as each call answers,
-    as an enclosing `BudgetAdvisor` counts them (`core.subchain.EnclosingLimit`)."""
+    as an enclosing `BudgetAdvisor` counts them (`core.limits.EnclosingLimit`)."""
 
     __slots__ = ("usage",)
 
@@ -240,44 +229,107 @@ class _RoundUsage:
         self.usage += response.usage
 
 
+_SETTLED = "advisorchain.decisions_settled"
+"""The turn-context key set once the loop settled a turn's decisions."""
+
+
 class _Turn:
     """The state of one turn of the loop: transcript so far, messages added, usage.
 
-    A resumed turn (`request.resumption` set) starts with the results the resume produced
-    as messages already added; its rounds go on without the resumption, so nothing
-    inside the loop (a nested chain's loop) takes it again.
+    A resumed turn (`request.decisions`, its transcript ending with a waiting round)
+    first settles the decided calls (`settle`, `settled`); its response starts with
+    their results.
     """
 
     __slots__ = (
         "added",
-        "initial",
+        "decisions",
         "request",
         "reset_tool_choice",
-        "resumed_count",
-        "resumption",
         "usage",
+        "waiting",
     )
 
     def __init__(self, request: ChatRequest, reset_tool_choice: bool = True) -> None:
         self.reset_tool_choice = reset_tool_choice
         self.usage = _NO_USAGE
-        resumption = self.resumption = request.resumption
-        if resumption is None:
-            self.initial = self.request = request
-            self.added: list[Message] = []
-            self.resumed_count = 0
+        self.request = request
+        self.added: list[Message] = []
+        self.waiting: Waiting | None = None
+        self.decisions: Mapping[str, Any] = {}
+        decisions = request.decisions
+        if decisions is None:
+            messages = request.messages
+            if len(messages) > 1 or (messages and type(messages[0]) is not UserMessage):
+                self._check(None)  # calls that still wait need decisions first
             return
-        self.initial = self.request = replace(request, resumption=None)
-        self.added = list(resumption.messages)
-        self.resumed_count = len(self.added)
-        for settled in resumption.calls:  # a resumed sub-chain's turn is this turn's spend
-            self.usage += settled.usage
-        self._relax_tool_choice()  # the resume ran the waiting round's tools
+        if request.context.get(_SETTLED):  # already settled in this turn (a retry): unused
+            self.request = request = replace(request, decisions=None)
+            return
+        self._check(decisions)
+
+    def _check(self, decisions: Mapping[str, Any] | None) -> None:
+        waiting = check_decisions(self.request.messages, decisions)
+        if waiting is None:
+            return
+        self.request.context[_SETTLED] = True
+        self.waiting = waiting
+        self.decisions = decisions or {}
+        self.request = replace(self.request, decisions=None)
+
+    async def settle(self, manager: ToolCallingManager, hooks: tuple[ToolHook, ...]) -> ToolRound:
+        """Settle the waiting round's decided calls through `hooks`."""
+        waiting = self.waiting
+        assert waiting is not None
+        meter = _RoundUsage()
+        with bounded_by(meter):
+            tool_round = await manager.settle(self.request, waiting, self.decisions, hooks=hooks)
+        self.usage += meter.usage  # a sub-chain's resumed turn is this turn's spend
+        results = list(tool_round.results)
+        changed = False
+        for i, result in enumerate(results):
+            if result.outcome == "deferred":  # a resume settles what it decides
+                results[i] = ToolResult(
+                    content="Error: the call was deferred again while it was resumed, which "
+                    "is not supported: answer without it.",
+                    outcome="error",
+                    value=result.value,
+                )
+                changed = True
+        if changed:
+            tool_round = ToolRound(
+                calls=tool_round.calls,
+                results=tuple(results),
+                messages=tuple(
+                    r.to_message(c) for r, c in zip(results, tool_round.calls, strict=True)
+                ),
+                durations=tool_round.durations,
+            )
+        return tool_round
+
+    def settled(self, tool_round: ToolRound) -> ChatResponse | None:
+        """Account for the settled calls; the final response if some calls still wait
+        (the turn ends deferred again)."""
+        waiting = self.waiting
+        assert waiting is not None
+        self.added.extend(tool_round.messages)
+        self.request = self.request.appended(*tool_round.messages)
+        decided = {c.id for c in tool_round.calls}
+        left = tuple(waiting.deferred_call(c) for c in waiting.calls if c.id not in decided)
+        if left:
+            return ChatResponse(
+                finish_reason="deferred",
+                usage=self.usage,
+                messages=tuple(self.added),
+                deferred=left,
+            )
+        self._relax_tool_choice()
+        return None
 
     def model_answered(self, response: ChatResponse) -> ChatResponse | None:
         """Account for a model response; the final response if it asks for no tools."""
         self.usage += response.usage
-        if response.tool_calls and response.finish_reason not in ("approval_pending",):
+        if response.tool_calls and response.finish_reason != "deferred":
             return None
         self.added.extend(response.messages)
         return self._final(response)
@@ -296,23 +348,20 @@ class _Turn:
                 messages=(*self.added, *response.messages[:-1], *exc.messages),
             ) from None
         self.usage += meter.usage  # every model call made inside the round's tool calls
-        for result in tool_round.results:
-            if result.outcome == "pending":
-                return _unsaved_subchains(tool_round)
         return tool_round
 
     async def round_finished(
         self, response: ChatResponse, tool_round: ToolRound
     ) -> ChatResponse | None:
         """Append a round's messages; the final response if the round was return-direct
-        or waits for a decision (then suspended: its handlers have saved it)."""
-        self.added.extend(response.messages)
-        pending = False
+        or some of its calls were deferred."""
+        deferred = False
         for result in tool_round.results:  # one loop, no generator: run every round
-            if result.outcome == "pending":
-                pending = True
-        if pending:
-            return await self._suspend(response, tool_round)
+            if result.outcome == "deferred":
+                deferred = True
+        if deferred:
+            return self._defer(response, tool_round)
+        self.added.extend(response.messages)
         self.added.extend(tool_round.messages)
         if tool_round.return_direct:
             answer = AssistantMessage(content=tool_round.direct_answer)
@@ -329,38 +378,41 @@ class _Turn:
         self._relax_tool_choice()
         return None
 
-    async def _suspend(self, response: ChatResponse, tool_round: ToolRound) -> ChatResponse:
-        """End the turn with its `Suspension`, after awaiting the pending results' handlers."""
-        waiting = []
-        handlers: list[SuspensionHandler] = []
-        inner: list[tuple[str, Suspension]] = []
+    def _defer(self, response: ChatResponse, tool_round: ToolRound) -> ChatResponse:
+        """End the turn deferred: the round's assistant message records the waiting calls,
+        the finished calls' results follow it."""
+        records: dict[str, dict[str, Any]] = {}
+        deferred: list[DeferredCall] = []
+        finished: list[ToolMessage] = []
         for call, result, message in zip(
             tool_round.calls, tool_round.results, tool_round.messages, strict=True
         ):
-            if result.outcome != "pending":
-                self.added.append(message)
+            if result.outcome != "deferred":
+                finished.append(message)
                 continue
-            waiting.append(call)
-            if result.on_suspend is not None and result.on_suspend not in handlers:
-                handlers.append(result.on_suspend)
-            if result.suspension is not None:
-                inner.append((call.id, result.suspension))
-        suspension = Suspension(
-            pending=PendingApproval(id=f"approval_{uuid.uuid4().hex}", calls=tuple(waiting)),
-            # a resumed turn's first messages are already at the end of its initial transcript
-            request=self.initial,
-            messages=tuple(self.added[self.resumed_count :]),
-            inner=tuple(inner),
-        )
-        for handler in handlers:
-            await handler(suspension)
+            kind = result.kind or "external"
+            values = records[call.id] = record(kind, result.metadata, result.resume)
+            resume = result.resume
+            deferred.append(
+                DeferredCall(
+                    call=call,
+                    kind=kind,
+                    metadata=values["metadata"],
+                    nested=resume.nested if resume is not None else (),
+                    accepts=tuple(values["accepts"]),
+                )
+            )
+        asked = with_records(response.message, records)
+        for sent in response.messages:
+            self.added.append(asked if sent is response.message else sent)
+        self.added.extend(finished)
         return ChatResponse(
-            finish_reason="approval_pending",
+            finish_reason="deferred",
             usage=self.usage,
             messages=tuple(self.added),
             model=response.model,
             id=response.id,
-            suspension=suspension,
+            deferred=tuple(deferred),
         )
 
     def _relax_tool_choice(self) -> None:
@@ -376,5 +428,5 @@ class _Turn:
             messages=tuple(self.added),
             model=response.model,
             id=response.id,
-            suspension=response.suspension,
+            deferred=response.deferred,
         )

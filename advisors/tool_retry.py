@@ -11,6 +11,7 @@ from typing import TypeAlias
 import anyio
 from opentelemetry import trace
 
+from ..core._checks import require_callable, require_number
 from ..core.advisor import Advisor, ToolNext
 from ..core.errors import ToolExecutionError
 from ..core.invocation import ToolInvocation, ToolResult
@@ -36,6 +37,8 @@ class ExponentialBackoff:
     jitter: float = 0.5
 
     def __post_init__(self) -> None:
+        for name in ("initial", "factor", "maximum", "jitter"):
+            require_number(getattr(self, name), f"ExponentialBackoff.{name}")
         if self.initial < 0 or self.factor < 1 or self.maximum < 0:
             raise ValueError("backoff needs initial >= 0, factor >= 1, maximum >= 0")
         if not 0 <= self.jitter <= 1:
@@ -80,8 +83,21 @@ class ToolRetryAdvisor(Advisor):
         *,
         sleep: Sleep = anyio.sleep,
     ) -> None:
-        if max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
+        require_number(max_attempts, "max_attempts", minimum=1, integer=True)
+        if backoff is not None and not callable(backoff):
+            raise TypeError(
+                f"backoff must be a callable attempt -> seconds, not {backoff!r:.60}: for a "
+                f"fixed delay write ExponentialBackoff(initial={backoff!r:.20}, factor=1, "
+                f"jitter=0) or backoff=lambda attempt: {backoff!r:.20}"
+            )
+        retry_classes = retry_on if isinstance(retry_on, tuple) else (retry_on,)
+        if not retry_classes or not all(
+            isinstance(c, type) and issubclass(c, BaseException) for c in retry_classes
+        ):
+            raise TypeError(
+                f"retry_on must be an exception class or a tuple of them, not {retry_on!r:.80}"
+            )
+        require_callable(sleep, "sleep", "an async sleep(seconds), such as anyio.sleep")
         self.max_attempts = max_attempts
         self.backoff: Backoff = backoff if backoff is not None else ExponentialBackoff()
         self.retry_on: tuple[type[BaseException], ...] = (

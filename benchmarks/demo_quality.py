@@ -1,14 +1,22 @@
 """`make bench-demo`: the demo's answers on the embedded model, checked, timed, compared.
 
-    python -m benchmarks.demo_quality [--variant both|baseline|improved] [--half all|tune|held]
-                                      [--model local|scripted|local:<file.gguf>] [--json out.json]
+    python -m benchmarks.demo_quality [--variant after,before,baseline] [--half all|tune|held]
+                                      [--model local|local:1.5b|scripted|local:<file.gguf>]
+                                      [--before DIR] [--json out.json]
 
 Every question of `benchmarks/demo/questions.py` is asked as its own turn of the demo's
 chain (streamed, as the demo does), once per variant, the variants interleaved question by
-question (alternating which goes first) so that both see the same machine load. Each
-variant has its own loaded model, so each keeps its own KV cache across its turns, as one
-demo session would. `baseline` is the original code path (`benchmarks/demo/baseline.py`);
-`improved` is today's demo chain (`demo/chain.py`, `SmallModelAdvisor`).
+question (alternating which goes first) so that all see the same machine load. Questions
+of one `session` are turns of one conversation (the earlier turns as history, the same
+shop), as the demo's `-i` runs them. Each variant has its own loaded model, so each keeps
+its own KV cache across its turns, as one demo session would.
+
+`after` is today's demo chain (`demo/chain.py`). `before` is the demo chain of an earlier
+tree of this package, extracted into `DIR/advisorchain_prev` (`git archive <commit> | tar
+-x -C DIR/advisorchain_prev`) and imported under that name: its code, its model class, its
+catalog (given today's sample answers, so both see the same data), run in the same
+process on the same questions. `baseline` is the original code path
+(`benchmarks/demo/baseline.py`).
 
 Reported per variant and half: accuracy, seconds per question, the floor (per model call,
 prompt tokens evaluated / prompt speed + tokens generated / generation speed: the seconds
@@ -20,6 +28,7 @@ and after: the machine is shared, so compare the variants of one run, not runs.
 from __future__ import annotations
 
 import argparse
+import importlib
 import io
 import json
 import subprocess
@@ -28,29 +37,27 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
 
 import anyio
 
 from advisorchain.core.chain import Chain
-from advisorchain.core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallFinished
-from advisorchain.core.messages import Message, SystemMessage, UserMessage
+from advisorchain.core.events import StreamEvent
 from advisorchain.core.model import ChatModel
 from advisorchain.core.options import ChatOptions
 from advisorchain.core.request import ChatRequest
 from advisorchain.core.response import ChatResponse
-from advisorchain.demo.approval import make_approver
-from advisorchain.demo.catalog import business_catalog
-from advisorchain.demo.chain import SMALL_MODEL_SYSTEM_PROMPT, build_chain
-from advisorchain.demo.orders import OrderService
-from advisorchain.demo.scripted import scripted_order_model
+from advisorchain.demo.catalog import SAMPLE_ANSWERS, business_catalog
 from advisorchain.demo.tools import OrderTools
 
 from .demo import baseline
 from .demo.questions import QUESTIONS, Outcome, Question, check, select
 
-Variant = Literal["baseline", "improved"]
-VARIANTS: tuple[Variant, ...] = ("baseline", "improved")
+Variant = Literal["baseline", "before", "after"]
+VARIANTS: tuple[Variant, ...] = ("baseline", "before", "after")
+PREVIOUS = "advisorchain_prev"
+"""The package name the `before` tree is imported under."""
 TENANT, USER = "tenant-acme-7f3a", "user-ada-91c2"
 MAX_TOKENS = 200  # the demo's default
 
@@ -118,60 +125,112 @@ class RecordingModel:
             self._record()
 
 
-def make_chain(variant: Variant, model: ChatModel, service: OrderService, approval: str) -> Chain:
-    tools = OrderTools(service)
-    approver = make_approver(
+def package(variant: Variant) -> ModuleType:
+    """The package a variant's demo comes from (`before`: the earlier tree)."""
+    return importlib.import_module(PREVIOUS if variant == "before" else "advisorchain")
+
+
+def _module(variant: Variant, name: str) -> Any:
+    return importlib.import_module(f"{package(variant).__name__}.{name}")
+
+
+def use_before(tree: Path) -> None:
+    """Make the earlier tree importable as `advisorchain_prev`, with today's sample data."""
+    if not (tree / PREVIOUS / "__init__.py").is_file():
+        raise SystemExit(f"--before {tree}: no {PREVIOUS}/__init__.py there (see --help)")
+    sys.path.insert(0, str(tree))
+    catalog: Any = importlib.import_module(f"{PREVIOUS}.demo.catalog")
+    catalog.SAMPLE_ANSWERS = {**catalog.SAMPLE_ANSWERS, **SAMPLE_ANSWERS}
+
+
+@dataclass
+class Session:
+    """One variant's conversation: its shop and the messages so far."""
+
+    service: Any
+    history: list[Any] = field(default_factory=list)
+
+
+def new_session(variant: Variant) -> Session:
+    return Session(_module(variant, "demo.orders").OrderService.sample())
+
+
+def make_chain(variant: Variant, model: ChatModel, service: Any, approval: str) -> Chain:
+    approval_module = _module(variant, "demo.approval")
+    approver = approval_module.make_approver(
         "yes" if approval == "yes" else "no", say=lambda _: None, read=input, out=io.StringIO()
     )
-    options = ChatOptions(temperature=0, max_tokens=MAX_TOKENS)
     if variant == "baseline":
+        options = ChatOptions(temperature=0, max_tokens=MAX_TOKENS)
         return baseline.build_chain(
-            model, tools=tools, approver=approver, catalog=business_catalog(), options=options
+            model,
+            tools=OrderTools(service),
+            approver=approver,
+            catalog=business_catalog(),
+            options=options,
         )
-    return build_chain(
+    chain: Chain = _module(variant, "demo.chain").build_chain(
         model,
-        tools=tools,
+        tools=_module(variant, "demo.tools").OrderTools(service),
         approver=approver,
-        catalog=business_catalog(),
+        catalog=_module(variant, "demo.catalog").business_catalog(),
         max_rounds=1,
         small_model=True,
-        options=options,
+        options=_module(variant, "core.options").ChatOptions(temperature=0, max_tokens=MAX_TOKENS),
     )
+    return chain
 
 
-SYSTEM = {"baseline": baseline.SYSTEM_PROMPT, "improved": SMALL_MODEL_SYSTEM_PROMPT}
+def system_prompt(variant: Variant) -> str:
+    if variant == "baseline":
+        return baseline.SYSTEM_PROMPT
+    prompt: str = _module(variant, "demo.chain").SMALL_MODEL_SYSTEM_PROMPT
+    return prompt
 
 
-async def ask(variant: Variant, model: RecordingModel, question: Question) -> Row:
-    """One turn, as the demo streams it; the answer checked."""
-    service = OrderService.sample()
+async def ask(
+    variant: Variant, model: RecordingModel, question: Question, session: Session | None = None
+) -> Row:
+    """One turn, as the demo streams it; the answer checked. With `session`, the turn
+    continues that conversation (its shop, its history) and is added to it."""
+    session = session or new_session(variant)
+    service = session.service
     chain = make_chain(variant, model, service, question.approval)
-    tools = OrderTools(service)
+    messages_module = _module(variant, "core.messages")
+    tools = _module(variant, "demo.tools").OrderTools(service)
     session_tools = (
         baseline.cancellation_tools(tools) if variant == "baseline" else tools.cancellation_tools
     )
-    messages: list[Message] = [
-        SystemMessage(content=SYSTEM[variant]),
-        UserMessage(content=question.text),
+    user = messages_module.UserMessage(content=question.text)
+    messages = [
+        messages_module.SystemMessage(content=system_prompt(variant)),
+        *session.history,
+        user,
     ]
     context = {"tenant_id": TENANT, "user_id": USER}
     first_record = len(model.records)
     text: list[str] = []
     called: list[str] = []
     error: str | None = None
+    response: Any = None
     started = time.perf_counter()
     try:
         # The session may cancel: the cancellation tools are passed per request, as in the demo.
-        async for event in chain.stream(messages, tools=session_tools, tool_context=context):
-            if isinstance(event, TextDelta):
+        async for streamed in chain.stream(messages, tools=session_tools, tool_context=context):
+            event: Any = streamed
+            kind = type(event).__name__  # the `before` tree has event classes of its own
+            if kind == "TextDelta":
                 text.append(event.text)
-            elif isinstance(event, ToolCallFinished):
+            elif kind == "ToolCallFinished":
                 called.append(event.call.name)
-            elif isinstance(event, ResponseCompleted):
-                text = [event.response.text]
+            elif kind == "ResponseCompleted":
+                response = event.response
+                text = [response.text]
     except Exception as exc:  # a turn stopped by a limit counts as a wrong answer
         error = f"{type(exc).__name__}: {exc}"
     seconds = time.perf_counter() - started
+    if response is not None:
+        session.history.extend([user, *response.messages])
     statuses: dict[str, str] = {o.id: o.status for o in service.orders(TENANT, USER)}
     outcome = Outcome("".join(text).strip(), tuple(called), statuses, error)
     problems = check(question, outcome)
@@ -204,20 +263,22 @@ def recheck(row: Row) -> Row:
 
 
 def load_models(spec: str, variants: Sequence[Variant]) -> dict[Variant, RecordingModel]:
-    """One model per variant, each with its own KV cache."""
+    """One model per variant, each with its own KV cache (`before` with its own class)."""
     models: dict[Variant, RecordingModel] = {}
     for variant in variants:
         if spec == "scripted":
-            models[variant] = RecordingModel(scripted_order_model())
+            scripted = _module(variant, "demo.scripted").scripted_order_model()
+            models[variant] = RecordingModel(scripted)
             continue
-        from advisorchain.providers.llamacpp import LlamaCppChatModel
-        from advisorchain.providers.local_weights import ensure_local_model
+        from advisorchain.providers.local_weights import LOCAL_MODELS, ensure_local_model
 
-        path = Path(spec.removeprefix("local:")) if spec.startswith("local:") else None
-        model = LlamaCppChatModel(
-            path or ensure_local_model(),
-            tools_when_none="drop" if variant == "baseline" else "keep",
-        )
+        name = spec.removeprefix("local").removeprefix(":") or "0.5b"
+        if name.lower() in LOCAL_MODELS:
+            path = ensure_local_model(name=name.lower())
+        else:
+            path = Path(name)
+        llama_class = _module(variant, "providers.llamacpp").LlamaCppChatModel
+        model = llama_class(path, tools_when_none="drop" if variant == "baseline" else "keep")
         models[variant] = RecordingModel(model)
     return models
 
@@ -235,16 +296,21 @@ async def run(
         if load is not None:
             await load()
     rows: list[Row] = []
+    sessions: dict[tuple[Variant, str], Session] = {}
     for number, question in enumerate(questions):
         order = list(variants) if number % 2 == 0 else list(reversed(variants))
         for variant in order:
-            row = await ask(variant, models[variant], question)
+            session = None
+            if question.session is not None:
+                key = (variant, question.session)
+                session = sessions.setdefault(key, new_session(variant))
+            row = await ask(variant, models[variant], question, session)
             rows.append(row)
             if partial is not None:
                 _write(partial, {"rows": [asdict(r) for r in rows]})
             mark = "ok  " if row.ok else "FAIL"
             print(
-                f"{mark} {variant:<8} {question.id:<18} {row.seconds:6.1f} s  "
+                f"{mark} {variant:<8} {question.id:<22} {row.seconds:6.1f} s  "
                 f"{len(row.calls)} calls  {'; '.join(row.problems)}",
                 file=sys.stderr,
                 flush=True,
@@ -354,10 +420,18 @@ def uptime() -> str:
 
 def main(argv: Sequence[str] | None = None) -> list[Row]:
     parser = argparse.ArgumentParser(prog="benchmarks.demo_quality", description=__doc__)
-    parser.add_argument("--variant", choices=("both", *VARIANTS), default="both")
+    parser.add_argument(
+        "--variant",
+        default="before,after",
+        help=f"comma-separated, of {', '.join(VARIANTS)} (default before,after; before needs "
+        "--before)",
+    )
+    parser.add_argument("--before", type=Path, help="the directory holding advisorchain_prev")
     parser.add_argument("--half", choices=("all", "tune", "held"), default="all")
     parser.add_argument("--question", action="append", default=[], help="a question id")
-    parser.add_argument("--model", default="local", help="local, scripted or local:<file.gguf>")
+    parser.add_argument(
+        "--model", default="local", help="local, local:1.5b, scripted or local:<file.gguf>"
+    )
     parser.add_argument("--json", type=Path, help="write the rows and the summary here")
     parser.add_argument("--report", type=Path, help="only print the tables of a saved --json")
     args = parser.parse_args(argv)
@@ -369,11 +443,21 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         ]
         print(markdown(rows, saved.get("load", ("(not saved)", "(not saved)"))))
         return rows
-    variants = VARIANTS if args.variant == "both" else (args.variant,)
+    named = [v.strip() for v in args.variant.split(",") if v.strip()]
+    variants: tuple[Variant, ...] = tuple(v for v in VARIANTS if v in named)
+    variants = tuple(sorted(variants, key=named.index))
+    unknown = [v for v in named if v not in VARIANTS]
+    if unknown or not variants:
+        parser.error(f"unknown --variant {', '.join(unknown) or '(none)'}")
+    if "before" in variants:
+        if args.before is None:
+            parser.error("--variant before needs --before DIR (see --help)")
+        use_before(args.before)
     questions = select(args.half, args.question)
     models = load_models(args.model, variants)
     before = uptime()
     rows = anyio.run(run, questions, variants, models, args.json)
+    print(f"model: {args.model}")
     load = (before, uptime())
     print(markdown(rows, load))
     if args.json is not None:

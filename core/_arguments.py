@@ -3,7 +3,9 @@
 `parse_arguments` is the one place argument text becomes a value: the tool loop, the
 approval advisor, the providers' request builders and the text tool-call parser all use
 it. It never raises anything but `ArgumentsError` (a `ValueError`) whose message says, in
-a few words the model can act on, why the text cannot be read: not JSON, longer than
+a few words the model can act on, why the text cannot be read: not JSON (which includes
+`NaN`, `Infinity` and numbers too large for a float, all of which Python's `json` would
+read, but no provider can send back in the next request), longer than
 `MAX_ARGUMENT_CHARS`, or nested deeper than `MAX_ARGUMENT_DEPTH` (10,000 nested brackets
 would otherwise end the turn with a `RecursionError`, in the JSON reader or later in any
 code that walks the value).
@@ -12,6 +14,7 @@ code that walks the value).
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 MAX_ARGUMENT_DEPTH = 100
@@ -37,7 +40,7 @@ def parse_arguments(
     if not text:
         return {}
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_not_json, parse_float=_finite)
     except RecursionError:
         raise ArgumentsError(f"too deeply nested (at most {max_depth} levels)") from None
     except ValueError as exc:
@@ -50,6 +53,17 @@ def parse_arguments(
         and _deeper_than(value, max_depth)
     ):
         raise ArgumentsError(f"too deeply nested (at most {max_depth} levels)")
+    return value
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text[:40]} is too large for a number")
     return value
 
 

@@ -113,8 +113,8 @@ def unique_tool_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
 
 
 def _asks_for_tools(response: ChatResponse) -> bool:
-    # A suspended turn's calls (a nested chain's) are already named in a store: left as is.
-    return bool(response.message.tool_calls) and response.pending_approval is None
+    # A deferred turn's calls (a nested chain's) are already named in its transcript.
+    return bool(response.message.tool_calls) and not response.deferred
 
 
 def with_tool_calls(response: ChatResponse, calls: tuple[ToolCall, ...]) -> ChatResponse:
@@ -129,8 +129,7 @@ def unique_response(response: ChatResponse, transcript: Sequence[Message]) -> Ch
     """`response` (answering a request with `transcript`) with the ids of its tool calls
     made unique in the transcript and valid (see the module's rules)."""
     calls = response.message.tool_calls
-    suspension = response.suspension  # `_asks_for_tools`, inline: run on every model call
-    if not calls or (suspension is not None and suspension.pending is not None):
+    if not calls or response.deferred:  # `_asks_for_tools`, inline: run every model call
         return response
     # The common case keeps every id: valid, distinct, unused. No claim, no copies, and no
     # set of the transcript's ids: one pass that stops at the first id in use. The checks

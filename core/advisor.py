@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeAlias
 
+from ._checks import require_callable
 from .events import StreamEvent
 from .invocation import ToolHook as ToolHook
 from .invocation import ToolInvocation, ToolResult
@@ -267,6 +268,8 @@ def advisor(
         "call_tool": call_tool,
     }
     functions: dict[str, Callable[..., object]] = {k: f for k, f in given.items() if f is not None}
+    for hook, function in functions.items():
+        require_callable(function, f"advisor({hook}=...)", f"the {hook} hook")
     if not functions:
         raise TypeError("advisor() needs at least one of before, after, call, stream, call_tool")
     hooks: dict[str, object] = {hook: _FUNCTION_HOOKS[hook] for hook in functions}

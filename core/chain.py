@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any
 
 from ._call_ids import StreamCallIds, unique_response
+from ._checks import require_chat_model, require_mapping
 from ._streams import closing_stream
+from ._sync import iterate_sync, refuse_in_loop, run_sync
 from .advisor import (
     Advisor,
     AfterFunction,
@@ -21,46 +23,20 @@ from .advisor import (
     one_sided,
     overrides,
 )
-from .errors import ApprovalNotFound, ChainConfigurationError, StreamInterruptedError
-from .events import ResponseCompleted, StreamEvent, ToolCallDelta, ToolCallFinished, ToolCallStarted
+from .deferred import Decision
+from .errors import ChainConfigurationError, InvalidDecisions, StreamInterruptedError
+from .events import ResponseCompleted, StreamEvent, ToolCallDelta
 from .invocation import ToolHook
-from .manager import ToolCallingManager, ToolPipeline
-from .messages import Message, UserMessage
-from .model import ChatModel
+from .limits import after_model_call, before_model_call, enclosing_limits
+from .manager import ToolCallingManager
+from .model import ChatModel, model_name, provider_name
 from .options import ChatOptions
+from .prompt import Prompt, to_messages
 from .request import ChatRequest
 from .response import ChatResponse
-from .resumption import Resumption
-from .subchain import after_model_call, before_model_call, enclosing_limits
 from .tools import Tool, merge_tools
 
 _log = logging.getLogger("advisorchain")
-
-Prompt: TypeAlias = str | Sequence[Message] | ChatRequest
-"""What `Chain.call` accepts: a user message's text, a transcript, or a whole request."""
-
-
-@runtime_checkable
-class TurnResumer(Protocol):
-    """An advisor that can continue a turn it suspended (`ApprovalAdvisor` does).
-
-    `Chain.resume` asks each such link of the chain, in order. `resume_turn` receives a
-    request carrying the chain's tools and tool context but no messages, and `tools`, the
-    chain's tool pipeline (its `call_tool` hooks and its loop's manager), to run the calls
-    the decisions approved. It returns the request that continues the turn through the
-    whole chain, with `resumption` set (the saved transcript, completed by the results
-    the resume produced); or `None` when `pending_id` is not one of its own.
-    """
-
-    async def resume_turn(
-        self,
-        pending_id: str,
-        decisions: Mapping[str, Any],
-        request: ChatRequest,
-        tools: ToolPipeline,
-    ) -> ChatRequest | None:
-        """Claim the suspended turn `pending_id`; the request that continues it, or `None`."""
-        ...
 
 
 class Chain:
@@ -93,6 +69,11 @@ class Chain:
         tool_context: Mapping[str, Any] | None = None,
         options: ChatOptions | None = None,
     ) -> None:
+        require_chat_model(model)
+        if tool_context is not None:
+            require_mapping(tool_context, "tool_context", "a dict of values for the tools")
+        if options is not None and not isinstance(options, ChatOptions):
+            raise TypeError(f"options must be a ChatOptions, not {type(options).__name__}")
         self.advisors: tuple[Advisor, ...] = tuple(advisors)
         self.model = model
         self.tool_hooks: tuple[ToolHook, ...] = ()
@@ -105,7 +86,6 @@ class Chain:
         self.tool_hooks = tuple(a.call_tool for a in self._links if overrides(a, "call_tool"))
         loops = [a.tool_loop for a in self._links if a.tool_loop is not None]
         self._tool_loop: ToolCallingManager | None = loops[0] if loops else None
-        self._resumers = tuple(a for a in self._links if isinstance(a, TurnResumer))
         call_next: CallNext
         stream_next: StreamNext
         if isinstance(model, Chain):  # a chain is not a provider: its tools need the context
@@ -150,12 +130,12 @@ class Chain:
     @property
     def model_name(self) -> str | None:
         """The wrapped model's name, if it has one."""
-        return getattr(self.model, "model_name", None)
+        return model_name(self.model)
 
     @property
     def provider_name(self) -> str | None:
         """The wrapped model's provider name, if it has one."""
-        return getattr(self.model, "provider_name", None)
+        return provider_name(self.model)
 
     def __repr__(self) -> str:
         links = ", ".join(a.name for a in self.advisors)
@@ -181,14 +161,14 @@ class Chain:
         parent turn's; while the parent streams, each event of this turn reaches the
         parent's stream as `ToolProgress(call_id, event=...)`. The parent's tool
         `timeout` and cancellation bound the call, and the parent's `BudgetAdvisor`
-        counts each model call of this turn as it happens; `max_depth` bounds nesting.
-        A turn that ends waiting for a deferred approval suspends the parent's turn
-        (its `Suspension.inner` holds this one's); the parent's `resume` resumes it
-        through the call, once. Without an `ApprovalAdvisor` in the parent to save the
-        parent turn, the call is an error result (`SubchainSuspendedError`). See
-        `core/subchain.py`.
+        counts each model call of this turn as it happens (`core/limits.py`);
+        `max_depth` bounds nesting.
+        A turn of this chain that ends deferred defers the parent's call (kind
+        `"subchain"`, this turn's deferred calls nested in it, its transcript kept in the
+        parent's); the parent's resume, given a mapping of this turn's decisions for the
+        call, resumes this turn first. See `advisors/subchain.py`.
         """
-        from .subchain import chain_tool
+        from ..advisors.subchain import chain_tool
 
         return chain_tool(
             self,
@@ -203,24 +183,40 @@ class Chain:
 
     def request(
         self,
-        prompt: Prompt,
+        prompt: Prompt = (),
         *,
         tools: Iterable[Tool] = (),
         tool_context: Mapping[str, Any] | None = None,
         options: ChatOptions | None = None,
         conversation_id: str | None = None,
+        decisions: Mapping[str, Decision] | None = None,
         **option_values: Any,
     ) -> ChatRequest:
-        """The `ChatRequest` that `call`/`stream` would send for these arguments."""
+        """The `ChatRequest` that `call`/`stream` would send for these arguments.
+
+        Checks them first: a prompt that is not one (`core/prompt.py`) is an
+        `InvalidPromptError`; OpenAI-style message dicts are converted strictly.
+        """
+        if decisions is not None:
+            if not isinstance(decisions, Mapping):
+                raise InvalidDecisions(
+                    f"decisions must map call ids to decisions, not {type(decisions).__name__}"
+                )
+            if self._tool_loop is None:
+                raise ChainConfigurationError(
+                    "decisions resume a deferred turn, which needs the chain's tool loop "
+                    "(add a ToolCallingAdvisor)"
+                )
         if isinstance(prompt, ChatRequest):
             base = prompt
             messages = prompt.messages
         else:
             base = None
-            if isinstance(prompt, str):
-                messages = (UserMessage(content=prompt),)
-            else:
-                messages = tuple(prompt)
+            messages = to_messages(prompt)
+        if tool_context is not None:
+            require_mapping(tool_context, "tool_context", "a dict of values for the tools")
+        if options is not None and not isinstance(options, ChatOptions):
+            raise TypeError(f"options must be a ChatOptions, not {type(options).__name__}")
         if base is None and tools == () and self.tools is self._merged_tools:
             request_tools = self.tools  # the chain's own tools, as merged when it was built
         else:
@@ -240,6 +236,7 @@ class Chain:
                 tool_context=values,
                 options=chat_options,
                 conversation_id=conversation_id or base.conversation_id,
+                decisions=decisions if decisions is not None else base.decisions,
             )
         return ChatRequest(
             messages=messages,
@@ -247,21 +244,31 @@ class Chain:
             tools=request_tools,
             tool_context=values,
             conversation_id=conversation_id,
+            decisions=decisions,
         )
 
     async def call(
         self,
-        prompt: Prompt,
+        prompt: Prompt = (),
         *,
         tools: Iterable[Tool] = (),
         tool_context: Mapping[str, Any] | None = None,
         options: ChatOptions | None = None,
         conversation_id: str | None = None,
+        decisions: Mapping[str, Decision] | None = None,
         **option_values: Any,
     ) -> ChatResponse:
         """Run one turn and return the final response.
 
         `option_values` are `ChatOptions` fields (`temperature=0`, `max_tokens=200`, ...).
+
+        A turn that ends with `finish_reason="deferred"` is resumed by another turn:
+        `call([*transcript, *response.messages], decisions={call_id: decision})` (with a
+        `MemoryAdvisor`, `call(decisions=..., conversation_id=...)`: memory supplies the
+        transcript). The tool loop checks the decisions against the calls that wait
+        (`InvalidDecisions` before anything runs), settles the decided calls through the
+        chain's `call_tool` hooks, then goes on like any turn; the response's `messages`
+        start with the settled calls' results. See `core/deferred.py`.
         """
         request = self.request(
             prompt,
@@ -269,27 +276,33 @@ class Chain:
             tool_context=tool_context,
             options=options,
             conversation_id=conversation_id,
+            decisions=decisions,
             **option_values,
         )
         return await self._call_next(request)
 
     async def stream(
         self,
-        prompt: Prompt,
+        prompt: Prompt = (),
         *,
         tools: Iterable[Tool] = (),
         tool_context: Mapping[str, Any] | None = None,
         options: ChatOptions | None = None,
         conversation_id: str | None = None,
+        decisions: Mapping[str, Decision] | None = None,
         **option_values: Any,
     ) -> AsyncIterator[StreamEvent]:
-        """Run one turn as a stream of events ending with exactly one `ResponseCompleted`."""
+        """Run one turn as a stream of events ending with exactly one `ResponseCompleted`.
+
+        With `decisions`, the turn resumes a deferred one (see `call`): the stream first
+        reports the calls it settles (`ToolCallStarted`, `ToolCallFinished`)."""
         request = self.request(
             prompt,
             tools=tools,
             tool_context=tool_context,
             options=options,
             conversation_id=conversation_id,
+            decisions=decisions,
             **option_values,
         )
         completed = False
@@ -314,96 +327,67 @@ class Chain:
         if not completed:
             raise StreamInterruptedError("the stream ended without a ResponseCompleted event")
 
-    async def resume(
+    def call_sync(
         self,
-        pending_id: str,
-        decisions: Mapping[str, Any],
+        prompt: Prompt,
         *,
         tools: Iterable[Tool] = (),
         tool_context: Mapping[str, Any] | None = None,
+        options: ChatOptions | None = None,
+        conversation_id: str | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+        **option_values: Any,
     ) -> ChatResponse:
-        """Continue a turn that ended with `finish_reason="approval_pending"`.
+        """`call` for synchronous code (scripts, notebooks without a running loop).
 
-        `decisions` maps each pending call's id to its decision (`Approve()`,
-        `Approve(arguments=...)`, `Reject(reason)`). Possibly in another process: pass the
-        tools again (by name, as the suspended turn had them) and the tool context (never
-        persisted). The link that suspended the turn (a `TurnResumer`) settles the
-        pending calls (runs the approved ones through this chain's `call_tool` hooks),
-        then the turn goes on through the whole chain like a `call`, with the saved
-        transcript completed by the new results. The response's `messages` start with
-        those results (the tool loop puts them there, so every link outside the loop
-        sees them).
-
-        The continued request's `resumption` (`core.resumption.Resumption`) is set for
-        the links before the tool loop: its id is `pending_id`, and its transcript is the
-        suspended turn's, whose user message and history those links already saw once. A
-        memory advisor reads it to neither prepend its history again nor store that user
-        message twice. Raises `ApprovalNotFound` if no link knows `pending_id`.
+        Runs the turn to completion on a fresh asyncio event loop in this thread. Inside a
+        running event loop it raises `SyncInAsyncError` at once (it would block the loop):
+        await `call` there.
         """
-        request = await self._resume(pending_id, decisions, tools, tool_context)
-        response = await self._call_next(request)
-        if self._tool_loop is None and request.resumption is not None:
-            response = replace(response, messages=request.resumption.messages + response.messages)
-        return response
+        refuse_in_loop("Chain.call_sync", "await chain.call(...)")
+        return run_sync(
+            partial(
+                self.call,
+                prompt,
+                tools=tools,
+                tool_context=tool_context,
+                options=options,
+                conversation_id=conversation_id,
+                decisions=decisions,
+                **option_values,
+            )
+        )
 
-    async def resume_stream(
+    def stream_sync(
         self,
-        pending_id: str,
-        decisions: Mapping[str, Any],
+        prompt: Prompt,
         *,
         tools: Iterable[Tool] = (),
         tool_context: Mapping[str, Any] | None = None,
-    ) -> AsyncIterator[StreamEvent]:
-        """`resume` as a stream of events, like `stream`; it first reports the calls the
-        resume settled (`ToolCallStarted`, `ToolCallFinished`)."""
-        request = await self._resume(pending_id, decisions, tools, tool_context)
-        resumption = request.resumption if self._tool_loop is None else None
-        if resumption is not None:  # no loop to report them: the chain does
-            for reported in resumed_events(resumption):
-                yield reported
-        async with closing_stream(self.stream(request)) as events:
-            async for event in events:
-                if resumption is not None and isinstance(event, ResponseCompleted):
-                    response = event.response
-                    event = ResponseCompleted(
-                        replace(response, messages=resumption.messages + response.messages)
-                    )
-                yield event
+        options: ChatOptions | None = None,
+        conversation_id: str | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+        **option_values: Any,
+    ) -> Iterator[StreamEvent]:
+        """`stream` for synchronous code: an iterator of the turn's events.
 
-    async def _resume(
-        self,
-        pending_id: str,
-        decisions: Mapping[str, Any],
-        tools: Iterable[Tool],
-        tool_context: Mapping[str, Any] | None,
-    ) -> ChatRequest:
-        if not self._resumers:
-            raise ChainConfigurationError(
-                "no advisor of this chain can resume a suspended turn (add the ApprovalAdvisor)"
+        The turn runs on an event loop in a helper thread, one event ahead at most; leaving
+        the loop early (`break`) cancels the turn and closes its streams. Raises
+        `SyncInAsyncError` at once inside a running event loop: use `stream` there.
+        """
+        refuse_in_loop("Chain.stream_sync", "async for event in chain.stream(...)")
+        return iterate_sync(
+            partial(
+                self.stream,
+                prompt,
+                tools=tools,
+                tool_context=tool_context,
+                options=options,
+                conversation_id=conversation_id,
+                decisions=decisions,
+                **option_values,
             )
-        base = self.request((), tools=tools, tool_context=tool_context)
-        pipeline = ToolPipeline(self._tool_loop or ToolCallingManager(), self.tool_hooks)
-        for resumer in self._resumers:
-            resumed = await resumer.resume_turn(pending_id, decisions, base, pipeline)
-            if resumed is not None:
-                if not isinstance(resumed, ChatRequest) or resumed.resumption is None:
-                    raise TypeError(
-                        f"{type(resumer).__name__}.resume_turn returned {resumed!r}, not a "
-                        "ChatRequest with its resumption set"
-                    )
-                return resumed
-        raise ApprovalNotFound(f"no pending approval with id {pending_id!r}")
-
-
-def resumed_events(resumption: Resumption) -> tuple[StreamEvent, ...]:
-    """The stream events that report the calls a resume settled, in call order."""
-    events: list[StreamEvent] = []
-    for settled in resumption.calls:
-        events.append(ToolCallStarted(settled.call))
-        events.append(
-            ToolCallFinished(settled.call, settled.message, settled.outcome, settled.duration)
         )
-    return tuple(events)
 
 
 _OPEN_STREAMS = "advisorchain.open_streams"
@@ -439,29 +423,29 @@ async def _close_all(streams: list[AsyncIterator[StreamEvent]]) -> None:
 
 
 def _without_tool_context(request: ChatRequest) -> ChatRequest:
-    if not request.tool_context and request.resumption is None:
+    if not request.tool_context and request.decisions is None:
         return request
-    return replace(request, tool_context={}, resumption=None)
+    return replace(request, tool_context={}, decisions=None)
 
 
-def _without_resumption(request: ChatRequest) -> ChatRequest:
-    """A nested chain's turn is its own: a resumption is for this chain's loop alone."""
-    return request if request.resumption is None else replace(request, resumption=None)
+def _without_decisions(request: ChatRequest) -> ChatRequest:
+    """A nested chain's turn is its own: decisions are for this chain's loop alone."""
+    return request if request.decisions is None else replace(request, decisions=None)
 
 
 async def _call_nested(chain: Chain, request: ChatRequest) -> ChatResponse:
-    return await chain.call(_without_resumption(request))
+    return await chain.call(_without_decisions(request))
 
 
 def _stream_nested(chain: Chain, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-    return chain.stream(_without_resumption(request))
+    return chain.stream(_without_decisions(request))
 
 
 async def _call_without_tool_context(model: ChatModel, request: ChatRequest) -> ChatResponse:
     """The innermost step: the model never receives the tool context, so cannot leak it;
     the ids of the tool calls it answers are made unique and valid before any link sees
     them (`core._call_ids`)."""
-    limits = enclosing_limits()  # an enclosing turn's budget bounds this call too
+    limits = enclosing_limits()  # an enclosing turn's limits bound this call too
     if limits:
         await before_model_call(limits, request)
     response = unique_response(await model.call(_without_tool_context(request)), request.messages)

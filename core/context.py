@@ -15,9 +15,14 @@ class ToolContext(Mapping[str, Any]):
     request's values (tenant, user, conversation id, ...) it carries the id of the call
     being executed, which also serves as a stable idempotency key, and the tool's name.
     Its repr names the keys only, so values do not leak into logs or tracebacks.
+
+    When a resumed turn settles a call that waited (`ToolResult.defer`), `decision` is
+    the decision it was given and `state` the JSON state it deferred with; both are
+    `None` otherwise. A tool that defers to external work can read them, though
+    `Result(value)` answers its call without running it.
     """
 
-    __slots__ = ("_values", "call_id", "conversation_id", "tool_name")
+    __slots__ = ("_values", "call_id", "conversation_id", "decision", "state", "tool_name")
 
     def __init__(
         self,
@@ -26,11 +31,15 @@ class ToolContext(Mapping[str, Any]):
         call_id: str = "",
         tool_name: str = "",
         conversation_id: str | None = None,
+        decision: Any = None,
+        state: Any = None,
     ) -> None:
         self._values: Mapping[str, Any] = values if values is not None else {}
         self.call_id = call_id
         self.tool_name = tool_name
         self.conversation_id = conversation_id
+        self.decision = decision
+        self.state = state
 
     @property
     def idempotency_key(self) -> str:

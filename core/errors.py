@@ -65,13 +65,19 @@ class ToolIdleTimeoutError(AdvisorChainError):
     """
 
 
-class ApprovalNotFound(AdvisorChainError, LookupError):
-    """`Chain.resume` got a pending-approval id that no advisor of the chain knows."""
+class ResumeConflict(AdvisorChainError):
+    """A resume found the calls it settles taken by another resume (racing it, or done).
+
+    Never reported to a model as a tool's error: raised through every tool call, a
+    sub-chain's included, so the losing resume stops as a whole."""
+
+
+class InvalidDecisions(AdvisorChainError, ValueError):
+    """A resume's decisions do not fit the calls that wait: an unknown id, a call that
+    does not wait, something that is no decision, a decision of a kind the call does not
+    accept, or the same inside a nested (sub-chain) mapping. Raised before anything runs
+    or is written: fix the decisions and resume again."""
 
 
 class StreamInterruptedError(AdvisorChainError):
     """A stream ended before its final event, or delivered something that cannot be parsed."""
-
-
-class ScriptExhaustedError(AdvisorChainError):
-    """A `ScriptedChatModel` was called more often than it has scripted replies."""

@@ -13,8 +13,8 @@ from .parts import DocumentPart, ImagePart, TextPart, text_of
 from .tools import InvalidToolArguments, ValidatedArguments
 
 if TYPE_CHECKING:
+    from .deferred import Decision, DecisionKind, Deferral, DeferredCall
     from .request import ChatRequest
-    from .suspension import Suspension, SuspensionHandler
     from .tools import Tool
 
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
@@ -29,13 +29,14 @@ ToolOutcome: TypeAlias = Literal[
     "limit",
     "unknown",
     "cancelled",
-    "pending",
+    "deferred",
 ]
 """How a tool call ended: executed (`ok`), raised (`error`), refused by a human (`rejected`),
 ran out of time (`timeout`), had bad arguments (`invalid`), named no attached tool
 (`unknown_tool`), was over a call limit (`limit`), or has an outcome nobody knows (`unknown`,
-e.g. a resume after a crash). `pending` means "not decided yet": the call waits for a
-deferred approval, and the tool loop ends the turn with `finish_reason="approval_pending"`."""
+e.g. a resume after a crash). `deferred` means "not finished now": the call waits for a
+decision or for work done elsewhere (`ToolResult.defer`), and the tool loop ends the turn
+with `finish_reason="deferred"` (`core/deferred.py`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +54,13 @@ class ToolInvocation:
     turn's shared map). `round_calls` are the calls of that round that run through the
     `call_tool` hooks (this one included, in call order), so a hook can act once for a
     whole round (an approver sees them together); empty when the call runs on its own.
+
+    On a resumed turn, a call that waited is settled through the same hooks with
+    `decision` (`Approve()`, `Reject(reason)`, `Result(value)` or a nested turn's
+    decisions) and `deferred`, the `DeferredCall` it answers (its kind and metadata);
+    both are `None` for every other call. A hook that deferred the call settles it; the
+    innermost step runs the tool for `Approve()` (with the edited arguments, if any) and
+    for a mapping, answers `Reject` and `Result` without running it.
     """
 
     tool: Tool
@@ -62,6 +70,8 @@ class ToolInvocation:
     request: ChatRequest
     validated: Any = field(default=None, repr=False, compare=False)
     round_calls: tuple[ToolCall, ...] = field(default=(), repr=False, compare=False)
+    decision: Decision | None = field(default=None, repr=False, compare=False)
+    deferred: DeferredCall | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -98,12 +108,10 @@ class ToolResult:
     failed call raised; neither is ever sent to the model. `metadata` is what links say
     about the result (`{"cache_hit": True}`, `{"attempts": 2}`), never sent either.
 
-    `on_suspend` goes with a `pending` result: the tool loop awaits it, once per turn and
-    handler, with the turn's `Suspension` when the round ends (to save the turn), before
-    it returns the suspended response. An exception from it fails the turn. `suspension`
-    goes with a `pending` result of a call that is itself a suspended turn (a sub-chain
-    used as a tool): the loop keeps it in its own `Suspension.inner`, so the suspensions
-    nest.
+    A `deferred` result (`ToolResult.defer(...)`) says the call cannot finish now: `kind`
+    names why (`"approval"`, `"external"`, `"elicitation"`, `"subchain"`, or a link's own
+    string), `metadata` is what whoever decides is shown (kept in the transcript, so plain
+    JSON values), and `resume` how a resume settles it (`core.deferred.Deferral`).
     """
 
     content: str | tuple[TextPart | ImagePart | DocumentPart, ...]
@@ -112,8 +120,43 @@ class ToolResult:
     value: Any = None
     error: BaseException | None = None
     metadata: Mapping[str, Any] = field(default_factory=lambda: _NO_METADATA)
-    on_suspend: SuspensionHandler | None = field(default=None, repr=False, compare=False)
-    suspension: Suspension | None = field(default=None, repr=False, compare=False)
+    kind: str | None = None
+    resume: Deferral | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def defer(
+        cls,
+        kind: str = "external",
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        content: str = "Waiting for a decision.",
+        accepts: tuple[DecisionKind, ...] = ("result", "reject"),
+        state: Any = None,
+        result_schema: Mapping[str, Any] | None = None,
+        nested: tuple[DeferredCall, ...] = (),
+    ) -> ToolResult:
+        """A result that defers the call: the turn ends with `finish_reason="deferred"`
+        and the call in `response.deferred` (with `kind` and `metadata`), to be settled by
+        a later `chain.call(..., decisions={call_id: ...})`.
+
+        A tool returns it to hand the call to external work (a job, a webhook): resume
+        with `Result(value)` (checked against `result_schema`, when given) and `value`
+        becomes the call's result, converted as the tool's return value would be; or with
+        `Reject(reason)`. `accepts` names the decisions the call takes; `state` is plain
+        JSON a resume needs, kept in the transcript's record of the call (never shown to
+        a model, but stored where the transcript is).
+        """
+        from .deferred import Deferral
+
+        return cls(
+            content=content,
+            outcome="deferred",
+            kind=kind,
+            metadata=dict(metadata or {}),
+            resume=Deferral(
+                accepts=accepts, state=state, result_schema=result_schema, nested=nested
+            ),
+        )
 
     @property
     def text(self) -> str:

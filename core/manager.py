@@ -22,16 +22,23 @@ from collections.abc import (
     Sequence,
 )
 from contextvars import Context, copy_context
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias, TypeVar
 
 import anyio
 
 from ._arguments import ArgumentsError, parse_arguments
+from ._checks import require_mapping, require_number
 from ._progress import CallFinished, call_finished
 from ._scrub import safe_str, scrub_error_text
 from .context import ToolContext
-from .errors import ServerReportedError, ToolCallLimitExceeded, ToolExecutionError
+from .deferred import Approve, Reject, Result, Waiting
+from .errors import (
+    ResumeConflict,
+    ServerReportedError,
+    ToolCallLimitExceeded,
+    ToolExecutionError,
+)
 from .invocation import ToolHook, ToolInvocation, ToolNext, ToolResult
 from .messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from .request import ChatRequest
@@ -105,8 +112,8 @@ class ToolCallingManager:
       first, the calls after it start once it ended.
     - `tool_timeout`: seconds per call, for tools without their own `timeout`.
 
-    A tool that returns a `pending` `ToolResult` (a sub-chain whose turn suspended)
-    answers its call with it as it is.
+    A tool that returns a `deferred` `ToolResult` (`ToolResult.defer`) answers its call
+    with it as it is. `settle` runs a resumed turn's decided calls (`core/deferred.py`).
 
     A tool that returns an iterator (a generator, an async generator, `map(...)`) gets
     an error result naming it (`on_tool_error` applies): converting it would drain it
@@ -133,8 +140,14 @@ class ToolCallingManager:
             raise ValueError("on_limit must be 'raise' or 'report'")
         if not callable(on_tool_error) and on_tool_error not in ("report", "raise"):
             raise ValueError("on_tool_error must be 'report', 'raise' or a callable")
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1")
+        require_number(max_concurrency, "max_concurrency", minimum=1, integer=True, optional=True)
+        require_number(max_calls_per_tool, "max_calls_per_tool", minimum=0, integer=True)
+        require_number(max_calls, "max_calls", minimum=0, integer=True)
+        require_number(tool_timeout, "tool_timeout", positive=True, optional=True)
+        if tool_limits is not None:
+            require_mapping(tool_limits, "tool_limits", "tool name -> most calls per turn")
+            for name, limit in tool_limits.items():
+                require_number(limit, f"tool_limits[{name!r}]", minimum=0, integer=True)
         self.max_calls_per_tool = max_calls_per_tool
         self.max_calls = max_calls
         self.tool_limits = dict(tool_limits or {})
@@ -400,7 +413,18 @@ class ToolCallingManager:
             raise min(failures, key=lambda f: f[0])[1]
 
     async def invoke(self, invocation: ToolInvocation) -> ToolResult:
-        """Run one invocation's tool (the innermost step below every `call_tool` hook)."""
+        """Run one invocation's tool (the innermost step below every `call_tool` hook).
+
+        A resumed call's `decision` that no hook settled applies here: `Reject(reason)`
+        answers it without running the tool, `Result(value)` answers it with `value`
+        converted as the tool's return value, `Approve(arguments=...)` runs the tool
+        with those arguments; `Approve()` and a nested turn's decisions run it as is.
+        """
+        if invocation.decision is not None:
+            settled = self._decided(invocation)
+            if isinstance(settled, ToolResult):
+                return settled
+            invocation = settled
         tool = invocation.tool
         arguments = invocation.arguments
         if type(arguments) is ValidatedArguments and arguments.tool is tool:
@@ -427,11 +451,13 @@ class ToolCallingManager:
                         invocation.arguments, invocation.context, validated=validated
                     )
             if type(value) not in _NOT_ITERATORS:
-                if type(value) is ToolResult and value.outcome == "pending":
-                    return value  # a turn that suspended inside the tool (a sub-chain's)
+                if type(value) is ToolResult and value.outcome == "deferred":
+                    return value  # the tool defers the call (`ToolResult.defer`)
                 if isinstance(value, _ITERATORS):
                     raise _iterator_result(tool, value)
             content = tool.convert_result(value)
+        except ResumeConflict:
+            raise  # a losing resume stops as a whole, a sub-chain's too
         except TimeoutError as exc:
             if timeout is None:
                 return self._on_error(exc, invocation)
@@ -443,6 +469,84 @@ class ToolCallingManager:
         except Exception as exc:
             return self._on_error(exc, invocation)
         return ToolResult(content=content, return_direct=tool.return_direct, value=value)
+
+    def _decided(self, invocation: ToolInvocation) -> ToolResult | ToolInvocation:
+        """The result a resumed call's decision gives without running the tool, or the
+        invocation to run."""
+        decision = invocation.decision
+        if isinstance(decision, Reject):
+            return rejected(decision.reason)
+        if isinstance(decision, Result):
+            tool = invocation.tool
+            try:
+                content = tool.convert_result(decision.value)
+            except Exception as exc:
+                return self._on_error(exc, invocation)
+            return ToolResult(
+                content=content, return_direct=tool.return_direct, value=decision.value
+            )
+        if isinstance(decision, Approve) and decision.arguments is not None:
+            if dict(decision.arguments) != dict(invocation.arguments):
+                return invocation.with_arguments(decision.arguments)
+        return invocation
+
+    async def settle(
+        self,
+        request: ChatRequest,
+        waiting: Waiting,
+        decisions: Mapping[str, Any],
+        *,
+        hooks: tuple[ToolHook, ...] = (),
+    ) -> ToolRound:
+        """Settle the calls of a transcript's waiting round that `decisions` decide (checked
+        before, `check_decisions`), in call order, through `hooks` down to `invoke`: each
+        invocation carries its `decision` and `deferred` call; its tool context its
+        decision and the state it deferred with. `round_calls` are the round's runnable
+        calls, as when it first ran. Returns the settled calls' results."""
+        message = waiting.message
+        calls = tuple(c for c in message.tool_calls if c.id in decisions)
+        resolved: dict[str, tuple[Tool, ValidatedArguments, Any]] = {}
+        slots: list[ToolResult | None] = [None] * len(calls)
+        for call in message.tool_calls:
+            checked = self._resolve(request, call)
+            if not isinstance(checked, ToolResult):
+                resolved[call.id] = checked
+            elif call.id in decisions:
+                slots[calls.index(call)] = checked
+        round_calls = tuple(c for c in message.tool_calls if c.id in resolved)
+        pending: list[tuple[int, ToolInvocation]] = []
+        for i, call in enumerate(calls):
+            if slots[i] is not None:
+                continue
+            tool, arguments, validated = resolved[call.id]
+            invocation = self._invocation(request, call, tool, arguments, validated, round_calls)
+            decision = decisions[call.id]
+            record = waiting.records[call.id]
+            context = invocation.context
+            invocation = replace(
+                invocation,
+                decision=decision,
+                deferred=waiting.deferred_call(call),
+                context=ToolContext(
+                    request.tool_context,
+                    call_id=context.call_id,
+                    tool_name=context.tool_name,
+                    conversation_id=context.conversation_id,
+                    decision=decision,
+                    state=record.get("state"),
+                ),
+            )
+            pending.append((i, invocation))
+        durations = [0.0] * len(calls)
+        if pending:
+            await self._run_all(self.pipeline(hooks), pending, slots, durations)
+        done = tuple([r if r is not None else _cancelled() for r in slots])
+        return ToolRound(
+            calls=calls,
+            results=done,
+            messages=tuple([r.to_message(c) for r, c in zip(done, calls, strict=True)]),
+            durations=tuple(durations),
+        )
 
     def _on_error(self, exc: Exception, invocation: ToolInvocation) -> ToolResult:
         if self.on_tool_error == "raise":
@@ -456,28 +560,6 @@ class ToolCallingManager:
         else:
             content = f"Error: {describe_exception(exc)}"
         return ToolResult(content=content, outcome="error", error=exc)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolPipeline:
-    """A chain's path for one tool execution: every link's `call_tool` hook, in chain
-    order, down to the tool, run by the manager of the chain's tool loop.
-
-    What `Chain.resume` hands a `TurnResumer`, so that a resumed call runs as the tool
-    loop would have run it (validated, through the same hooks, with the same limits on
-    time and errors).
-    """
-
-    manager: ToolCallingManager
-    hooks: tuple[ToolHook, ...] = ()
-
-    def prepare(self, request: ChatRequest, call: ToolCall) -> ToolInvocation | ToolResult:
-        """Resolve and validate one call of `request`: an invocation, or an error result."""
-        return self.manager.prepare(request, call)
-
-    async def run(self, invocation: ToolInvocation) -> ToolResult:
-        """Run `invocation` through the hooks, then the tool."""
-        return await self.manager.pipeline(self.hooks)(invocation)
 
 
 _INVOKE = ToolCallingManager.invoke
@@ -625,6 +707,13 @@ def _run_inline(
             coro.close()
             raise RuntimeError(f"tool {invocation.name!r} suspended, which it cannot")
         durations[i] = time.perf_counter() - start
+
+
+def rejected(reason: str) -> ToolResult:
+    """The result the model reads for a call a decision rejected."""
+    return ToolResult(
+        content=f"Error: not executed, the call was rejected: {reason}", outcome="rejected"
+    )
 
 
 def _cancelled() -> ToolResult:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
+from ._checks import require_number
+
 ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str
 """`"auto"`, `"none"`, `"required"`, or the name of the one tool the model must call."""
 
@@ -83,6 +85,14 @@ class ChatOptions:
     parallel_tool_calls: bool | None = None
     output_schema: OutputSchema | None = None
     extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+
+    def __post_init__(self) -> None:
+        # What a provider would answer with an HTTP 400 much later, refused here.
+        if self.temperature is not None or self.top_p is not None:
+            require_number(self.temperature, "temperature", minimum=0, optional=True)
+            require_number(self.top_p, "top_p", minimum=0, optional=True)
+        if self.max_tokens is not None:
+            require_number(self.max_tokens, "max_tokens", minimum=1, integer=True)
 
     def merged(self, overrides: ChatOptions | None = None, **values: Any) -> ChatOptions:
         """Return these options with the non-`None` fields of `overrides` and `values` applied."""

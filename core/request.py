@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from .messages import Message, UserMessage
 from .options import ChatOptions
-from .resumption import Resumption
 
 if TYPE_CHECKING:
+    from .deferred import Decision
     from .tools import Tool
 
 _NO_VALUES: Mapping[str, Any] = MappingProxyType({})
@@ -27,9 +27,10 @@ class ChatRequest:
     - `tool_context`: values for tools only; never serialized to a provider.
     - `context`: one mutable map shared by every hook of every round of a turn, so links
       can cooperate (approval decisions, counters, the turn's span). Never sent anywhere.
-    - `resumption`: set by `Chain.resume` on the request that continues a suspended turn
-      (the results the resume produced, `core/resumption.py`); the tool loop starts from it
-      and sends its rounds on without it. `None` on every other request.
+    - `decisions`: on a resumed turn, the decisions for the calls its transcript's last
+      round waits on, by call id (`chain.call(..., decisions=...)`, `core/deferred.py`);
+      the tool loop settles them first. `None` on every other request; never sent to a
+      model.
     """
 
     messages: tuple[Message, ...]
@@ -38,7 +39,7 @@ class ChatRequest:
     tool_context: Mapping[str, Any] = field(default_factory=lambda: _NO_VALUES)
     conversation_id: str | None = None
     context: dict[str, Any] = field(default_factory=dict, compare=False)
-    resumption: Resumption | None = field(default=None, compare=False)
+    decisions: Mapping[str, Decision] | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         return (

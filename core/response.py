@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Literal, TypeAlias, TypeVar, cast, get_origin
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypeVar, cast, get_origin
 
 from .messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
-from .suspension import PendingApproval, Suspension
 from .usage import Usage
+
+if TYPE_CHECKING:
+    from .deferred import DeferredCall
 
 T = TypeVar("T")
 
@@ -20,7 +22,7 @@ FinishReason: TypeAlias = (
         "tool_calls",
         "content_filter",
         "return_direct",
-        "approval_pending",
+        "deferred",
         "error",
     ]
     | str
@@ -44,9 +46,13 @@ class ChatResponse:
     Change the answer with `with_message`, which replaces it inside
     `messages`; `dataclasses.replace(response, messages=...)` keeps working.
 
-    `suspension` is set on a turn the tool loop suspended (`finish_reason=
-    "approval_pending"`): the pending calls, the transcript so far and the results already
-    finished (`core/suspension.py`); `pending_approval` is its `pending` part.
+    `deferred` is set on a turn that ends waiting (`finish_reason="deferred"`): one
+    `DeferredCall` per call that waits (a sub-chain's holds its own, nested). Then
+    `messages` end with the assistant message whose calls wait (it records them) and the
+    results of the round's finished calls: append them to the transcript and resume with
+    `chain.call(transcript, decisions={call_id: ...})` (`core/deferred.py`). A resumed
+    turn's `messages` start with the results of the calls it settled; when some calls
+    still wait, `message` is an assistant message holding just those calls.
     `output` is the answer validated into a Python value, set by `StructuredOutputAdvisor`
     (`None` otherwise); `output_as(T)` returns it typed, after checking it is a `T`.
     """
@@ -56,7 +62,7 @@ class ChatResponse:
     usage: Usage
     model: str | None
     id: str | None
-    suspension: Suspension | None
+    deferred: tuple[DeferredCall, ...]
     output: object
 
     def __init__(
@@ -68,7 +74,7 @@ class ChatResponse:
         usage: Usage | None = None,
         model: str | None = None,
         id: str | None = None,
-        suspension: Suspension | None = None,
+        deferred: tuple[DeferredCall, ...] = (),
         output: object = None,
     ) -> None:
         if not messages:  # a single answer (every model call): nothing to search
@@ -78,6 +84,9 @@ class ChatResponse:
             found = message
         else:
             last = _last_assistant(messages)
+            if last is None and deferred:  # a resumed round whose other calls still wait
+                last = AssistantMessage(tool_calls=tuple(d.call for d in deferred))
+                message = None
             if last is None:
                 raise ValueError("a ChatResponse's messages must contain an assistant message")
             if message is not None and message is not last and message != last:
@@ -95,7 +104,7 @@ class ChatResponse:
             usage=usage if usage is not None else Usage(),
             model=model,
             id=id,
-            suspension=suspension,
+            deferred=deferred if type(deferred) is tuple else tuple(deferred),
             output=output,
             message=found,
             tool_calls=found.tool_calls,
@@ -111,13 +120,6 @@ class ChatResponse:
         if found is None:  # pragma: no cover - __init__ refuses such messages
             raise ValueError("a ChatResponse's messages must contain an assistant message")
         return found
-
-    @property
-    def pending_approval(self) -> PendingApproval | None:
-        """The calls waiting for a decision and the id `Chain.resume` takes, when the turn
-        was suspended (`suspension.pending`); else `None`."""
-        suspension = self.suspension
-        return suspension.pending if suspension is not None else None
 
     @property
     def text(self) -> str:
@@ -140,7 +142,7 @@ class ChatResponse:
         if output is None:
             raise TypeError(
                 "this response has no structured output (add a StructuredOutputAdvisor; a "
-                "turn waiting for approval, or answered by tools directly, has none)"
+                "deferred turn, or one answered by tools directly, has none)"
             )
         if hasattr(output_type, "__required_keys__"):  # a TypedDict (typing's or the backport)
             expected: type = dict

@@ -20,6 +20,7 @@ import pydantic_core
 from pydantic import ValidationError
 
 from ._activity import run_while_active
+from ._checks import require_callable, require_mapping, require_number
 from ._docstrings import parse_docstring
 from ._no_suspend import never_suspends
 from ._schema import ArgumentsModel, check_json_schema, clean_schema, signature_model
@@ -166,10 +167,16 @@ class Tool:
         reports_progress: bool = False,
         idle_timeout: float | None = None,
     ) -> None:
-        if not name or not all(c.isalnum() or c in "_-." for c in name):
+        if (
+            not isinstance(name, str)
+            or not name
+            or not all(c.isalnum() or c in "_-." for c in name)
+        ):
             raise ToolDefinitionError(
                 f"invalid tool name {name!r}: use letters, digits, '_', '-' or '.'"
             )
+        _check_arguments(name, description, parameters, handler, result_converter, metadata)
+        require_number(timeout, f"tool {name!r}: timeout", positive=True, optional=True)
         self.definition = ToolDefinition(
             name, description, parameters or {"type": "object", "properties": {}}
         )
@@ -204,6 +211,13 @@ class Tool:
         """What the model is told the tool does."""
         return self.definition.description
 
+    @property
+    def takes_context(self) -> bool:
+        """Whether the tool's code receives the tool context: a function tool with a
+        `ToolContext` parameter, or any tool built on a handler (schema-declared, MCP,
+        sub-agent), which is always given it."""
+        return self._model is None or self._context_param is not None
+
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
 
@@ -229,6 +243,12 @@ class Tool:
         idle_timeout: float | None = None,
     ) -> Tool:
         """A tool whose input schema comes from `fn`'s signature and docstring."""
+        if isinstance(fn, str):
+            raise ToolDefinitionError(
+                f"a tool is made from a function, not the string {fn!r} (to name it, write "
+                "@tool(name=...))"
+            )
+        require_callable(fn, "the tool's function", "the function the model's calls run")
         if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
             raise ToolDefinitionError(f"tool {fn.__name__!r}: generators cannot be tools")
         tool_name = name or fn.__name__
@@ -540,11 +560,41 @@ def _tools_of(source: object) -> Iterable[Tool]:
                 yield getattr(source, attr)
 
 
+def _check_arguments(
+    name: str,
+    description: object,
+    parameters: object,
+    handler: object,
+    result_converter: object,
+    metadata: object,
+) -> None:
+    """Refuse constructor arguments of the wrong kind, naming what is expected."""
+    where = f"tool {name!r}"
+    if not isinstance(description, str):
+        raise ToolDefinitionError(f"{where}: description must be a string, not {description!r:.80}")
+    if parameters is not None and not isinstance(parameters, Mapping):
+        raise ToolDefinitionError(
+            f"{where}: parameters must be a JSON schema (a dict), not {parameters!r:.80}"
+        )
+    if handler is not None:
+        require_callable(handler, f"{where}: handler", "handler(arguments, context), sync or async")
+    if result_converter is not None:
+        require_callable(result_converter, f"{where}: result_converter", "result -> content")
+    if metadata is not None:
+        require_mapping(metadata, f"{where}: metadata")
+
+
 def merge_tools(*groups: Iterable[Tool]) -> tuple[Tool, ...]:
-    """Concatenate tool groups; a name that appears twice is a `ChainConfigurationError`."""
+    """Concatenate tool groups; a name that appears twice is a `ChainConfigurationError`,
+    a value that is not a `Tool` a `TypeError`."""
     merged: dict[str, Tool] = {}
     for group in groups:
+        if isinstance(group, (str, Tool)) or not isinstance(group, Iterable):
+            raise TypeError(f"tools must be a list of Tool, not {type(group).__name__}")
         for t in group:
+            if not isinstance(t, Tool):
+                hint = " (make it one with @tool)" if callable(t) else ""
+                raise TypeError(f"tools must hold Tool objects, not {t!r:.80}{hint}")
             if t.name in merged and merged[t.name] is not t:
                 raise ChainConfigurationError(
                     f"two different tools are named {t.name!r}; rename one"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal, TextIO
 
 import anyio.to_thread
@@ -15,7 +17,7 @@ from ..core.model import ChatModel
 from ..core.options import ChatOptions
 from .approval import make_approver
 from .catalog import business_catalog
-from .chain import SMALL_MODEL_SYSTEM_PROMPT, SYSTEM_PROMPT, build_chain
+from .chain import LOGGER_NAME, SMALL_MODEL_SYSTEM_PROMPT, SYSTEM_PROMPT, build_chain
 from .models import ModelOptionError, ModelSpec, create_model, parse_model_option
 from .orders import OrderService
 from .render import TerminalRenderer, TurnStats
@@ -43,6 +45,7 @@ class DemoOptions:
     approval: Literal["ask", "yes", "no"] = "ask"
     may_cancel: bool = True
     max_tokens: int = 200
+    log: bool = False
     tenant_id: str = "tenant-acme-7f3a"
     user_id: str = "user-ada-91c2"
 
@@ -51,6 +54,7 @@ async def run_demo(
     options: DemoOptions,
     *,
     out: TextIO,
+    err: TextIO | None = None,
     read: Callable[[str], str] = input,
     service: OrderService | None = None,
     model: ChatModel | None = None,
@@ -59,12 +63,14 @@ async def run_demo(
 
     `read` reads a line from the user (questions in interactive mode, approvals);
     `service` and `model` replace the sample shop and the `--model` choice (tests).
+    With `options.log`, the chain's log records go to `err` (default: `out`), each on a
+    line of its own. On a terminal a status line shows what the turn is doing.
     """
-    renderer = TerminalRenderer(out)
+    renderer = TerminalRenderer(out, err=err)
     tools = OrderTools(service or OrderService.sample())
     if model is None:
         model = await _prepare_model(parse_model_option(options.model), renderer)
-    approver = make_approver(options.approval, say=renderer.line, read=read, out=out)
+    approver = make_approver(options.approval, say=renderer.line, read=read, out=renderer.writer())
     # A 0.5B model answers far better with its tool results shown as text and one tool
     # round per turn (see SmallModelAdvisor); larger models get the plain chain.
     small_model = getattr(model, "provider_name", None) == "llama.cpp"
@@ -92,7 +98,8 @@ async def run_demo(
         messages = [system, *history, UserMessage(content=question)]
         events = chain.stream(messages, tools=session_tools, tool_context=context)
         try:
-            response, stats = await renderer.turn(question, events)
+            # In interactive mode the question is on the screen already, typed at `you> `.
+            response, stats = await renderer.turn(question, events, echo=not options.interactive)
         except ToolCallLimitExceeded as exc:
             renderer.line(f"(turn stopped: {exc})")
             return
@@ -100,19 +107,24 @@ async def run_demo(
         if options.interactive:
             history.extend([UserMessage(content=question), *response.messages])
 
-    if options.interactive:
-        renderer.line("Ask about orders A-1001 to A-1003; an empty line ends the session.")
-        while True:
-            try:
-                question = await anyio.to_thread.run_sync(read, "you> ")
-            except EOFError:
-                break
-            if question.strip().lower() in _QUIT:
-                break
-            await ask(question.strip())
-    else:
-        for question in options.questions:
-            await ask(question)
+    handler = _log_through(renderer) if options.log else None
+    try:
+        if options.interactive:
+            renderer.line("Ask about orders A-1001 to A-1003; an empty line ends the session.")
+            while True:
+                try:
+                    question = await anyio.to_thread.run_sync(read, "you> ")
+                except EOFError:
+                    break
+                if question.strip().lower() in _QUIT:
+                    break
+                await ask(question.strip())
+        else:
+            for question in options.questions:
+                await ask(question)
+    finally:
+        if handler is not None:
+            logging.getLogger(LOGGER_NAME).removeHandler(handler)
     renderer.line()
     renderer.summary(turns)
     rss = _peak_rss_mb()
@@ -135,7 +147,7 @@ async def _prepare_model(spec: ModelSpec, renderer: TerminalRenderer) -> ChatMod
 
     started = time.perf_counter()
     try:
-        path = await anyio.to_thread.run_sync(ensure_local_model)
+        path = await anyio.to_thread.run_sync(partial(ensure_local_model, name=spec.name or "0.5b"))
         model = create_model(spec, local_model_path=path)
         assert isinstance(model, LlamaCppChatModel)
         await model.load()
@@ -148,6 +160,30 @@ async def _prepare_model(spec: ModelSpec, renderer: TerminalRenderer) -> ChatMod
         f"(load {model.load_seconds or 0:.1f} s): {path}"
     )
     return model
+
+
+class _RendererLogHandler(logging.Handler):
+    """Log records of the demo's chain, written by the renderer on lines of their own."""
+
+    def __init__(self, renderer: TerminalRenderer) -> None:
+        super().__init__(logging.INFO)
+        self.renderer = renderer
+        self.setFormatter(logging.Formatter("  [log] %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.renderer.log_line(self.format(record))
+        except Exception:
+            self.handleError(record)
+
+
+def _log_through(renderer: TerminalRenderer) -> logging.Handler:
+    logger = logging.getLogger(LOGGER_NAME)
+    handler = _RendererLogHandler(renderer)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    return handler
 
 
 def _peak_rss_mb() -> float | None:

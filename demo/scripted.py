@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..advisors.small_model import NOT_DONE, RESULTS_HEADING
+from ..advisors.small_model import DONE, NOT_DONE, RESULTS_HEADING
 from ..core.messages import ToolCall, ToolMessage, UserMessage
 from ..core.request import ChatRequest
 from ..providers.scripted import Reply, ScriptedChatModel
@@ -49,7 +49,7 @@ def order_assistant_reply(request: ChatRequest) -> Reply:
         return ToolCall.from_arguments("get_customer_contact", {})
     if order_id is not None:
         return ToolCall.from_arguments("get_order_status", {"order_id": order_id})
-    if "order" in question:
+    if any(word in question for word in ("order", "pay", "price", "bought", "cost")):
         return ToolCall.from_arguments("get_customer_orders", {})
     return "I can look up your orders, show your contact details and cancel an order."
 
@@ -62,7 +62,7 @@ def _after_results_text(request: ChatRequest, content: str) -> Reply | None:
         return None
     if f" {NOT_DONE}: " in first:
         return f"I could not do that: {first.split(f' {NOT_DONE}: ', 1)[1]}"
-    result = first.split(" returned: ", 1)[-1]
+    result = first.split(" returned: ", 1)[-1].split(f" {DONE}: ", 1)[-1]
     may_call = request.options.tool_choice != "none" and request.find_tool("cancel_order")
     order_id = _order_id(result)
     if first.startswith("prepare_cancellation(") and may_call and order_id is not None:

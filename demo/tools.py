@@ -63,26 +63,45 @@ class OrderTools:
         """Every tool of the assistant."""
         return tools_from(self)
 
-    @tool(run_inline=True)
+    @tool(run_inline=True, read_only=True)
     def get_order_status(self, order_id: OrderId, context: ToolContext) -> str:
-        """Look up the status, items, total and delivery date of one of the customer's orders."""
+        """Look up one order by the id the customer gave (like A-1001): status, items, total,
+        carrier, shipping and delivery dates. Without an order id, use get_customer_orders."""
         tenant, user = _who(context)
         return self.service.order(tenant, user, order_id).describe()
 
-    @tool(run_inline=True)
+    @tool(run_inline=True, read_only=True)
     def get_customer_orders(
         self,
         context: ToolContext,
         status: Literal["any", "processing", "shipped", "delivered", "cancelled"] = "any",
     ) -> str:
-        """List the customer's orders, optionally only those with one status."""
+        """List all the customer's orders with their items, totals and status: for questions
+        about the customer's orders, or about an item, without an order id."""
         tenant, user = _who(context)
         orders = [o for o in self.service.orders(tenant, user) if status in ("any", o.status)]
         if not orders:
             return "The customer has no such orders."
         return " ".join(o.describe() for o in orders)
 
-    @tool(run_inline=True, result_converter=mask_emails)
+    def orders_about(self, text: str, context: ToolContext) -> str:
+        """The customer's orders whose items `text` names (every order if it names none),
+        described as `get_customer_orders` describes them. Not a tool: what the chain
+        answers a look-up with an order id nobody gave (see `demo.chain.GivenIdsOnly`)."""
+        tenant, user = _who(context)
+        orders = self.service.orders(tenant, user)
+        words = {w for w in re.findall(r"[a-z0-9-]+", text.lower()) if len(w) > 3}
+        named = [
+            o
+            for o in orders
+            if words & {w for item in o.items for w in re.findall(r"[a-z0-9-]+", item.lower())}
+        ]
+        chosen = named or orders
+        if not chosen:
+            return "The customer has no orders."
+        return " ".join(o.describe() for o in chosen)
+
+    @tool(run_inline=True, read_only=True, result_converter=mask_emails)
     def get_customer_contact(
         self, context: ToolContext, detail: Literal["all", "email", "phone"] = "all"
     ) -> dict[str, str]:
@@ -92,14 +111,14 @@ class OrderTools:
         details = {"name": customer.name, "email": customer.email, "phone": customer.phone}
         return details if detail == "all" else {"name": customer.name, detail: details[detail]}
 
-    @tool(run_inline=True)
+    @tool(run_inline=True, read_only=True)
     def prepare_cancellation(self, order_id: OrderId, context: ToolContext) -> str:
         """Check whether an order can be cancelled and what would be refunded. Changes nothing."""
         tenant, user = _who(context)
         quote = self.service.quote_cancellation(tenant, user, order_id)
         return (
             f"Order {quote.order_id} can be cancelled; {quote.refund:.2f} {quote.currency} "
-            "would be refunded. Call cancel_order to cancel it."
+            "would be refunded. Nothing was changed yet."
         )
 
     @tool(run_inline=True, requires_approval=True)

@@ -2,7 +2,6 @@
 
 from ..core._assembly import StreamAssembler
 from ..core._exports import publish
-from ..core.errors import ScriptExhaustedError
 from ..core.options import OutputSchema
 from ..providers.text_tool_calls import TextToolCallModel
 from .anthropic import AnthropicChatModel, AnthropicWire
@@ -11,6 +10,7 @@ from .errors import (
     BadRequestError,
     InvalidAPIKeyError,
     InvalidResponseError,
+    OutputSchemaRefusedError,
     ProviderError,
     ProviderRequestError,
     ProviderStreamError,
@@ -26,7 +26,7 @@ from .http_model import HTTPChatModel
 from .llamacpp import LlamaCppChatModel
 from .openai import OpenAIChatModel, OpenAIChatWire
 from .openai_responses import OpenAIResponsesChatModel, OpenAIResponsesWire
-from .scripted import Reply, ScriptedChatModel
+from .scripted import Reply, ScriptedChatModel, ScriptExhaustedError
 from .wire import StreamReader, WireCall, WireFormat
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "OpenAIResponsesChatModel",
     "OpenAIResponsesWire",
     "OutputSchema",
+    "OutputSchemaRefusedError",
     "ProviderError",
     "ProviderRequestError",
     "ProviderStreamError",

@@ -82,6 +82,7 @@ from .http import (
     token_count,
 )
 from .http_model import HTTPChatModel
+from .native_compaction import ANTHROPIC_BETAS, asks, take_native
 from .wire import WireCall, WireFormat, event_object, merge_extra
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -144,7 +145,10 @@ class AnthropicWire(WireFormat):
         )
 
     def headers(self, call: WireCall, api_key: str | None) -> dict[str, str]:
-        return {"x-api-key": api_key or "", "anthropic-version": ANTHROPIC_VERSION}
+        headers = {"x-api-key": api_key or "", "anthropic-version": ANTHROPIC_VERSION}
+        if asks(call.request.options.extra, "anthropic"):  # CompactionAdvisor(native=...)
+            headers["anthropic-beta"] = ANTHROPIC_BETAS
+        return headers
 
     def parse(self, payload: Any) -> ChatResponse:
         return message_response(payload)
@@ -185,6 +189,9 @@ class AnthropicWire(WireFormat):
         if call.stream:
             body["stream"] = True
         body = merge_extra(body, options.extra)
+        native = take_native(body, "anthropic")
+        if native is not None:
+            body["context_management"] = native
         if options.output_schema is not None:
             output = anthropic_output_config(options.output_schema, body.get("output_config"))
             body["output_config"] = output
@@ -716,6 +723,9 @@ class _StreamState:
                     self._server_input(-1 - self.blocks[event["index"]], delta["partial_json"])
                     return []
                 return [ToolCallDelta(self.blocks[event["index"]], arguments=delta["partial_json"])]
+            if delta.get("type") == "compaction_delta" and self.blocks.get(event["index"], 0) < 0:
+                self._compaction_delta(-1 - self.blocks[event["index"]], delta)
+                return []
             if delta.get("type") == "thinking_delta" and delta["thinking"]:
                 return [ReasoningDelta(delta["thinking"], self.reasoning[event["index"]])]
             if delta.get("type") == "signature_delta":
@@ -737,6 +747,16 @@ class _StreamState:
                 f"anthropic: a server tool's input is over {MAX_SERVER_INPUT_CHARS} characters"
             )
         pieces.append(piece)
+
+    def _compaction_delta(self, index: int, delta: Mapping[str, Any]) -> None:
+        """A streamed `compaction` block's summary (and its opaque fields), assembled."""
+        block = self.server[index][1]
+        content = delta.get("content")
+        if isinstance(content, str):
+            block["content"] = (block.get("content") or "") + content
+        for key, value in delta.items():
+            if key not in ("type", "content") and value is not None:
+                block[key] = value
 
     def _server_blocks(self) -> list[dict[str, Any]]:
         """The server blocks received, their streamed input assembled."""

@@ -86,6 +86,13 @@ class BadRequestError(ProviderError, ValueError):
     """The provider rejected the request itself (HTTP 400 and other 4xx); `message` says why."""
 
 
+class OutputSchemaRefusedError(BadRequestError):
+    """The server refused the request's output schema (`ChatOptions.output_schema`, sent
+    as `response_format`): llama-cpp-python's `llama_cpp.server` answers a `json_schema`
+    format with HTTP 500. Not retried; `StructuredOutputAdvisor(mode="auto")` asks for
+    the schema in the prompt instead."""
+
+
 class ProviderUnavailableError(ProviderError):
     """The provider could not answer: HTTP 5xx, overloaded, or unreachable, after the retries."""
 

@@ -87,6 +87,8 @@ def model_from_name(name: str, **options: Any) -> ChatModel:
     An unknown prefix, or a missing model, raises `ChainConfigurationError` listing the
     forms known.
     """
+    if not isinstance(name, str):
+        raise TypeError(f"a model name is a string such as 'openai:gpt-4.1', not {name!r:.80}")
     prefix, _, rest = name.strip().partition(":")
     entry = _REGISTRY.get(prefix)
     if entry is None or (entry.model_required and not rest):

@@ -14,7 +14,7 @@ from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.manager import EFFECTS
 from ..core.messages import ToolCall
-from ..core.model import ChatModel
+from ..core.model import ChatModel, WrapperModel, supports_output_schema
 from ..core.options import OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
@@ -68,7 +68,7 @@ class FallbackRecord(NamedTuple):
     failures: tuple[str, ...] = ()
 
 
-class FallbackModel:
+class FallbackModel(WrapperModel):
     """Tries each model in turn until one answers (a `ChatModel`, so it goes in a `Chain`).
 
     Control flow: `call` sends the request unchanged to the first model; if it raises an
@@ -121,6 +121,7 @@ class FallbackModel:
         else:
             raise ChainConfigurationError("on= takes exception types or a predicate")
         self._names = [_names(m) for m in self.models]
+        super().__init__(self.models[0])
 
     @property
     def model_name(self) -> str | None:
@@ -137,11 +138,7 @@ class FallbackModel:
 
     def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
         """Whether every model honours `schema`: any of them may be the one to answer."""
-        for model in self.models:
-            supports = getattr(model, "supports_output_schema", None)
-            if not callable(supports) or not supports(schema, with_tools=with_tools):
-                return False
-        return True
+        return all(supports_output_schema(m, schema, with_tools=with_tools) for m in self.models)
 
     async def aclose(self) -> None:
         """Close every model that can be closed."""

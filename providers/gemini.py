@@ -57,13 +57,13 @@ Wire notes:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 from urllib.parse import quote
 
 import httpx
 
+from ..core._arguments import ArgumentsError, parse_arguments
 from ..core.errors import ChainConfigurationError, StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import (
@@ -99,6 +99,7 @@ from .http import (
     token_count,
 )
 from .http_model import HTTPChatModel
+from .native_compaction import take_native
 from .wire import WireCall, WireFormat, event_object
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
@@ -507,6 +508,7 @@ def request_body(
             body[key] = {**body[key], **value}
         else:
             body[key] = value
+    take_native(body, "gemini")  # a compaction mark is for other providers
     return body
 
 
@@ -604,8 +606,8 @@ def _arguments(text: str) -> dict[str, Any]:
     """A call's argument text as the object Gemini takes; text that is not a JSON object
     (a malformed call, answered with an error already) is sent under `"arguments"`."""
     try:
-        value = json.loads(text or "{}")
-    except (ValueError, RecursionError):
+        value = parse_arguments(text)
+    except ArgumentsError:  # NaN, Infinity: Python reads them, the request could not hold them
         return {"arguments": text}
     return value if isinstance(value, dict) else {"arguments": value}
 

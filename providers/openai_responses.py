@@ -96,6 +96,7 @@ from .http import (
     token_count,
 )
 from .http_model import HTTPChatModel
+from .native_compaction import take_native
 from .wire import WireCall, WireFormat, event_object
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -106,6 +107,10 @@ PROVIDER = "openai-responses"
 
 INCLUDE = ("reasoning.encrypted_content",)
 """What every request asks to be included: reasoning that can be sent back statelessly."""
+
+_MAX_CONTENT_GAP = 64
+"""How far past its last content part a streamed `content_index` may point (the parts
+between are padded); further is a broken stream."""
 
 _CALL_KEYS = frozenset({"type", "call_id", "name", "arguments", "status"})
 
@@ -311,6 +316,9 @@ def request_body(
         chat_format = openai_response_format(options.output_schema)["json_schema"]
         body["text"] = {"format": {"type": "json_schema", **chat_format}}
     body.update(plain(options.extra))
+    native = take_native(body, PROVIDER)
+    if native is not None:
+        body["context_management"] = native
     return body
 
 
@@ -669,6 +677,11 @@ class ResponsesStreamReader:
         item.setdefault("type", "message")
         content = item.setdefault("content", [])
         index = event.get("content_index", 0)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"content_index is a {type(index).__name__}, not an int")
+        if not 0 <= index < len(content) + _MAX_CONTENT_GAP:
+            # the parts before it are padded: a number sent by the server must not size that
+            raise ValueError(f"content_index {index} is out of range")
         while len(content) <= index:
             content.append({"type": "output_text" if field == "text" else "refusal", field: ""})
         part = content[index]

@@ -8,7 +8,7 @@ from operator import attrgetter
 from typing import Literal, TypeAlias, TypeGuard
 
 from ..core._assembly import StreamAssembler
-from ..core.errors import ScriptExhaustedError
+from ..core.errors import AdvisorChainError
 from ..core.events import ReasoningDelta, ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, ToolCall
 from ..core.options import OutputSchema
@@ -21,6 +21,11 @@ Reply: TypeAlias = str | AssistantMessage | ChatResponse | ToolCall | Sequence[T
 """One scripted answer: text, a message, a whole response, tool call(s), or an error to raise."""
 
 ReplyFunction: TypeAlias = Callable[[ChatRequest], Reply | Awaitable[Reply]]
+
+
+class ScriptExhaustedError(AdvisorChainError):
+    """A `ScriptedChatModel` was called more often than it has scripted replies."""
+
 
 _PLAIN_REPLIES = (str, list, tuple, ToolCall, AssistantMessage, ChatResponse)
 """Replies that are never awaitable (checked before the slower `inspect.isawaitable`)."""
@@ -53,6 +58,11 @@ class ScriptedChatModel:
         chunk_size: int | Sequence[int] = 4,
         output_schema: bool | Literal["without_tools"] = False,
     ) -> None:
+        if isinstance(script, (str, bytes)):
+            raise TypeError(
+                f"script must be a list of replies (or a function of the request); for one "
+                f"reply write ScriptedChatModel([{script!r:.40}])"
+            )
         if callable(script) and not isinstance(script, (list, tuple)):
             self._function: ReplyFunction | None = script
             self._replies: list[Reply] = []

@@ -2,10 +2,13 @@
 
 Small models often answer with a tool call written in their text instead of a structured
 one: Qwen writes `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, others a
-fenced ```json block or a bare JSON object. This module recognizes the three forms (an
-object, or a list of objects, with `name` and `arguments` or `parameters`, optionally
-wrapped as `{"type": "function", "function": {...}}`), but only for tools attached to
-the request: anything else stays text.
+fenced ```json block or a bare JSON object, and some a bare object in doubled braces
+(`{{"name": ...}}`, a prompt template's escaping copied). This module recognizes those
+forms (an object, or a list of objects, with `name` and `arguments` or `parameters`,
+optionally wrapped as `{"type": "function", "function": {...}}`) for tools attached to
+the request; with `any_name=True` also a call to any other name that has `arguments` (or
+`parameters`), so that the tool loop answers it "unknown tool" and the call never reaches
+the user as the answer. Anything else stays text.
 
 - `parse_text_tool_calls(text, names)`: a complete text.
 - `TextToolCallParser`: the incremental form. It holds back text that might still turn
@@ -28,7 +31,8 @@ from ..core._call_ids import CallIds
 from ..core._streams import closing_stream
 from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, ToolCall
-from ..core.model import ChatModel
+from ..core.model import ChatModel, WrapperModel
+from ..core.options import OutputSchema
 from ..core.parts import TextPart, assistant_content
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
@@ -116,17 +120,29 @@ class TextToolCallParser:
     `feed(text)` returns the pieces that are decided (strings to show, `ToolCall`s), in
     order; text that may still become a tool call is held until it is decided.
     `finish()` decides everything held: an unclosed `<tool_call>` or fence whose JSON is
-    complete still counts as a call. Feeding a text in any split gives the same pieces,
-    joined, as feeding it whole. Time is linear in the text's length however it is
-    split: text that cannot decide what is held (the inside of a long call) is only
-    stored until something can. Each call gets an id of its own, valid for every
-    provider: the id the model wrote when it is (`core._call_ids`), else a new one.
+    complete still counts as a call. Calls name one of `tool_names`; with `any_name`,
+    also any other name (an identifier) when the object has `arguments` or `parameters`.
+    Feeding a text in any split gives the same pieces, joined, as feeding it whole.
+    Time is linear in the text's length however it is split: text that cannot decide
+    what is held (the inside of a long call) is only stored until something can. Each
+    call gets an id of its own, valid for every provider: the id the model wrote when it
+    is (`core._call_ids`), else a new one.
     """
 
-    __slots__ = ("_buffer", "_ids", "_in_plain_fence", "_names", "_pending", "_tail", "_wait")
+    __slots__ = (
+        "_any_name",
+        "_buffer",
+        "_ids",
+        "_in_plain_fence",
+        "_names",
+        "_pending",
+        "_tail",
+        "_wait",
+    )
 
-    def __init__(self, tool_names: Iterable[str]) -> None:
+    def __init__(self, tool_names: Iterable[str], *, any_name: bool = False) -> None:
         self._names = frozenset(tool_names)
+        self._any_name = any_name
         self._buffer = ""
         self._pending: list[str] = []  # text after `_buffer` that cannot decide the hold
         self._tail = ""  # the last characters held, for markers split between pieces
@@ -256,6 +272,9 @@ class TextToolCallParser:
         return _Step(close + len(_FENCE), self._calls_in(s[first:close]))
 
     def _bare(self, s: str, start: int, final: bool, ends: _JsonEnds) -> _Step:
+        inner = _skip_space(s, start + 1)
+        if inner < len(s) and s[inner] == "{":
+            return self._doubled(s, start, inner, final, ends)
         if not _may_be_call_object(s, start):
             return _Step(start + 1)
         end = ends.end(start)
@@ -270,6 +289,31 @@ class TextToolCallParser:
             scan.feed(s, start)
             return _Step(_HOLD, wait=_Wait("json", scan=scan))
         return _Step(end, self._calls_in(s[start:end]))
+
+    def _doubled(self, s: str, start: int, inner: int, final: bool, ends: _JsonEnds) -> _Step:
+        """`{{"name": ...}}`: the call object in doubled braces, all of it one call."""
+        if not _may_be_call_object(s, inner):
+            return _Step(start + 1)
+        end = ends.end(inner)
+        if end is None:
+            if final:
+                return _Step(start + 1)
+            key = _skip_space(s, inner + 1)
+            if key == len(s) or s.find('"', key + 1) < 0:
+                return _Step(_HOLD)  # the first key is still being written
+            scan = _JsonScan()
+            scan.feed(s, inner)
+            return _Step(_HOLD, wait=_Wait("json", scan=scan))
+        after = _skip_space(s, end)
+        if after == len(s):
+            if not final:
+                return _Step(_HOLD, wait=_Wait("space"))
+            calls = self._calls_in(s[inner:end])  # the closing brace never came
+            return _Step(len(s), calls) if calls else _Step(start + 1)
+        if s[after] != "}":
+            return _Step(start + 1)
+        calls = self._calls_in(s[inner:end])
+        return _Step(after + 1, calls) if calls else _Step(start + 1)
 
     def _calls_in(self, text: str) -> tuple[ToolCall, ...]:
         """The calls `text` (JSON: one call object or a list of them) holds, else `()`."""
@@ -292,7 +336,15 @@ class TextToolCallParser:
         if isinstance(item.get("function"), dict):
             item = item["function"]
             assert isinstance(item, dict)
-        if not set(item) <= set(_CALL_KEYS) or item.get("name") not in self._names:
+        if not set(item) <= set(_CALL_KEYS):
+            return None
+        name = item.get("name")
+        if name not in self._names and not (
+            self._any_name
+            and isinstance(name, str)
+            and _TOOL_NAME.fullmatch(name)
+            and ("arguments" in item or "parameters" in item)
+        ):
             return None
         arguments = item.get("arguments", item.get("parameters"))
         if isinstance(arguments, str):
@@ -318,8 +370,12 @@ class TextToolCallParser:
 
 _MARKER_START = re.compile(r"[<`{]")
 
-_BRACE = re.compile(r'\{\s*(?:"|\Z)')
-"""A `{` that may open a tool call: its first key (or the end of the text so far) follows."""
+_BRACE = re.compile(r'\{\s*(?:\{\s*)?(?:"|\Z)')
+"""A `{` that may open a tool call: its first key (or the end of the text so far) follows,
+maybe after a second `{` (the doubled-brace form)."""
+
+_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+"""What a name must look like to be taken for a call to a tool that is not attached."""
 
 
 class _Candidates:
@@ -453,9 +509,12 @@ def _may_be_call_object(s: str, start: int) -> bool:
     return s[i + 1 : close] in _CALL_KEYS
 
 
-def parse_text_tool_calls(text: str, tool_names: Iterable[str]) -> ParsedText:
-    """Split a complete `text` into plain text and the calls to `tool_names` written in it."""
-    parser = TextToolCallParser(tool_names)
+def parse_text_tool_calls(
+    text: str, tool_names: Iterable[str], *, any_name: bool = False
+) -> ParsedText:
+    """Split a complete `text` into plain text and the calls to `tool_names` written in it
+    (with `any_name`, to any name: see `TextToolCallParser`)."""
+    parser = TextToolCallParser(tool_names, any_name=any_name)
     pieces = parser.feed(text) + parser.finish()
     return ParsedText(
         text="".join(p for p in pieces if isinstance(p, str)),
@@ -490,21 +549,24 @@ def with_text_calls(response: ChatResponse, text: str, calls: tuple[ToolCall, ..
         messages=(*response.messages[:-1], message),
         model=response.model,
         id=response.id,
-        suspension=response.suspension,
+        deferred=response.deferred,
     )
 
 
-def apply_text_tool_calls(response: ChatResponse, tool_names: Iterable[str]) -> ChatResponse:
-    """`response` with the tool calls written in its text turned into real ones."""
+def apply_text_tool_calls(
+    response: ChatResponse, tool_names: Iterable[str], *, any_name: bool = False
+) -> ChatResponse:
+    """`response` with the tool calls written in its text turned into real ones (none
+    when `tool_names` is empty: no tool may be called)."""
     names = frozenset(tool_names)
     if not names or not response.message.text:
         return response
-    parsed = parse_text_tool_calls(response.message.text, names)
+    parsed = parse_text_tool_calls(response.message.text, names, any_name=any_name)
     return with_text_calls(response, parsed.text, parsed.calls)
 
 
 async def parse_text_tool_call_stream(
-    events: AsyncIterator[StreamEvent], tool_names: Iterable[str]
+    events: AsyncIterator[StreamEvent], tool_names: Iterable[str], *, any_name: bool = False
 ) -> AsyncIterator[StreamEvent]:
     """`events` with the tool calls written in the text turned into real ones.
 
@@ -512,7 +574,7 @@ async def parse_text_tool_call_stream(
     `ToolCallDelta`s (after the model's own) just before the final `ResponseCompleted`,
     whose response carries them. Other events pass through unchanged.
     """
-    parser = TextToolCallParser(tool_names)
+    parser = TextToolCallParser(tool_names, any_name=any_name)
     text: list[str] = []
     calls: list[ToolCall] = []
     next_index = 0
@@ -543,39 +605,39 @@ async def parse_text_tool_call_stream(
                 yield event
 
 
-class TextToolCallModel:
+class TextToolCallModel(WrapperModel):
     """Wraps a `ChatModel` so that tool calls it writes as text become real tool calls.
 
-    Only names of tools attached to the request are recognized, and nothing is parsed
-    when `tool_choice` is `"none"`. Structured tool calls from the model pass through.
+    Names of tools attached to the request are recognized (with `any_name`, any name, so
+    that a call to a tool that is not attached reaches the tool loop, which reports it to
+    the model, instead of the user); nothing is parsed when `tool_choice` is `"none"`.
+    Structured tool calls from the model pass through.
     """
 
-    def __init__(self, model: ChatModel) -> None:
+    def __init__(self, model: ChatModel, *, any_name: bool = False) -> None:
+        super().__init__(model)
         self.model = model
+        self.any_name = any_name
 
-    @property
-    def model_name(self) -> str | None:
-        """The wrapped model's name."""
-        return getattr(self.model, "model_name", None)
-
-    @property
-    def provider_name(self) -> str | None:
-        """The wrapped model's provider name."""
-        return getattr(self.model, "provider_name", None)
+    def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
+        """Never: a native schema would keep the model from writing tool calls as text."""
+        return False
 
     def __repr__(self) -> str:
         return f"TextToolCallModel({self.model!r})"
 
     async def call(self, request: ChatRequest) -> ChatResponse:
         """Call the wrapped model and parse its text for tool calls."""
-        return apply_text_tool_calls(await self.model.call(request), tool_names_for(request))
+        response = await self.model.call(request)
+        return apply_text_tool_calls(response, tool_names_for(request), any_name=self.any_name)
 
     def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream the wrapped model, holding back and parsing text that is a tool call."""
         names = tool_names_for(request)
         if not names:
             return self.model.stream(request)
-        return parse_text_tool_call_stream(self.model.stream(request), names)
+        events = self.model.stream(request)
+        return parse_text_tool_call_stream(events, names, any_name=self.any_name)
 
 
 __all__ = [

@@ -151,7 +151,8 @@ class WireFormat:
         `INVALID_ARGUMENT` and the reason `API_KEY_INVALID`). `payload` is the parsed
         JSON body, with the API key masked (`None` if it is not JSON). `None`, the
         default, lets the status decide (`error_for_status`). Whether the request is
-        retried still follows the status and the `x-should-retry` header only.
+        retried still follows the status and the `x-should-retry` header, except that an
+        `OutputSchemaRefusedError` named here is never retried.
 
         Used on both paths (a stream's failed status too); a wire format can also use it
         for its in-band errors, so both read an error body the same way."""

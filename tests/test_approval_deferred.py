@@ -1,5 +1,7 @@
-"""Deferred approval: pending -> persisted -> resumed (fresh chain, fresh store object), on
-every store: in memory, SQLite, and a real PostgreSQL server."""
+"""Deferred approval: deferred -> recorded -> resumed (fresh chain, fresh store object), on
+every store: in memory, SQLite, and a real PostgreSQL server. The caller carries the
+transcript (`response.messages`); the store records each deferred call's id and arguments
+fingerprint and its round, and refuses a resume whose transcript differs."""
 
 from __future__ import annotations
 
@@ -17,9 +19,10 @@ from advisorchain import (
     AssistantMessage,
     Chain,
     ChainConfigurationError,
-    ChatRequest,
     ImagePart,
+    InvalidDecisions,
     LoggingAdvisor,
+    Message,
     ReasoningPart,
     ResponseCompleted,
     TextDelta,
@@ -31,23 +34,23 @@ from advisorchain import (
     ToolContext,
     ToolMessage,
     UserMessage,
+    dump_messages,
+    load_messages,
     tool,
 )
 from advisorchain.advisors import (
     ApprovalAdvisor,
     ApprovalAlreadyResolved,
-    ApprovalNotFound,
     ApprovalStore,
     Approve,
     CallbackApprover,
     DeferredApprover,
     InMemoryApprovalStore,
-    InvalidApprovalDecisions,
     PostgresApprovalStore,
     Reject,
     SQLiteApprovalStore,
 )
-from advisorchain.advisors.approval import Defer, StoredResult
+from advisorchain.advisors.approval import TRANSCRIPT_CHANGED, Defer, StoredResult
 from advisorchain.providers import ScriptedChatModel
 
 from postgres_support import POSTGRES_DSN, drop_approval_tables, require_postgres_dsn
@@ -149,8 +152,8 @@ def fresh_chain(
 
 async def suspend(
     placement: str, stores: StoreFactory, calls: list[ToolCall] | None = None
-) -> tuple[str, Bank, Any]:
-    """Run a turn that ends waiting for approval; its pending id, bank and response."""
+) -> tuple[list[Message], Bank, Any]:
+    """Run a turn that ends deferred; the transcript to resume from, bank and response."""
     bank = Bank()
     chain, _ = fresh_chain(
         placement,
@@ -162,59 +165,75 @@ async def suspend(
         tools=bank.tools,
         tool_context={"tenant": "t-secret-1"},
         conversation_id="conv-9",
-        temperature=0.25,
-        stop="END",
-        extra={"seed": 7},
     )
-    assert response.pending_approval is not None
-    return response.pending_approval.id, bank, response
+    assert response.finish_reason == "deferred" and response.deferred
+    return [UserMessage(content="pay bob"), *response.messages], bank, response
+
+
+def approval_id(response: Any, index: int = 0) -> str:
+    """The approval id of the response's deferred call at `index`."""
+    value: str = response.deferred[index].metadata["approval_id"]
+    return value
+
+
+async def resume(
+    placement: str,
+    stores: StoreFactory,
+    transcript: list[Message],
+    decisions: Any,
+    replies: list[Any],
+    bank: Bank | None = None,
+) -> tuple[Any, ScriptedChatModel, Bank]:
+    """Resume in a fresh chain and store object (another process would do the same)."""
+    worker = bank or Bank()
+    chain, model = fresh_chain(placement, stores(), replies)
+    response = await chain.call(
+        transcript,
+        decisions=decisions,
+        tools=worker.tools,
+        tool_context={"tenant": "t"},
+        conversation_id="conv-9",
+    )
+    return response, model, worker
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("resume_at", ["before", "after"])
-async def test_pending_turn_is_saved_and_resumed_in_a_fresh_chain(
+async def test_deferred_call_is_recorded_and_resumed_in_a_fresh_chain(
     stores: StoreFactory, placement: str, resume_at: str
 ) -> None:
-    pending_id, bank, response = await suspend(placement, stores)
-    assert response.finish_reason == "approval_pending"
-    assert [c.id for c in response.pending_approval.calls] == ["c1"]
+    transcript, bank, response = await suspend(placement, stores)
+    (waiting,) = response.deferred
+    assert (waiting.id, waiting.kind, waiting.accepts) == ("c1", "approval", ("approve", "reject"))
+    assert waiting.metadata["arguments"] == {"to": "bob", "amount": 5}
     assert bank.sent == [] and bank.reads == 1
     assert [type(m).__name__ for m in response.messages] == ["AssistantMessage", "ToolMessage"]
+    assert "t-secret-1" not in repr(response.messages)
 
-    record = await stores().get(pending_id)
+    record = await stores().get(approval_id(response))
     assert record is not None and record.status == "pending"
     assert record.conversation_id == "conv-9"
-    assert record.options == {"temperature": 0.25, "stop": ["END"], "extra": {"seed": 7}}
-    # the transcript up to and including the tool-call message, then the finished results
-    assert record.messages == (UserMessage(content="pay bob"), *response.messages)
-    assert set(record.tool_names) == {"transfer", "balance"}
-    assert [c.call.call_id for c in record.calls] == ["c1"]
-    assert dict(record.calls[0].call.arguments) == {"to": "bob", "amount": 5}
+    assert [c.id for c in record.calls] == ["c1"]
+    assert dict(record.calls[0].arguments) == {"to": "bob", "amount": 5}
+    assert [(c.id, c.name) for c in record.round] == [("c1", "transfer"), ("c2", "balance")]
     assert "t-secret-1" not in repr(record)
     store = stores()
-    if isinstance(store, SQLiteApprovalStore):
+    if isinstance(store, SQLiteApprovalStore):  # no copy of the transcript in the store
         stored = b"".join(p.read_bytes() for p in Path(store.path).parent.glob("approvals.db*"))
-        assert b"pay bob" in stored and b"t-secret-1" not in stored
+        assert b"pay bob" not in stored and b"t-secret-1" not in stored
 
-    worker = Bank()
-    chain, model = fresh_chain(resume_at, stores(), ["Paid bob."])
-    resumed = await chain.resume(
-        pending_id,
-        {"c1": Approve(by="alice")},
-        tools=worker.tools,
-        tool_context={"tenant": "t-secret-1"},
+    resumed, model, worker = await resume(
+        resume_at, stores, transcript, {"c1": Approve(by="alice")}, ["Paid bob."]
     )
-    assert resumed.text == "Paid bob."
-    assert worker.sent == [("bob", 5, "c1", "t-secret-1")]
+    assert resumed.text == "Paid bob." and resumed.finish_reason == "stop"
+    assert worker.sent == [("bob", 5, "c1", "t")]
     assert worker.reads == 0  # the finished call is not run again
     (request,) = model.requests
     assert request.conversation_id == "conv-9"
-    assert request.options.temperature == 0.25
-    assert request.options.stop == ("END",) and dict(request.options.extra) == {"seed": 7}
-    messages = request.messages
-    assert isinstance(messages[0], UserMessage)
-    assert isinstance(messages[1], AssistantMessage) and len(messages[1].tool_calls) == 2
-    assert [(m.tool_call_id, m.content) for m in messages[2:] if isinstance(m, ToolMessage)] == [
+    assert request.messages[: len(transcript)] == tuple(transcript)
+    assert [
+        (m.tool_call_id, m.content) for m in request.messages[2:] if isinstance(m, ToolMessage)
+    ] == [
         ("c2", "100"),
         ("c1", "sent 5 to bob"),
     ]
@@ -222,41 +241,38 @@ async def test_pending_turn_is_saved_and_resumed_in_a_fresh_chain(
     assert isinstance(first, ToolMessage) and first.tool_call_id == "c1"
     assert resumed.messages[-1].content == "Paid bob."
 
-    (audit,) = await stores().audit(pending_id)
+    (audit,) = await stores().audit(approval_id(response))
     assert (audit.decision, audit.decided_by, audit.conversation_id) == (
         "approved",
         "alice",
         "conv-9",
     )
-    done = await stores().get(pending_id)
+    done = await stores().get(approval_id(response))
     assert done is not None and done.status == "completed"
 
 
 @pytest.mark.anyio
-async def test_second_resume_after_completion_is_refused_and_changes_nothing(
+async def test_a_second_resume_never_runs_the_call_again(
     stores: StoreFactory, placement: str
 ) -> None:
-    pending_id, _, _ = await suspend(placement, stores)
-    worker = Bank()
-    chain, _ = fresh_chain(placement, stores(), ["ok"])
-    await chain.resume(
-        pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
+    transcript, _, response = await suspend(placement, stores)
+    _, _, worker = await resume(placement, stores, transcript, {"c1": Approve()}, ["ok"])
+    before = (await stores().get(approval_id(response)), await stores().audit())
+    again, model, _ = await resume(
+        placement, stores, transcript, {"c1": Reject("no")}, ["again"], bank=worker
     )
-    before = (await stores().get(pending_id), await stores().audit())
-    chain, model = fresh_chain(placement, stores(), ["again"])
-    with pytest.raises(ApprovalAlreadyResolved, match="already resolved"):
-        await chain.resume(
-            pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
-        )
-    assert (await stores().get(pending_id), await stores().audit()) == before
-    assert len(worker.sent) == 1 and model.requests == []
+    # the stored result answers it: nothing runs, nothing is decided or audited again
+    assert (await stores().get(approval_id(response)), await stores().audit()) == before
+    assert len(worker.sent) == 1
+    first = again.messages[0]
+    assert isinstance(first, ToolMessage) and first.content == "sent 5 to bob"
 
 
 @pytest.mark.anyio
 async def test_rejected_and_edited_decisions_on_resume(
     stores: StoreFactory, placement: str
 ) -> None:
-    pending_id, _, _ = await suspend(
+    transcript, _, response = await suspend(
         placement,
         stores,
         [
@@ -265,17 +281,16 @@ async def test_rejected_and_edited_decisions_on_resume(
             call("transfer", "c3", to="ann", amount=9),
         ],
     )
-    worker = Bank()
-    chain, model = fresh_chain(placement, stores(), ["done"])
-    resumed = await chain.resume(
-        pending_id,
+    resumed, model, worker = await resume(
+        placement,
+        stores,
+        transcript,
         {
             "c1": Approve({"to": "bob", "amount": 4}),
             "c2": Reject("eve is unknown"),
             "c3": Approve({"to": "ann", "amount": "nine"}),
         },
-        tools=worker.tools,
-        tool_context={"tenant": "t"},
+        ["done"],
     )
     assert worker.sent == [("bob", 4, "c1", "t")]
     results = [m for m in resumed.messages if isinstance(m, ToolMessage)]
@@ -283,9 +298,41 @@ async def test_rejected_and_edited_decisions_on_resume(
     assert [m.is_error for m in results] == [False, True, True]
     assert "eve is unknown" in results[1].content
     assert "amount" in results[2].content
-    decisions = [(a.call_id, a.decision) for a in await stores().audit(pending_id)]
+    decisions = [
+        (a.call_id, a.decision)
+        for i in range(3)
+        for a in await stores().audit(approval_id(response, i))
+    ]
     assert decisions == [("c1", "edited"), ("c2", "rejected"), ("c3", "edited")]
     assert len(model.requests) == 1
+
+
+@pytest.mark.anyio
+async def test_a_call_left_without_a_decision_keeps_waiting(
+    stores: StoreFactory, placement: str
+) -> None:
+    transcript, _, _ = await suspend(
+        placement,
+        stores,
+        [call("transfer", "c1", to="bob", amount=1), call("transfer", "c2", to="ann", amount=2)],
+    )
+    partly, model, worker = await resume(
+        placement, stores, transcript, {"c1": Approve()}, ["never"]
+    )
+    assert partly.finish_reason == "deferred" and [d.id for d in partly.deferred] == ["c2"]
+    assert [type(m).__name__ for m in partly.messages] == ["ToolMessage"]
+    assert partly.message.tool_calls == (transcript[1].tool_calls[1],)  # type: ignore[union-attr]
+    assert worker.sent == [("bob", 1, "c1", "t")] and model.requests == []
+    rest, model, _ = await resume(
+        placement,
+        stores,
+        [*transcript, *partly.messages],
+        {"c2": Approve()},
+        ["Both paid."],
+        bank=worker,
+    )
+    assert rest.text == "Both paid."
+    assert worker.sent == [("bob", 1, "c1", "t"), ("ann", 2, "c2", "t")]
 
 
 @pytest.mark.anyio
@@ -305,21 +352,22 @@ async def test_stream_path_defers_and_resumes(stores: StoreFactory, placement: s
     assert isinstance(finished, ToolCallFinished) and finished.call.id == "c2"
     completed = events[-1]
     assert isinstance(completed, ResponseCompleted)
-    assert completed.response.finish_reason == "approval_pending"
-    pending = completed.response.pending_approval
-    assert pending is not None
-    record = await stores().get(pending.id)
-    assert record is not None
-    assert record.messages == (UserMessage(content="pay"), *completed.response.messages)
+    assert completed.response.finish_reason == "deferred"
+    assert [d.id for d in completed.response.deferred] == ["c1"]
+    transcript = [UserMessage(content="pay"), *completed.response.messages]
 
     worker = Bank()
     chain, _ = fresh_chain(placement, stores(), ["Paid bob."])
     resumed = [
         e
-        async for e in chain.resume_stream(
-            pending.id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
+        async for e in chain.stream(
+            transcript,
+            decisions={"c1": Approve()},
+            tools=worker.tools,
+            tool_context={"tenant": "t"},
         )
     ]
+    # the settled call is reported first
     assert isinstance(resumed[0], ToolCallStarted) and resumed[0].call.id == "c1"
     assert isinstance(resumed[1], ToolCallFinished) and resumed[1].outcome == "ok"
     assert "".join(e.text for e in resumed if isinstance(e, TextDelta)) == "Paid bob."
@@ -330,51 +378,139 @@ async def test_stream_path_defers_and_resumes(stores: StoreFactory, placement: s
 
 
 @pytest.mark.anyio
-async def test_bad_input_gets_clear_errors_and_leaves_the_store_unchanged(
-    stores: StoreFactory, placement: str
+@pytest.mark.parametrize("mode", ["call", "stream"])
+async def test_bad_decisions_get_one_typed_error_and_change_nothing(
+    stores: StoreFactory, placement: str, mode: str
 ) -> None:
-    pending_id, _, _ = await suspend(placement, stores)
+    transcript, _, response = await suspend(placement, stores)
     worker = Bank()
     chain, model = fresh_chain(placement, stores(), ["never"])
-    before = await stores().get(pending_id)
+    before = await stores().get(approval_id(response))
 
-    async def resume(pid: str, decisions: Any, tools: Any = worker.tools) -> None:
-        await chain.resume(pid, decisions, tools=tools, tool_context={"tenant": "t"})
+    async def go(decisions: Any, messages: Any = transcript) -> None:
+        if mode == "call":
+            await chain.call(
+                messages, decisions=decisions, tools=worker.tools, tool_context={"tenant": "t"}
+            )
+            return
+        async for _ in chain.stream(
+            messages, decisions=decisions, tools=worker.tools, tool_context={"tenant": "t"}
+        ):
+            pass
 
-    with pytest.raises(ApprovalNotFound, match="no pending approval"):
-        await resume("approval_nope", {"c1": Approve()})
-    with pytest.raises(InvalidApprovalDecisions, match="not pending .*c2"):
-        await resume(pending_id, {"c1": Approve(), "c2": Approve()})
-    with pytest.raises(InvalidApprovalDecisions, match="no decision for pending call"):
-        await resume(pending_id, {})
-    with pytest.raises(InvalidApprovalDecisions, match="must be Approve"):
-        await resume(pending_id, {"c1": Defer()})
-    with pytest.raises(InvalidApprovalDecisions, match="must map"):
-        await resume(pending_id, [Approve()])
-    with pytest.raises(ChainConfigurationError, match="missing: transfer"):
-        await resume(pending_id, {"c1": Approve()}, tools=worker.tools[1:])
-    assert await stores().get(pending_id) == before
+    with pytest.raises(InvalidDecisions, match="'c9' is not a call that waits"):
+        await go({"c1": Approve(), "c9": Approve()})
+    with pytest.raises(InvalidDecisions, match="'c2' is not a call that waits"):
+        await go({"c1": Approve(), "c2": Approve()})  # c2 finished: it does not wait
+    with pytest.raises(InvalidDecisions, match="waiting for decisions"):
+        await go(None)
+    with pytest.raises(InvalidDecisions, match="is not a decision"):
+        await go({"c1": Defer()})
+    with pytest.raises(InvalidDecisions, match="accepts Approve"):
+        await go({"c1": {"inner": Approve()}})
+    with pytest.raises(InvalidDecisions, match="must map"):
+        await go([Approve()])
+    with pytest.raises(InvalidDecisions, match="not a call that waits"):
+        await go({"c1": Approve()}, [UserMessage(content="hello")])
+    assert await stores().get(approval_id(response)) == before
     assert await stores().audit() == []
     assert worker.sent == [] and model.requests == []
 
-    plain = Chain([ToolCallingAdvisor()], model=ScriptedChatModel([]))
-    with pytest.raises(ChainConfigurationError, match="resume"):
-        await plain.resume(pending_id, {"c1": Approve()})
+    plain = Chain([], model=ScriptedChatModel([]))
+    with pytest.raises(ChainConfigurationError, match="tool loop"):
+        await plain.call(transcript, decisions={"c1": Approve()})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["call", "stream"])
+@pytest.mark.parametrize("tamper", ["arguments", "tool", "extra call", "approval id"])
+async def test_a_resume_whose_transcript_differs_is_refused_and_audited(
+    stores: StoreFactory, placement: str, tamper: str, mode: str
+) -> None:
+    """Approve bob 5, run mallory 1,000,000: never."""
+    transcript, _, response = await suspend(placement, stores)
+    asked = transcript[1]
+    assert isinstance(asked, AssistantMessage)
+    bob, balance = asked.tool_calls
+    calls: tuple[ToolCall, ...]
+    if tamper == "arguments":
+        calls = (call("transfer", "c1", to="mallory", amount=1000000), balance)
+    elif tamper == "tool":
+        calls = (call("steal", "c1", to="mallory", amount=1000000), balance)
+    elif tamper == "extra call":
+        calls = (bob, balance, call("transfer", "c3", to="mallory", amount=1000000))
+    else:
+        calls = (bob, balance)
+    forged = asked.model_copy(update={"tool_calls": calls})
+    if tamper == "extra call":  # the slipped-in call claims to wait for the same approval
+        data = dict(forged.provider_data or {})
+        records = dict(data["advisorchain"]["deferred"])
+        records["c3"] = records["c1"]
+        data["advisorchain"] = {"deferred": records}
+        forged = forged.model_copy(update={"provider_data": data})
+    if tamper == "approval id":  # a resume that points the call at another record
+        other, _, other_response = await suspend(placement, stores)
+        data = dict(forged.provider_data or {})
+        records = {"c1": dict(data["advisorchain"]["deferred"]["c1"])}
+        records["c1"]["metadata"] = dict(other_response.deferred[0].metadata)
+        forged = forged.model_copy(
+            update={
+                "provider_data": {"advisorchain": {"deferred": records}},
+                "tool_calls": (call("transfer", "c1", to="mallory", amount=1000000), balance),
+            }
+        )
+    tampered = [transcript[0], forged, *transcript[2:]]
+    decisions: dict[str, Any] = {"c1": Approve()}
+    if tamper == "extra call":
+        decisions["c3"] = Approve()
+
+    @tool
+    def steal(to: str, amount: int) -> str:
+        """Not gated at all."""
+        stolen.append((to, amount))
+        return "stolen"
+
+    stolen: list[tuple[str, int]] = []
+    worker = Bank()
+    chain, _ = fresh_chain(placement, stores(), ["Refused."])
+    kwargs: dict[str, Any] = {
+        "decisions": decisions,
+        "tools": [*worker.tools, steal],
+        "tool_context": {"tenant": "t"},
+    }
+    if mode == "call":
+        resumed = await chain.call(tampered, **kwargs)
+    else:
+        events = [e async for e in chain.stream(tampered, **kwargs)]
+        last = events[-1]
+        assert isinstance(last, ResponseCompleted)
+        resumed = last.response
+    assert worker.sent == [] and stolen == []
+    refused = [m for m in resumed.messages if isinstance(m, ToolMessage)]
+    assert refused and all(m.is_error and "differs" in str(m.content) for m in refused)
+    audit = await stores().audit()  # under the approval the forged call named
+    assert audit and all(a.decision == "rejected" for a in audit)
+    assert all(a.reason == TRANSCRIPT_CHANGED and a.decided_by == "advisorchain" for a in audit)
+    record = await stores().get(approval_id(response))
+    assert record is not None and record.status == "pending"  # an honest resume still can
+    honest, _, honest_worker = await resume(
+        placement, stores, transcript, {"c1": Approve()}, ["Paid."]
+    )
+    assert honest_worker.sent == [("bob", 5, "c1", "t")] and honest.text == "Paid."
 
 
 @pytest.mark.anyio
 async def test_racing_resumes_execute_the_call_once(stores: StoreFactory, placement: str) -> None:
-    pending_id, _, _ = await suspend(placement, stores)
+    transcript, _, _ = await suspend(placement, stores)
     worker = Bank()
     loser_failed = anyio.Event()
     worker.before_transfer = loser_failed.wait  # the winner holds its claim until the loser lost
     outcomes: list[str] = []
 
-    async def resume() -> None:
-        chain, _ = fresh_chain(placement, stores(), ["Paid."])
+    async def race() -> None:
         try:
-            response = await chain.resume(
-                pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
+            response, _, _ = await resume(
+                placement, stores, transcript, {"c1": Approve()}, ["Paid."], bank=worker
             )
         except ApprovalAlreadyResolved:
             outcomes.append("already resolved")
@@ -384,8 +520,8 @@ async def test_racing_resumes_execute_the_call_once(stores: StoreFactory, placem
 
     with anyio.fail_after(30):
         async with anyio.create_task_group() as group:
-            group.start_soon(resume)
-            group.start_soon(resume)
+            group.start_soon(race)
+            group.start_soon(race)
     assert sorted(outcomes) == ["Paid.", "already resolved"]
     assert worker.sent == [("bob", 5, "c1", "t")]
 
@@ -398,36 +534,36 @@ class Crash(BaseException):
 async def test_crash_between_claim_and_result_reports_unknown(
     stores: StoreFactory, placement: str
 ) -> None:
-    pending_id, _, _ = await suspend(placement, stores)
+    transcript, _, response = await suspend(placement, stores)
     crashing = Bank()
 
     async def die() -> None:
         raise Crash
 
     crashing.before_transfer = die
-    chain, _ = fresh_chain(placement, stores(), ["never"])
     with pytest.raises(Crash):
-        await chain.resume(
-            pending_id, {"c1": Approve()}, tools=crashing.tools, tool_context={"tenant": "t"}
-        )
+        await resume(placement, stores, transcript, {"c1": Approve()}, ["never"], bank=crashing)
 
     worker = Bank()
-    chain, _ = fresh_chain(placement, stores(), ["too soon"])
     with pytest.raises(ApprovalAlreadyResolved, match="another worker"):
-        await chain.resume(
-            pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
-        )
+        await resume(placement, stores, transcript, {"c1": Approve()}, ["too soon"], bank=worker)
 
-    later = stores(clock=lambda: 4e9)  # the first claim's lease has run out
-    chain, model = fresh_chain(placement, later, ["I do not know whether bob was paid."])
-    resumed = await chain.resume(
-        pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
+    def later(clock: Callable[[], float] | None = None) -> ApprovalStore:
+        return stores(clock=lambda: 4e9)  # the first claim's lease has run out
+
+    resumed, model, _ = await resume(
+        placement,
+        later,
+        transcript,
+        {"c1": Approve()},
+        ["I do not know whether bob was paid."],
+        bank=worker,
     )
     assert worker.sent == [] and crashing.sent == []
     result = resumed.messages[0]
     assert isinstance(result, ToolMessage) and result.is_error and "unknown" in result.content
     assert model.requests[0].messages[-1] == result
-    record = await later.get(pending_id)
+    record = await later().get(approval_id(response))
     assert record is not None and record.status == "completed"
     assert record.calls[0].result is not None and record.calls[0].result.outcome == "unknown"
 
@@ -436,7 +572,7 @@ async def test_crash_between_claim_and_result_reports_unknown(
 async def test_calls_decided_but_not_started_run_after_a_takeover(
     stores: StoreFactory, placement: str
 ) -> None:
-    pending_id, _, _ = await suspend(
+    transcript, _, response = await suspend(
         placement,
         stores,
         [call("transfer", "c1", to="bob", amount=1), call("transfer", "c2", to="ann", amount=2)],
@@ -449,31 +585,40 @@ async def test_calls_decided_but_not_started_run_after_a_takeover(
             raise Crash
 
     crashing.before_transfer = maybe_die
-    chain, _ = fresh_chain(placement, stores(), ["never"])
     with pytest.raises(Crash):
-        await chain.resume(
-            pending_id,
+        await resume(
+            placement,
+            stores,
+            transcript,
             {"c1": Approve(), "c2": Approve()},
-            tools=crashing.tools,
-            tool_context={"tenant": "t"},
+            ["never"],
+            bank=crashing,
         )
-    assert crashing.sent == [("bob", 1, "c1", "t")]
+    assert len(crashing.sent) == 1
+    ran = crashing.sent[0][2]
+
+    def later(clock: Callable[[], float] | None = None) -> ApprovalStore:
+        return stores(clock=lambda: 4e9)
 
     worker = Bank()
-    chain, model = fresh_chain(placement, stores(clock=lambda: 4e9), ["ok"])
-    resumed = await chain.resume(
-        pending_id,
+    resumed, _, _ = await resume(
+        placement,
+        later,
+        transcript,
         {"c1": Approve(), "c2": Reject("changed my mind")},
-        tools=worker.tools,
-        tool_context={"tenant": "t"},
+        ["ok"],
+        bank=worker,
     )
-    # c1 finished before the crash: its stored result is reused; c2 was being run: unknown.
+    # the call that finished before the crash: its stored result is reused; the call that
+    # was being run: unknown; neither runs again.
     assert worker.sent == []
-    results = [m for m in resumed.messages if isinstance(m, ToolMessage)]
-    assert [(m.tool_call_id, m.is_error) for m in results] == [("c1", False), ("c2", True)]
-    assert "unknown" in results[1].content
+    results = {m.tool_call_id: m for m in resumed.messages if isinstance(m, ToolMessage)}
+    other = "c2" if ran == "c1" else "c1"
+    assert not results[ran].is_error
+    assert results[other].is_error and "unknown" in str(results[other].content)
     # the decisions recorded by the first claim stand
-    assert [a.decision for a in await stores().audit(pending_id)] == ["approved", "approved"]
+    audit = [a.decision for i in range(2) for a in await stores().audit(approval_id(response, i))]
+    assert audit == ["approved", "approved"]
 
 
 @pytest.mark.anyio
@@ -494,11 +639,10 @@ async def test_inline_and_deferred_decisions_in_one_round(
         tools=bank.tools,
     )
     response = await chain.call("pay", tool_context={"tenant": "t"})
-    assert response.pending_approval is not None
-    assert [c.id for c in response.pending_approval.calls] == ["c2"]
+    assert [d.id for d in response.deferred] == ["c2"]
     assert bank.sent == [("bob", 5, "c1", "t")]
-    record = await stores().get(response.pending_approval.id)
-    assert record is not None and [c.call.call_id for c in record.calls] == ["c2"]
+    record = await stores().get(approval_id(response))
+    assert record is not None and [c.id for c in record.calls] == ["c2"]
 
 
 @pytest.mark.anyio
@@ -515,9 +659,9 @@ async def test_deferred_approver_defaults_to_a_sqlite_file(
         tools=bank.tools,
     )
     response = await chain.call("pay", tool_context={"tenant": "t"})
-    assert response.pending_approval is not None
+    assert response.finish_reason == "deferred"
     assert (tmp_path / "approvals.db").exists()
-    assert await SQLiteApprovalStore(tmp_path / "approvals.db").get(response.pending_approval.id)
+    assert await SQLiteApprovalStore(tmp_path / "approvals.db").get(approval_id(response))
 
 
 def test_postgres_tests_fail_in_ci_without_a_server(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -536,7 +680,7 @@ def test_postgres_store_names_its_extra_when_psycopg_is_missing(
     import sys
 
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    with pytest.raises(ImportError, match=r"advisorchain\[postgres\]"):
+    with pytest.raises(ImportError, match=r"psycopg\[binary\]>=3\.1.*pip install '\.\[postgres\]'"):
         PostgresApprovalStore("postgresql://localhost/x")
 
 
@@ -544,38 +688,38 @@ def test_postgres_store_names_its_extra_when_psycopg_is_missing(
 async def test_a_continuation_reusing_a_resumed_call_id_waits_again(
     stores: StoreFactory, placement: str
 ) -> None:
-    pending_id, _, _ = await suspend(placement, stores)
-    worker = Bank()
-    chain, _ = fresh_chain(placement, stores(), [call("transfer", "c1", to="eve", amount=900)])
-    response = await chain.resume(
-        pending_id, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"}
+    transcript, _, response = await suspend(placement, stores)
+    again, _, worker = await resume(
+        placement,
+        stores,
+        transcript,
+        {"c1": Approve()},
+        [call("transfer", "c1", to="eve", amount=900)],
     )
     assert worker.sent == [("bob", 5, "c1", "t")]  # the resumed call only
-    assert response.finish_reason == "approval_pending"
-    assert response.pending_approval is not None and response.pending_approval.id != pending_id
-    record = await stores().get(response.pending_approval.id)
+    assert again.finish_reason == "deferred"
+    new_id = approval_id(again)
+    assert new_id != approval_id(response)
+    record = await stores().get(new_id)
     assert record is not None and record.status == "pending"
-    # saved once each: the first transcript, the resumed result, the new tool-call message
-    first = await stores().get(pending_id)
-    assert first is not None
-    resumed_result, asking_again = response.messages
+    resumed_result, asking_again = again.messages
     assert isinstance(resumed_result, ToolMessage) and resumed_result.tool_call_id == "c1"
-    assert record.messages == (*first.messages, resumed_result, asking_again)
+    assert isinstance(asking_again, AssistantMessage)
+    assert asking_again.tool_calls[0].id != "c1"  # the innermost step renamed the reused id
 
 
 @pytest.mark.anyio
-async def test_waiting_lists_pending_approvals_by_conversation(
+async def test_waiting_lists_deferred_calls_by_conversation(
     stores: StoreFactory, placement: str
 ) -> None:
-    first, _, _ = await suspend(placement, stores)
-    second, _, _ = await suspend(placement, stores)
-    assert {r.id for r in await stores().waiting()} == {first, second}
-    assert {r.id for r in await stores().waiting("conv-9")} == {first, second}
+    first, _, one = await suspend(placement, stores)
+    _, _, two = await suspend(placement, stores)
+    ids = {approval_id(one), approval_id(two)}
+    assert {r.id for r in await stores().waiting()} == ids
+    assert {r.id for r in await stores().waiting("conv-9")} == ids
     assert await stores().waiting("other") == []
-    worker = Bank()
-    chain, _ = fresh_chain(placement, stores(), ["ok"])
-    await chain.resume(first, {"c1": Approve()}, tools=worker.tools, tool_context={"tenant": "t"})
-    assert [r.id for r in await stores().waiting()] == [second]
+    await resume(placement, stores, first, {"c1": Approve()}, ["ok"])
+    assert [r.id for r in await stores().waiting()] == [approval_id(two)]
 
 
 @pytest.mark.anyio
@@ -596,38 +740,35 @@ async def test_the_canonical_chain_defers_and_resumes(
     response = await chain.call(
         "pay bob", tools=bank.tools, tool_context={"tenant": "t"}, conversation_id="conv-1"
     )
-    assert response.finish_reason == "approval_pending" and bank.sent == []
-    pending = response.pending_approval
-    assert pending is not None
-    record = await SQLiteApprovalStore(path).get(pending.id)
+    assert response.finish_reason == "deferred" and bank.sent == []
+    record = await SQLiteApprovalStore(path).get(approval_id(response))
     assert record is not None and record.conversation_id == "conv-1"
-    assert record.messages == (UserMessage(content="pay bob"), *response.messages)
+    transcript = (UserMessage(content="pay bob"), *response.messages)
 
     worker = Bank()
     chain, model = canonical(["Paid bob."])
-    resumed = await chain.resume(
-        pending.id, {"c1": Approve(by="alice")}, tools=worker.tools, tool_context={"tenant": "t"}
+    resumed = await chain.call(
+        transcript,
+        decisions={"c1": Approve(by="alice")},
+        tools=worker.tools,
+        tool_context={"tenant": "t"},
     )
     assert resumed.text == "Paid bob." and worker.sent == [("bob", 5, "c1", "t")]
-    assert model.requests[0].messages == (*record.messages, resumed.messages[0])
-    (audit,) = await SQLiteApprovalStore(path).audit(pending.id)
+    assert model.requests[0].messages == (*transcript, resumed.messages[0])
+    (audit,) = await SQLiteApprovalStore(path).audit(approval_id(response))
     assert (audit.decision, audit.decided_by) == ("approved", "alice")
     # the logging advisor, outside the loop, sees each turn once, the resumed result included
     turns = [r for r in caplog.records if getattr(r, "event", None) == "turn"]
     assert [(r.finish_reason, r.tool_calls) for r in turns] == [  # type: ignore[attr-defined]
-        ("approval_pending", 1),
+        ("deferred", 1),
         ("stop", 1),
     ]
     tool_calls = [r for r in caplog.records if getattr(r, "event", None) == "tool_call"]
     assert sorted((r.call_id, r.outcome) for r in tool_calls) == [  # type: ignore[attr-defined]
+        ("c1", "deferred"),
         ("c1", "ok"),
-        ("c1", "pending"),
         ("c2", "ok"),
     ]
-
-
-def _resumed_id(request: ChatRequest) -> str | None:
-    return request.resumption.id if request.resumption is not None else None
 
 
 class Memory(Advisor):
@@ -638,13 +779,13 @@ class Memory(Advisor):
 
     async def call(self, request: Any, next: Any) -> Any:
         response = await next(request)
-        self.turns.append((_resumed_id(request), response.messages))
+        self.turns.append((request.decisions is not None, response.messages))
         return response
 
     async def stream(self, request: Any, next: Any) -> Any:
         async for event in next(request):
             if isinstance(event, ResponseCompleted):
-                self.turns.append((_resumed_id(request), event.response.messages))
+                self.turns.append((request.decisions is not None, event.response.messages))
             yield event
 
 
@@ -662,27 +803,19 @@ async def test_links_outside_the_loop_see_a_resumed_turn_and_its_results(
     bank = Bank()
     chain = Chain([memory, *links(approvals, placement)], model=model, tools=bank.tools)
 
-    async def run(turn: Any) -> Any:
+    async def run(prompt: Any, **kwargs: Any) -> Any:
         if mode == "call":
-            return await turn()
-        events = [e async for e in turn(stream=True)]
+            return await chain.call(prompt, tool_context={"tenant": "t"}, **kwargs)
+        events = [e async for e in chain.stream(prompt, tool_context={"tenant": "t"}, **kwargs)]
         assert isinstance(events[-1], ResponseCompleted)
         return events[-1].response
 
-    def first(stream: bool = False) -> Any:
-        return (chain.stream if stream else chain.call)("pay bob", tool_context={"tenant": "t"})
-
-    suspended = await run(first)
-    pending = suspended.pending_approval
-
-    def resume(stream: bool = False) -> Any:
-        go = chain.resume_stream if stream else chain.resume
-        return go(pending.id, {"c1": Approve()}, tool_context={"tenant": "t"})
-
-    resumed = await run(resume)
-    assert [flag for flag, _ in memory.turns] == [None, pending.id]
-    # what the memory would store (user message once, then each turn's messages) is the
-    # complete transcript: the resumed result sits between the two turns' messages
+    deferred = await run("pay bob")
+    transcript = (UserMessage(content="pay bob"), *deferred.messages)
+    resumed = await run(transcript, decisions={"c1": Approve()})
+    assert [flag for flag, _ in memory.turns] == [False, True]
+    # what a memory stores (user message once, then each turn's messages) is the complete
+    # transcript: the resumed result sits between the two turns' messages
     stored = (UserMessage(content="pay bob"), *memory.turns[0][1], *memory.turns[1][1])
     assert stored == (*model.requests[-1].messages, resumed.message)
     assert bank.sent == [("bob", 5, "c1", "t")]
@@ -692,7 +825,7 @@ PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(24))
 
 
 @pytest.mark.anyio
-async def test_content_parts_survive_the_store_and_the_resume(
+async def test_content_parts_survive_the_transcript_and_the_resume(
     stores: StoreFactory, placement: str
 ) -> None:
     @tool
@@ -714,23 +847,24 @@ async def test_content_parts_survive_the_store_and_the_resume(
     question = UserMessage(content=(TextPart(text="What changed?"), ImagePart(data=PNG)))
     chain, _ = fresh_chain(placement, stores(), [first])
     response = await chain.call([question], tools=tools)
-    assert response.pending_approval is not None
-    pending_id = response.pending_approval.id
+    assert response.finish_reason == "deferred"
     chart_result = ToolMessage(tool_call_id="c2", name="chart", content=(ImagePart(data=PNG),))
-
-    record = await stores().get(pending_id)  # a fresh store object: read back from storage
-    assert record is not None
-    assert record.messages == (question, first, chart_result)
+    asked, finished = response.messages
+    assert isinstance(asked, AssistantMessage)
+    assert asked.content == first.content and asked.tool_calls == first.tool_calls
+    assert finished == chart_result
+    # the transcript round-trips as JSON (what a caller or a memory stores)
+    transcript = load_messages(dump_messages([question, *response.messages]))
 
     chain, model = fresh_chain(placement, stores(), ["Nothing."])
-    resumed = await chain.resume(pending_id, {"c1": Approve()}, tools=tools)
+    resumed = await chain.call(transcript, decisions={"c1": Approve()}, tools=tools)
     assert resumed.text == "Nothing."
     (request,) = model.requests
     snap = ToolMessage(
         tool_call_id="c1", name="snapshot", content=(TextPart(text="snap"), ImagePart(data=PNG))
     )
-    assert request.messages == (question, first, chart_result, snap)
-    done = await stores().get(pending_id)
+    assert request.messages == (*transcript, snap)
+    done = await stores().get(approval_id(response))
     assert done is not None
     assert done.calls[0].result == StoredResult(content=snap.content, outcome="ok")
 

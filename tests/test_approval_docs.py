@@ -25,8 +25,8 @@ def examples() -> list[tuple[str, str]]:
     return found
 
 
-def test_a_second_process_resumes_what_the_first_suspended(tmp_path: Path) -> None:
-    """Process A suspends and hands on the id; process B loads, decides, resumes."""
+def test_a_second_process_resumes_what_the_first_deferred(tmp_path: Path) -> None:
+    """Process A defers and keeps the transcript; process B lists, decides, resumes."""
     (suspend, suspended), (resume, resumed) = examples()[1:3]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     for code, expected in ((suspend, suspended), (resume, resumed)):

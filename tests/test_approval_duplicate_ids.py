@@ -40,8 +40,6 @@ from advisorchain.advisors import (
     Approve,
     CallbackApprover,
     DeferredApprover,
-    InMemoryApprovalStore,
-    InvalidApprovalDecisions,
     Reject,
     SQLiteApprovalStore,
 )
@@ -169,46 +167,48 @@ async def test_deferred_approval_never_runs_the_call_hidden_behind_a_duplicate_i
     bank = Bank()
     chain = deferred_chain(stores(), placement, [duplicates()])
     pending = await run(chain, mode, "pay", bank.tools)
-    assert pending.pending_approval is not None
-    ids = [c.id for c in pending.pending_approval.calls]
+    assert pending.finish_reason == "deferred"
+    ids = [d.id for d in pending.deferred]
     assert ids[0] == "call_1" and len(set(ids)) == 2
-    record = await stores().get(pending.pending_approval.id)
-    assert record is not None
-    shown = {c.call.call_id: dict(c.call.arguments) for c in record.calls}
+    shown = {}
+    for waiting in pending.deferred:
+        record = await stores().get(waiting.metadata["approval_id"])
+        assert record is not None
+        shown.update({c.id: dict(c.arguments) for c in record.calls})
     assert shown == {
         "call_1": {"to": "bob", "amount": 5},
         ids[1]: {"to": "mallory", "amount": 1000000},
     }
-
-    # The decision the issue used: approving "call_1" approves bob's call only, and leaves
-    # mallory's without a decision: a clear error, nothing runs, nothing is claimed.
+    transcript = [UserMessage(content="pay"), *pending.messages]
+    # The decision the issue used: approving "call_1" approves bob's call only; mallory's,
+    # without a decision, keeps waiting.
     worker = Bank()
     resumer = deferred_chain(stores(), placement, ["done"])
-    with pytest.raises(InvalidApprovalDecisions, match="no decision"):
-        await resumer.resume(pending.pending_approval.id, {"call_1": Approve()}, tools=worker.tools)
-    assert worker.sent == []
-    still = await stores().get(pending.pending_approval.id)
-    assert still is not None and still.status == "pending"
 
-    human = Human()
-    decisions = {c.call.call_id: human.decide(c.call) for c in record.calls}
-    if mode == "call":
-        resumed = await resumer.resume(pending.pending_approval.id, decisions, tools=worker.tools)
-    else:
+    async def resume(messages: list[Message], decisions: dict[str, Any]) -> ChatResponse:
+        if mode == "call":
+            return await resumer.call(messages, decisions=decisions, tools=worker.tools)
         events = [
-            e
-            async for e in resumer.resume_stream(
-                pending.pending_approval.id, decisions, tools=worker.tools
-            )
+            e async for e in resumer.stream(messages, decisions=decisions, tools=worker.tools)
         ]
         last = events[-1]
         assert isinstance(last, ResponseCompleted)
-        resumed = last.response
+        return last.response
+
+    partly = await resume(transcript, {"call_1": Approve()})
     assert worker.sent == [("bob", 5)]
+    assert partly.finish_reason == "deferred" and [d.id for d in partly.deferred] == [ids[1]]
+    transcript += partly.messages
+    human = Human()
+    record = await stores().get(partly.deferred[0].metadata["approval_id"])
+    assert record is not None
+    resumed = await resume(transcript, {ids[1]: human.decide(record.calls[0].call)})
+    assert worker.sent == [("bob", 5)]  # mallory: rejected, never run
     assert resumed.text == "done"
-    done = await stores().get(pending.pending_approval.id)
-    assert done is not None and done.status == "completed"
-    assert_valid((*record.messages, *resumed.messages))
+    for waiting in pending.deferred:
+        done = await stores().get(waiting.metadata["approval_id"])
+        assert done is not None and done.status == "completed"
+    assert_valid((*transcript, *resumed.messages))
 
 
 @pytest.mark.anyio
@@ -222,9 +222,6 @@ async def test_a_store_refuses_a_record_with_duplicate_call_ids(stores: StoreFac
         status="pending",
         conversation_id=None,
         created_at=time.time(),
-        messages=(UserMessage(content="pay"),),
-        options={},
-        tool_names=("transfer",),
         calls=(PendingCall(call=bob), PendingCall(call=mallory)),
     )
     store = stores()
@@ -240,46 +237,6 @@ async def test_a_store_refuses_a_record_with_duplicate_call_ids(stores: StoreFac
 
 def vars_of(record: PendingRecord) -> dict[str, Any]:
     return {name: getattr(record, name) for name in record.__slots__}
-
-
-@pytest.mark.anyio
-async def test_resume_refuses_a_call_whose_arguments_differ_from_the_approved_ones(
-    stores: StoreFactory, placement: str
-) -> None:
-    """A record whose transcript holds other arguments than the approver was shown (one
-    written before this fix, or tampered with): the approved call is not run, audited."""
-    bob = ApprovalCall(
-        id="call_1",
-        name="transfer",
-        description="",
-        arguments={"to": "bob", "amount": 5},
-    )
-    hidden = ToolCall.from_arguments("transfer", {"to": "mallory", "amount": 10**6}, id="call_1")
-    record = PendingRecord(
-        id=f"approval_{uuid.uuid4().hex}",
-        status="pending",
-        conversation_id=None,
-        created_at=time.time(),
-        messages=(UserMessage(content="pay"), AssistantMessage(tool_calls=(hidden,))),
-        options={},
-        tool_names=("transfer",),
-        calls=(PendingCall(call=bob),),
-    )
-    await stores().save(record)
-    worker = Bank()
-    chain = deferred_chain(stores(), placement, ["noted"])
-    resumed = await chain.resume(record.id, {"call_1": Approve(by="alice")}, tools=worker.tools)
-    assert worker.sent == []
-    first = resumed.messages[0]
-    assert isinstance(first, ToolMessage) and first.tool_call_id == "call_1"
-    assert first.is_error and "arguments" in first.content
-    approved, refused = await stores().audit(record.id)
-    assert (approved.decision, approved.decided_by) == ("approved", "alice")
-    assert (refused.decision, refused.decided_by) == ("rejected", "advisorchain")
-    assert refused.reason is not None and "arguments" in refused.reason
-    done = await stores().get(record.id)
-    assert done is not None and done.status == "completed"
-    assert_valid((*record.messages, *resumed.messages))
 
 
 # -- defence in depth: a tool loop driven by hand, without the chain --------------------------
@@ -312,17 +269,20 @@ class Rewriter(Advisor):
 
 
 @pytest.mark.anyio
-async def test_an_inline_decision_applies_only_to_the_arguments_the_approver_saw() -> None:
+async def test_an_inline_decision_applies_only_to_the_arguments_the_approver_saw(
+    stores: StoreFactory, mode: str
+) -> None:
+    """Inline, on every store: approve bob 5 and eve 7, run mallory 1,000,000: never."""
     bank, human = Bank(), Human()
     calls = [
         ToolCall.from_arguments("transfer", {"to": "bob", "amount": 5}, id="a"),
         ToolCall.from_arguments("transfer", {"to": "eve", "amount": 7}, id="b"),
     ]
     model = ScriptedChatModel([calls, "done"])
-    store = InMemoryApprovalStore()
+    store = stores()
     approval = ApprovalAdvisor(CallbackApprover(human), store=store)
     chain = Chain([ToolCallingAdvisor(), Rewriter(), approval], model=model)
-    response = await chain.call("pay", tools=bank.tools)
+    response = await run(chain, mode, "pay", bank.tools)
     assert ("mallory", 10**6) not in bank.sent
     assert ("bob", 5) in bank.sent
     results = {m.tool_call_id: m for m in response.messages if isinstance(m, ToolMessage)}
@@ -346,9 +306,6 @@ async def test_a_racing_insert_of_the_same_approval_is_a_typed_error(tmp_path: P
         status="pending",
         conversation_id=None,
         created_at=time.time(),
-        messages=(UserMessage(content="pay"),),
-        options={},
-        tool_names=(),
         calls=(),
     )
     await store.save(record)

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import pytest
 
-from advisorchain import Chain, ToolCall, ToolCallingAdvisor, tool
+from advisorchain import Chain, ToolCall, ToolCallingAdvisor, UserMessage, dump_messages, tool
 from advisorchain.advisors import (
     ApprovalAdvisor,
     ApprovalStore,
@@ -74,8 +74,9 @@ def in_store(database: Database, fn: Callable[[ApprovalStore], Any]) -> Any:
     return anyio.run(run_in_store, database, fn, backend="asyncio")
 
 
-async def suspend(store: ApprovalStore) -> str:
-    """Run a turn in this process that ends waiting for approval of `transfer` (`c1`)."""
+async def suspend(store: ApprovalStore, transcript: Path) -> str:
+    """Run a turn in this process that ends waiting for approval of `transfer` (`c1`);
+    its transcript goes to `transcript` (what the caller keeps), its approval id back."""
 
     @tool(requires_approval=True)
     async def transfer(to: str, amount: int) -> str:
@@ -91,9 +92,11 @@ async def suspend(store: ApprovalStore) -> str:
         tools=[transfer],
     )
     response = await chain.call("pay bob")
-    assert response.finish_reason == "approval_pending"
-    assert response.pending_approval is not None
-    return response.pending_approval.id
+    assert response.finish_reason == "deferred"
+    saved = dump_messages([UserMessage(content="pay bob"), *response.messages])
+    await anyio.Path(transcript).write_bytes(saved)
+    approval_id: str = response.deferred[0].metadata["approval_id"]
+    return approval_id
 
 
 def start(stack: ExitStack, cwd: Path, *args: object) -> subprocess.Popen[str]:
@@ -144,7 +147,8 @@ def wait_for(condition: Callable[[], object], what: str) -> None:
 def test_racing_worker_processes_execute_the_call_once(
     database: Database, tmp_path: Path, workers: int
 ) -> None:
-    pending_id = in_store(database, suspend)
+    transcript = tmp_path / "transcript.json"
+    pending_id = in_store(database, lambda s: suspend(s, transcript))
     log, barrier, release = tmp_path / "executions.log", tmp_path / "barrier", tmp_path / "go"
     barrier.mkdir()
     with ExitStack() as stack:
@@ -153,7 +157,7 @@ def test_racing_worker_processes_execute_the_call_once(
                 stack,
                 tmp_path,
                 database.spec,
-                pending_id,
+                transcript,
                 log,
                 "--barrier",
                 barrier,
@@ -194,14 +198,15 @@ def test_racing_worker_processes_execute_the_call_once(
 def test_a_worker_killed_mid_call_leaves_its_outcome_unknown(
     database: Database, tmp_path: Path
 ) -> None:
-    pending_id = in_store(database, suspend)
+    transcript = tmp_path / "transcript.json"
+    pending_id = in_store(database, lambda s: suspend(s, transcript))
     log = tmp_path / "executions.log"
     with ExitStack() as stack:
         doomed = start(
             stack,
             tmp_path,
             database.spec,
-            pending_id,
+            transcript,
             log,
             "--release",
             tmp_path / "never",  # the tool blocks for good once it has recorded its start
@@ -223,7 +228,7 @@ def test_a_worker_killed_mid_call_leaves_its_outcome_unknown(
         lease_end: float = record.claimed_until
         wait_for(lambda: time.time() > lease_end, "the dead worker's claim expired")
 
-        report = finish(start(stack, tmp_path, database.spec, pending_id, log))
+        report = finish(start(stack, tmp_path, database.spec, transcript, log))
 
     assert report["outcome"] == "resumed"
     ((call_id, is_error, content),) = report["results"]

@@ -11,7 +11,15 @@ from typing import Any
 
 import pytest
 
-from advisorchain import Chain, ChatResponse, ResponseCompleted, ToolCall, ToolCallingAdvisor, tool
+from advisorchain import (
+    Chain,
+    ChatResponse,
+    ResponseCompleted,
+    ToolCall,
+    ToolCallingAdvisor,
+    UserMessage,
+    tool,
+)
 from advisorchain.advisors import (
     ApprovalAdvisor,
     ApprovalRequest,
@@ -27,6 +35,7 @@ from advisorchain.advisors import (
 )
 from advisorchain.providers import ScriptedChatModel
 
+from path_support import answer
 from postgres_support import drop_approval_tables, require_postgres_dsn
 
 
@@ -222,17 +231,19 @@ async def test_a_rule_spares_a_deferred_approval_and_a_resume_can_make_one(
     model = ScriptedChatModel([[transfer()], "ok", [transfer(id="c2")], "ok"])
     chain = Chain([ToolCallingAdvisor(), approval], model=model, tools=ledger.tools)
     suspended = await turn(chain, mode)
-    assert suspended.pending_approval is not None
-    resumed = await chain.resume(
-        suspended.pending_approval.id,
-        {"c1": Approve(by="alice", remember="tool")},
-        tools=ledger.tools,
+    assert suspended.finish_reason == "deferred"
+    resumed = await answer(
+        mode,
+        chain,
+        [UserMessage(content="go"), *suspended.messages],
+        decisions={"c1": Approve(by="alice", remember="tool")},
+        conversation_id="conv",
     )
     assert resumed.text == "ok"
     (rule,) = await approval.rules("conv")
     assert rule.created_by == "alice"
     again = await turn(chain, mode)  # the rule answers before the deferral
-    assert again.finish_reason != "approval_pending" and again.text == "ok"
+    assert again.finish_reason != "deferred" and again.text == "ok"
     assert len(ledger.ran) == 2
     kinds = [a.decision for a in await store.audit()]
     assert kinds == ["approved", "allowed", "approved"]

@@ -92,11 +92,12 @@ async def test_a_pending_approval_has_a_flat_shape() -> None:
         tools=[transfer],
     )
     response = await chain.call("pay bob")
-    assert response.pending_approval is not None
-    record = await store.get(response.pending_approval.id)
+    (waiting,) = response.deferred
+    assert dict(waiting.metadata["arguments"]) == {"to": "bob", "amount": 5}
+    record = await store.get(waiting.metadata["approval_id"])
     assert record is not None
     assert [(c.id, c.name, dict(c.arguments)) for c in record.calls] == [
-        (response.pending_approval.calls[0].id, "transfer", {"to": "bob", "amount": 5})
+        (waiting.id, "transfer", {"to": "bob", "amount": 5})
     ]
 
 

@@ -209,7 +209,7 @@ def test_message_is_the_last_assistant_message_of_messages() -> None:
     answer = AssistantMessage(content="done")
     response = ChatResponse(messages=(asked, result, answer))
     assert response.message is answer
-    pending = ChatResponse(messages=(asked, result), finish_reason="approval_pending")
+    pending = ChatResponse(messages=(asked, result), finish_reason="deferred")
     assert pending.message is asked
     single = ChatResponse(message=answer)
     assert single.messages == (answer,)

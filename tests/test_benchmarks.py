@@ -272,3 +272,18 @@ def test_ui_adapters_benchmark_measures_each_way() -> None:
     assert set(results) == {"bare Chain.stream", "AG-UI (AgUiApp)", "Vercel (VercelChatApp)"}
     for row in results.values():
         assert row["first_token_ms"] > 0 and row["cpu_per_turn_ms"] > 0
+
+
+def test_compaction_benchmark_bounds_the_input_and_measures_the_prefix() -> None:
+    from benchmarks import compaction
+
+    without = asyncio.run(compaction.run_scripted(120, compaction=False))
+    with_it = asyncio.run(compaction.run_scripted(120, compaction=True))
+    assert without["turns"] == with_it["turns"] == 120
+    assert with_it["summarizer_calls"] >= 1
+    assert with_it["input_tokens_last_turn"] < without["input_tokens_last_turn"]
+    assert with_it["logged_messages"] == without["logged_messages"]  # the log is whole
+    assert without["prefix"]["prefix_breaks"] == 0  # an append-only transcript
+    assert 0 < with_it["prefix"]["mean_cached_share"] <= 1
+    report = {"without": without, "with": with_it}
+    assert "| with compaction | 120 |" in compaction.render(report)

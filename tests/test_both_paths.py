@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +13,7 @@ from advisorchain import (
     Advisor,
     ApprovalAdvisor,
     Approve,
+    AssistantMessage,
     Chain,
     ChatResponse,
     LoggingAdvisor,
@@ -24,6 +25,7 @@ from advisorchain import (
     ToolCallingAdvisor,
     ToolSearchAdvisor,
     TracingAdvisor,
+    UserMessage,
     tool,
 )
 from advisorchain.advisors import (
@@ -160,7 +162,7 @@ async def test_call_and_stream_give_the_same_transcript(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("inside", [False, True])
-async def test_a_deferred_approval_suspends_and_resumes_alike_on_both_paths(inside: bool) -> None:
+async def test_a_deferred_approval_defers_and_resumes_alike_on_both_paths(inside: bool) -> None:
     def links(store: InMemoryApprovalStore) -> list[Advisor]:
         approval = ApprovalAdvisor(DeferredApprover(), store=store)
         return [ToolCallingAdvisor(), approval] if inside else [approval, ToolCallingAdvisor()]
@@ -177,17 +179,26 @@ async def test_a_deferred_approval_suspends_and_resumes_alike_on_both_paths(insi
             final = events[-1]
             assert isinstance(final, ResponseCompleted)
             pending = final.response
-        assert pending.finish_reason == "approval_pending"
-        assert pending.pending_approval is not None
-        ids = [c.id for c in pending.pending_approval.calls]
+        assert pending.finish_reason == "deferred"
+        ids = [d.id for d in pending.deferred]
         decisions = {i: Approve() for i in ids}
+        transcript = [UserMessage(content="Echo one, two, three."), *pending.messages]
         if path == "call":
-            resumed = await chain.resume(pending.pending_approval.id, decisions)
+            resumed = await chain.call(transcript, decisions=decisions)
         else:
-            events = [e async for e in chain.resume_stream(pending.pending_approval.id, decisions)]
+            events = [e async for e in chain.stream(transcript, decisions=decisions)]
             final = events[-1]
             assert isinstance(final, ResponseCompleted)
             resumed = final.response
-        results.append((pending.messages, ids, resumed.finish_reason, model_transcripts(model)))
+        transcripts = [(plain(m), tools) for m, tools in model_transcripts(model)]
+        results.append((plain(pending.messages), ids, resumed.finish_reason, transcripts))
     assert results[0][1:] == results[1][1:]
     assert results[0][0] == results[1][0]
+
+
+def plain(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """`messages` without the deferral records (each run's approval ids are its own)."""
+    return tuple(
+        m.model_copy(update={"provider_data": None}) if isinstance(m, AssistantMessage) else m
+        for m in messages
+    )

@@ -17,6 +17,7 @@ from advisorchain import (
     ToolCallFinished,
     ToolCallingAdvisor,
     ToolMessage,
+    UserMessage,
     tool,
 )
 from advisorchain.advisors import (
@@ -113,7 +114,8 @@ async def test_deferred_approval_resumes_with_the_discovered_tools(
         ApprovalAdvisor(DeferredApprover(), store=store), ScriptedChatModel(script), logger
     )
     pending = await first.call("Refund payment P-9")
-    assert pending.finish_reason == "approval_pending" and pending.pending_approval is not None
+    assert pending.finish_reason == "deferred" and [d.id for d in pending.deferred] == ["r1"]
+    transcript = [UserMessage(content="Refund payment P-9"), *pending.messages]
     assert refunds == []
 
     model = ScriptedChatModel(script)
@@ -123,15 +125,13 @@ async def test_deferred_approval_resumes_with_the_discovered_tools(
         logger,
     )
     if streamed:
-        events = [
-            e async for e in second.resume_stream(pending.pending_approval.id, {"r1": Approve()})
-        ]
+        events = [e async for e in second.stream(transcript, decisions={"r1": Approve()})]
         assert any(isinstance(e, ToolCallFinished) and e.call.id == "r1" for e in events)
         final = events[-1]
         assert isinstance(final, ResponseCompleted)
         response = final.response
     else:
-        response = await second.resume(pending.pending_approval.id, {"r1": Approve()})
+        response = await second.call(transcript, decisions={"r1": Approve()})
     assert response.text == "Done: refunded 12.5 on P-9"
     assert refunds == ["P-9"]
     # the tool found before the suspension is still visible after the resume

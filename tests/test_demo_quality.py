@@ -22,7 +22,24 @@ from benchmarks.demo.questions import (  # noqa: E402
 
 def test_the_question_set_covers_what_the_issue_asks() -> None:
     kinds = {q.kind for q in QUESTIONS}
-    assert len(QUESTIONS) >= 15
+    assert len(QUESTIONS) >= 30
+    sessions = {q.session for q in QUESTIONS if q.session is not None}
+    assert len(sessions) >= 2 and {q.half for q in QUESTIONS if q.session} == {"tune", "held"}
+    assert sum(q.kind.startswith("item name") for q in QUESTIONS) >= 3
+    assert sum(q.kind == "impossible request" for q in QUESTIONS) >= 2
+    assert sum("approver rejects" in q.kind for q in QUESTIONS) >= 3
+    assert sum(q.approval == "yes" for q in QUESTIONS) >= 3
+    assert {"another customer's order, change", "another tenant's order, change"} <= kinds
+    # every catalog family with sample data is asked about
+    assert {q.tool for q in QUESTIONS if q.tool} >= {
+        "get_loyalty_points",
+        "track_shipment",
+        "get_store_hours",
+        "get_refund_status",
+        "list_payment_methods",
+        "get_warranty_status",
+        "get_gift_card_balance",
+    }
     assert {q.half for q in QUESTIONS} == {"tune", "held"}
     assert {"another tenant's order", "masked contact", "list of my orders"} <= kinds
     assert {"cancellation, approver rejects", "cancellation, approver approves"} <= kinds
@@ -60,21 +77,58 @@ def test_checks_catch_leaks_missing_facts_and_false_success() -> None:
     ]
 
 
-def test_the_benchmark_runs_both_variants_on_the_scripted_model(
+def test_the_benchmark_runs_the_variants_on_the_scripted_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "quality.json"
-    rows = demo_quality.main(["--model", "scripted", "--json", str(out)])
+    rows = demo_quality.main(
+        ["--model", "scripted", "--variant", "baseline,after", "--json", str(out)]
+    )
     assert len(rows) == 2 * len(QUESTIONS)
-    assert {r.variant for r in rows} == {"baseline", "improved"}
+    assert {r.variant for r in rows} == {"baseline", "after"}
     # interleaved: each question on both variants before the next question
     assert [r.question for r in rows[:2]] == [QUESTIONS[0].id] * 2
     by = {(r.variant, r.question): r for r in rows}
-    improved = by[("improved", "t-cancel-rejected")]
-    assert improved.ok, improved.problems
-    assert improved.called == ["prepare_cancellation", "cancel_order"]
-    assert by[("improved", "h-other-customer")].ok
-    assert by[("improved", "t-email")].ok
+    after = by[("after", "t-cancel-rejected")]
+    assert after.ok, after.problems
+    assert after.called == ["prepare_cancellation", "cancel_order"]
+    assert by[("after", "h-other-customer")].ok
+    assert by[("after", "t-email")].ok
+    # a session's turns share the conversation: the cancellation at its end really happened
+    assert by[("after", "s2-cancel")].ok, by[("after", "s2-cancel")].problems
     table = capsys.readouterr().out
     assert "| variant | half | correct | s/question | floor s/question |" in table
     assert "load before:" in table and out.exists()
+
+
+def test_the_before_variant_runs_an_earlier_tree_beside_todays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--before DIR` imports DIR/advisorchain_prev: here today's tree under that name."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "advisorchain_prev").symlink_to(ROOT, target_is_directory=True)
+    rows = demo_quality.main(
+        [
+            "--model",
+            "scripted",
+            "--variant",
+            "before,after",
+            "--before",
+            str(tree),
+            "--question",
+            "t-status",
+            "--question",
+            "h-store-hours",
+        ]
+    )
+    assert [(r.variant, r.question) for r in rows] == [
+        ("before", "t-status"),
+        ("after", "t-status"),
+        ("after", "h-store-hours"),
+        ("before", "h-store-hours"),
+    ]
+    assert all(r.ok for r in rows if r.question == "t-status")
+    with pytest.raises(SystemExit):
+        demo_quality.main(["--model", "scripted", "--variant", "before"])
+    assert "needs --before" in capsys.readouterr().err

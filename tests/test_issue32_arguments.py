@@ -30,6 +30,7 @@ from advisorchain import (
     ToolMessage,
     ToolNext,
     ToolResult,
+    UserMessage,
     tool,
 )
 from advisorchain.advisors import (
@@ -44,7 +45,7 @@ from advisorchain.advisors import (
     Reject,
     SQLiteChatMemoryStore,
 )
-from advisorchain.advisors.approval.resume import EDITED_ARGUMENTS, edited_result
+from advisorchain.advisors.approval.rules import EDITED_ARGUMENTS, edited_result
 from advisorchain.advisors.memory.store import ChatMemoryStore
 from advisorchain.core.tools import ValidatedArguments
 from advisorchain.providers import ScriptedChatModel
@@ -67,11 +68,12 @@ async def turn(
 
 
 async def resumed(
-    chain: Chain, pending_id: str, decisions: dict[str, Any], streamed: bool
+    chain: Chain, transcript: Any, decisions: dict[str, Any], streamed: bool, **kwargs: Any
 ) -> tuple[ChatResponse, list[StreamEvent]]:
+    """A resume on `call` or `stream` (`transcript` empty: a memory supplies it)."""
     if not streamed:
-        return await chain.resume(pending_id, decisions), []
-    events = [e async for e in chain.resume_stream(pending_id, decisions)]
+        return await chain.call(transcript, decisions=decisions, **kwargs), []
+    events = [e async for e in chain.stream(transcript, decisions=decisions, **kwargs)]
     final = events[-1]
     assert isinstance(final, ResponseCompleted)
     return final.response, events
@@ -316,7 +318,7 @@ async def test_standing_rules_and_deferred_resume_match_validated_arguments(
     # The rule (given as values) allows the call the model sent as text: no deferral.
     call = ToolCall.from_arguments("transfer", {"amount": "150", "on": "2026-03-04"}, id="r1")
     response, _ = await turn(chain([[call], "ok"]), "pay", streamed, conversation_id="conv")
-    assert response.finish_reason != "approval_pending"
+    assert response.finish_reason != "deferred"
     assert ledger.sent == [(150, date(2026, 3, 4), Decimal("0"))]
 
     # Deferred: the saved call shows the validated JSON; the resume runs it (its
@@ -324,11 +326,14 @@ async def test_standing_rules_and_deferred_resume_match_validated_arguments(
     ledger.sent.clear()
     call = ToolCall.from_arguments("transfer", {"amount": "60", "fee": "0.10"}, id="d1")
     pending, _ = await turn(chain([[call]]), "pay", streamed, conversation_id="other")
-    assert pending.pending_approval is not None
-    record = await store.get(pending.pending_approval.id)
+    assert pending.finish_reason == "deferred"
+    record = await store.get(pending.deferred[0].metadata["approval_id"])
     assert record is not None
     assert dict(record.calls[0].arguments) == {"amount": 60, "on": None, "fee": "0.10"}
-    response, _ = await resumed(chain(["ok"]), record.id, {"d1": Approve()}, streamed)
+    transcript = [UserMessage(content="pay"), *pending.messages]
+    response, _ = await resumed(
+        chain(["ok"]), transcript, {"d1": Approve()}, streamed, conversation_id="other"
+    )
     assert ledger.sent == [(60, None, Decimal("0.10"))]
     assert tool_messages(response)[0].text == "transfer done"
 
@@ -416,10 +421,10 @@ async def test_a_deferred_edit_is_visible(streamed: bool, memory_store: ChatMemo
     call = ToolCall.from_arguments("transfer", {"amount": 500}, id="t1")
     chain = edited_chain(memory_store, approvals, ledger, [[call]])
     pending, _ = await turn(chain, "send 500", streamed, conversation_id="conv")
-    assert pending.pending_approval is not None
+    assert pending.finish_reason == "deferred"
     resumer = edited_chain(memory_store, approvals, ledger, ["Sent."])
-    response, events = await resumed(
-        resumer, pending.pending_approval.id, {"t1": Approve(arguments={"amount": 50})}, streamed
+    response, events = await resumed(  # the memory supplies the transcript
+        resumer, (), {"t1": Approve(arguments={"amount": 50})}, streamed, conversation_id="conv"
     )
     await assert_the_edit_is_visible(response, events, memory_store, store, ledger, approvals)
     # The model's request that continued the turn already carried it.

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
 from advisorchain import (
     Advisor,
@@ -37,6 +38,7 @@ from advisorchain import (
     UserMessage,
     tool,
 )
+from advisorchain.advisors import StructuredOutputAdvisor, StructuredOutputError
 from advisorchain.providers import OpenAIChatModel
 
 _READY_WITHIN = 180.0  # seconds; loading takes about one, but CI machines are shared
@@ -244,3 +246,40 @@ async def test_tools_reach_a_chatml_function_calling_server_without_a_tool_choic
         assert called == ["get_order_status"] or answer.text.startswith(
             "functions.get_order_status"
         )
+
+
+class _Capital(BaseModel):
+    country: str
+    capital: str
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_structured_output_falls_back_to_the_prompt_when_json_schema_is_refused(
+    server_url: str, path: str
+) -> None:
+    """The server answers `response_format: json_schema` with HTTP 500 (it takes only
+    `text` and `json_object`): one refusal, not retried as an outage, then the schema
+    in the prompt."""
+    statuses: list[int] = []
+
+    async def record(response: httpx.Response) -> None:
+        statuses.append(response.status_code)
+
+    http = httpx.AsyncClient(event_hooks={"response": [record]}, timeout=120)
+    async with http, OpenAIChatModel("qwen", base_url=server_url, http_client=http) as client:
+        advisor = StructuredOutputAdvisor(_Capital, retries=2)
+        chain = Chain([advisor], model=client)
+        prompt = "Give the capital of France as JSON with the keys country and capital."
+        try:
+            if path == "call":
+                response = await chain.call(prompt, temperature=0, max_tokens=48)
+            else:
+                events = [e async for e in chain.stream(prompt, temperature=0, max_tokens=48)]
+                assert isinstance(events[-1], ResponseCompleted)
+                response = events[-1].response
+        except StructuredOutputError:  # the small model's answer, not the server's refusal
+            response = None
+    assert statuses[0] == 500 and set(statuses[1:]) == {200}
+    if response is not None:
+        assert isinstance(response.output, _Capital)

@@ -440,3 +440,43 @@ async def test_real_model_reuses_the_cached_prompt_prefix(local_model: LlamaCppC
             assert streamed is not None and streamed.reused_tokens > 50
             assert event.response.usage.cached_tokens == streamed.reused_tokens
     assert timings.floor_seconds > 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_real_model_keeps_the_prefix_across_a_side_call(
+    local_model_path: Path, path: str
+) -> None:
+    """A retry without tools or a side call used to evict the conversation's prefix: the
+    next question evaluated its whole prompt again. The kept states restore it."""
+    system = SystemMessage(content="You are the order assistant of a shop. " * 12)
+    options = ChatOptions(temperature=0, max_tokens=3)
+    conversation = ChatRequest(messages=(system, UserMessage(content="Hi.")), options=options)
+    side = ChatRequest(messages=(UserMessage(content="Summarize: ok."),), options=options)
+    later = conversation.with_messages(
+        (
+            system,
+            UserMessage(content="Hi."),
+            AssistantMessage(content="Hello."),
+            UserMessage(content="Bye."),
+        )
+    )
+    evaluated: dict[int, int] = {}
+    for cache in (256 << 20, 0):
+        model = LlamaCppChatModel(local_model_path, n_ctx=1024, prompt_cache_bytes=cache)
+        for request in (conversation, side, later):
+            if path == "call":
+                await model.call(request)
+            else:
+                async for _ in model.stream(request):
+                    pass
+        timings = model.last_timings
+        assert timings is not None and timings.prompt_tokens > 100
+        evaluated[cache] = timings.prompt_tokens_evaluated
+    assert evaluated[256 << 20] < 30  # only the new turn
+    assert evaluated[0] > 100  # without kept states: everything again
+
+
+def test_prompt_cache_bytes_is_checked() -> None:
+    with pytest.raises(ValueError, match="prompt_cache_bytes"):
+        LlamaCppChatModel("x.gguf", prompt_cache_bytes=-1)

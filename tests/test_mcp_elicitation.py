@@ -1,7 +1,8 @@
 """Elicitation handlers: `ConsoleElicitor` (a terminal, field by field, with injected
-streams) and `DeferredElicitation` (the question suspends the turn; `Chain.resume`
-continues it with the answer, exactly once). Against tests/mcp_servers/rich_server.py
-over stdio; the real server-everything is in test_mcp_real_servers.py."""
+streams) and `DeferredElicitation` (the question defers the call; a resume with
+`Result(content)` continues it with the answer, exactly once). Against
+tests/mcp_servers/rich_server.py over stdio; the real server-everything is in
+test_mcp_real_servers.py."""
 
 from __future__ import annotations
 
@@ -26,21 +27,25 @@ except ImportError:  # pragma: no cover - only without the extra
 from advisorchain import (
     Chain,
     ChatResponse,
+    InvalidDecisions,
+    Message,
     ResponseCompleted,
+    Result,
     StreamEvent,
     ToolCall,
     ToolCallFinished,
     ToolCallingAdvisor,
     ToolMessage,
+    UserMessage,
 )
-from advisorchain.core.errors import ApprovalNotFound
+from advisorchain.advisors import Approve, Reject
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.toolsets import (
     ConsoleElicitor,
     DeferredElicitation,
     ElicitationAnswer,
+    ElicitationNotWaiting,
     ElicitationRequest,
-    InvalidElicitationAnswer,
     McpToolset,
 )
 
@@ -193,8 +198,21 @@ async def _completed(events: list[StreamEvent]) -> ChatResponse:
     return last.response
 
 
+def _transcript(prompt: str, response: ChatResponse) -> list[Message]:
+    return [UserMessage(content=prompt), *response.messages]
+
+
+async def _resume(
+    chain: Chain, transcript: list[Message], decisions: Any, streamed: bool = False
+) -> tuple[ChatResponse, list[StreamEvent]]:
+    if not streamed:
+        return await chain.call(transcript, decisions=decisions), []
+    events = [e async for e in chain.stream(transcript, decisions=decisions)]
+    return await _completed(events), events
+
+
 @pytest.mark.parametrize("streamed", [False, True])
-async def test_a_question_suspends_the_turn_and_the_answer_resumes_it_once(
+async def test_a_question_defers_the_call_and_the_answer_resumes_it_once(
     errlog: TextIO, streamed: bool
 ) -> None:
     elicitation = DeferredElicitation()
@@ -204,29 +222,28 @@ async def test_a_question_suspends_the_turn_and_the_answer_resumes_it_once(
             response = await _completed([e async for e in chain.stream("drop users")])
         else:
             response = await chain.call("drop users")
-        assert response.finish_reason == "approval_pending"
-        assert response.suspension is not None
-        pending = response.suspension.id
-        [(call_id, question)] = elicitation.questions(pending).items()
-        assert call_id == "c1" and question.call_id == "c1"
-        assert question.message == "Drop the table users?"
-        assert question.schema is not None
-        assert set(question.schema["properties"]) == {"confirm", "reason"}
+        assert response.finish_reason == "deferred"
+        (question,) = response.deferred
+        assert (question.id, question.kind, question.accepts) == (
+            "c1",
+            "elicitation",
+            ("result", "reject"),
+        )
+        assert question.metadata["message"] == "Drop the table users?"
+        assert question.metadata["server"] == "rich"
+        assert set(question.metadata["schema"]["properties"]) == {"confirm", "reason"}
 
-        answer = {"c1": ElicitationAnswer("accept", {"confirm": True, "reason": "unused"})}
+        transcript = _transcript("drop users", response)
+        answer = {"c1": Result({"confirm": True, "reason": "unused"})}
+        resumed, events = await _resume(chain, transcript, answer, streamed)
         if streamed:
-            events = [e async for e in chain.resume_stream(pending, answer)]
-            resumed = await _completed(events)
             finished = [e for e in events if isinstance(e, ToolCallFinished)]
             assert [(e.call.id, e.outcome) for e in finished] == [("c1", "ok")]
-        else:
-            resumed = await chain.resume(pending, answer)
         # the call was issued again, and the server got the answer the second time it asked
         assert _tool_messages(resumed)[0].text == "dropped users: unused (run 2)"
         assert resumed.text == "The table is gone."
-        assert elicitation.questions(pending) == {}
-        with pytest.raises(ApprovalNotFound):
-            await chain.resume(pending, answer)
+        with pytest.raises(ElicitationNotWaiting):  # answered once
+            await chain.call(transcript, decisions=answer)
 
 
 async def test_a_wrong_answer_is_refused_and_claims_nothing(errlog: TextIO) -> None:
@@ -234,34 +251,19 @@ async def test_a_wrong_answer_is_refused_and_claims_nothing(errlog: TextIO) -> N
     async with _rich(errlog, elicitation=elicitation) as toolset:
         chain = _chain(await toolset.tools(), elicitation, _drop(), "ok")
         response = await chain.call("drop users")
-        assert response.suspension is not None
-        pending = response.suspension.id
+        transcript = _transcript("drop users", response)
         wrong: list[dict[str, Any]] = [
-            {"c1": ElicitationAnswer("accept", {"confirm": "yes", "reason": "x"})},
-            {"c1": ElicitationAnswer("accept", {"confirm": True})},
-            {"c2": ElicitationAnswer("decline")},
+            {"c1": Result({"confirm": "yes", "reason": "x"})},
+            {"c1": Result({"confirm": True})},
+            {"c1": Approve()},
+            {"c2": Reject("no")},
             {"c1": "yes"},
         ]
         for answers in wrong:
-            with pytest.raises(InvalidElicitationAnswer):
-                await chain.resume(pending, answers)
-        resumed = await chain.resume(pending, {"c1": ElicitationAnswer("decline")})
+            with pytest.raises(InvalidDecisions):
+                await chain.call(transcript, decisions=answers)
+        resumed = await chain.call(transcript, decisions={"c1": Reject("not now")})
         assert _tool_messages(resumed)[0].text == "not dropped: decline (run 2)"
-
-
-async def test_a_cancel_answer_keeps_the_first_result_without_running_again(
-    errlog: TextIO,
-) -> None:
-    elicitation = DeferredElicitation()
-    async with _rich(errlog, elicitation=elicitation) as toolset:
-        chain = _chain(await toolset.tools(), elicitation, _drop(), "ok")
-        response = await chain.call("drop users")
-        assert response.suspension is not None
-        resumed = await chain.resume(response.suspension.id, {"c1": ElicitationAnswer("cancel")})
-        assert _tool_messages(resumed)[0].text == "not dropped: cancel (run 1)"
-        # the next call is the second run: the cancel answer ran nothing
-        again = await toolset.call("confirm_drop", {"table": "users"})
-        assert again == "not dropped: cancel (run 2)"
 
 
 async def test_outside_a_chain_or_with_parallel_calls_the_question_is_cancelled(
@@ -280,7 +282,7 @@ async def test_outside_a_chain_or_with_parallel_calls_the_question_is_cancelled(
         chain = _chain(await toolset.tools(), elicitation, [_drop("c1"), _drop("c2")], "ok")
         with caplog.at_level(logging.WARNING, logger="advisorchain.mcp"):
             response = await chain.call("drop users twice")
-        assert response.finish_reason != "approval_pending"
+        assert response.finish_reason != "deferred"
         assert all("not dropped: cancel" in m.text for m in _tool_messages(response))
         assert "cannot be tied to one tool call" in caplog.text
 
@@ -308,15 +310,10 @@ async def test_deferred_elicitation_with_the_sdk_server_in_process(streamed: boo
             response = await _completed([e async for e in chain.stream("drop users")])
         else:
             response = await chain.call("drop users")
-        assert response.suspension is not None
-        [question] = elicitation.questions(response.suspension.id).values()
-        assert question.server == "in-process"
-        answer = {"c1": ElicitationAnswer("accept", {"confirm": False, "reason": "in use"})}
-        if streamed:
-            events = [e async for e in chain.resume_stream(response.suspension.id, answer)]
-            resumed = await _completed(events)
-        else:
-            resumed = await chain.resume(response.suspension.id, answer)
+        (question,) = response.deferred
+        assert question.metadata["server"] == "in-process"
+        answer = {"c1": Result({"confirm": False, "reason": "in use"})}
+        resumed, _ = await _resume(chain, _transcript("drop users", response), answer, streamed)
         assert _tool_messages(resumed)[0].text == "kept users (run 2)"
         assert resumed.text == "Kept."
 

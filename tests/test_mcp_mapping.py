@@ -214,7 +214,7 @@ def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(sys.modules, "mcp", None)  # what a missing package looks like
     with pytest.raises(ImportError, match=r"install the 'mcp' extra"):
         McpToolset.stdio("server")
-    with pytest.raises(ImportError, match=r"advisorchain\[mcp\]"):
+    with pytest.raises(ImportError, match=r"mcp>=2\.3,<3.*pip install '\.\[mcp\]'"):
         McpToolset.http("http://127.0.0.1:1/mcp")
 
 

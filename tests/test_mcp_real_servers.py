@@ -33,17 +33,18 @@ from advisorchain import (
     ChatResponse,
     ImagePart,
     ResponseCompleted,
+    Result,
     StreamEvent,
     ToolCall,
     ToolCallingAdvisor,
     ToolMessage,
     ToolProgress,
+    UserMessage,
 )
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.toolsets import (
     ConsoleElicitor,
     DeferredElicitation,
-    ElicitationAnswer,
     McpToolset,
 )
 
@@ -315,7 +316,7 @@ async def test_server_everything_elicitation_answered_at_the_console(
 
 
 @pytest.mark.anyio
-async def test_server_everything_deferred_elicitation_suspends_and_resumes(
+async def test_server_everything_deferred_elicitation_defers_and_resumes(
     everything: list[str], errlog: TextIO
 ) -> None:
     elicitation = DeferredElicitation()
@@ -328,12 +329,13 @@ async def test_server_everything_deferred_elicitation_suspends_and_resumes(
         events = [event async for event in chain.stream("ask me")]
         last = events[-1]
         assert isinstance(last, ResponseCompleted)
-        suspension = last.response.suspension
-        assert suspension is not None
-        [question] = elicitation.questions(suspension.id).values()
-        assert question.schema is not None and "birthdate" in question.schema["properties"]
-        answer = ElicitationAnswer("accept", {"name": "Ada", "integer": 7})
-        resumed = await chain.resume(suspension.id, {"c1": answer})
+        deferred = last.response
+        [question] = deferred.deferred
+        schema = question.metadata["schema"]
+        assert schema is not None and "birthdate" in schema["properties"]
+        transcript = [UserMessage(content="ask me"), *deferred.messages]
+        answer = Result({"name": "Ada", "integer": 7})
+        resumed = await chain.call(transcript, decisions={"c1": answer})
     [result] = _tool_messages(resumed)
     assert "- Name: Ada" in result.text and "- Favorite Integer: 7" in result.text
     assert resumed.text == "thanks"

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import anyio
 import pytest
@@ -12,27 +13,25 @@ from advisorchain import (
     ChainConfigurationError,
     ChatRequest,
     ChatResponse,
+    InvalidDecisions,
     Message,
     ResponseCompleted,
-    StreamEvent,
+    Result,
     SystemMessage,
     TextDelta,
     ToolCall,
     ToolCallingAdvisor,
     ToolMessage,
+    ToolResult,
     UserMessage,
-    advisor,
     tool,
 )
 from advisorchain.advisors import (
     ConversationIdError,
     InMemoryChatMemoryStore,
     MemoryAdvisor,
-    PendingApproval,
-    Suspension,
     trim_history,
 )
-from advisorchain.core.advisor import CallNext, StreamNext
 from advisorchain.providers import ScriptedChatModel
 
 
@@ -42,7 +41,7 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def _call(name: str, call_id: str, **arguments: int) -> ToolCall:
+def _call(name: str, call_id: str, **arguments: Any) -> ToolCall:
     return ToolCall.from_arguments(name, arguments, id=call_id)
 
 
@@ -452,133 +451,98 @@ async def test_stream_without_conversation_id_passes_through() -> None:
     assert store._conversations == {}
 
 
-# -- deferred approval (simulated by a scripted inner link) --------------------------------
-
-PENDING_CALL = _call("delete_files", "call-9")
-PENDING_MESSAGE = AssistantMessage(tool_calls=(PENDING_CALL,))
-RESULT = ToolMessage(tool_call_id="call-9", name="delete_files", content="deleted")
-FINAL = AssistantMessage(content="Done, the files are gone.")
+# -- deferred calls: memory keeps the transcript a resume continues ------------------------
 
 
-def _pending() -> ChatResponse:
-    return ChatResponse(
-        message=PENDING_MESSAGE,
-        finish_reason="approval_pending",
-        messages=(PENDING_MESSAGE,),
-        suspension=Suspension(
-            pending=PendingApproval(id="approval-1", calls=(PENDING_CALL,)),
-            request=ChatRequest(messages=()),
-            messages=(PENDING_MESSAGE,),
-        ),
-    )
-
-
-class _ApprovalLike:
-    """Answers like an approval link: pending first, then the resumed turn's messages."""
-
-    def __init__(self, resumed: tuple[Message, ...]) -> None:
-        self.resumed = resumed
-        self.requests: list[ChatRequest] = []
-
-    def _answer(self, request: ChatRequest) -> ChatResponse:
-        self.requests.append(request)
-        if len(self.requests) == 1:
-            return _pending()
-        return ChatResponse(message=FINAL, messages=self.resumed)
-
-    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
-        return self._answer(request)
-
-    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        yield ResponseCompleted(self._answer(request))
-
-
-def _approval_chain(store: InMemoryChatMemoryStore, inner: _ApprovalLike) -> Chain:
-    link = advisor(inner.call, stream=inner.stream, name="approval-like")
-    return Chain([MemoryAdvisor(store), link], model=ScriptedChatModel([]))
-
-
-async def _seed(store: InMemoryChatMemoryStore) -> None:
-    await store.append("c", [UserMessage(content="hello"), AssistantMessage(content="hi")])
+@tool
+def build(report: str) -> ToolResult:
+    """Start building a report (the result arrives later)."""
+    return ToolResult.defer("external", {"report": report})
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("streaming", [False, True])
-@pytest.mark.parametrize(
-    "resumed",
-    [(RESULT, FINAL), (PENDING_MESSAGE, RESULT, FINAL)],
-    ids=["response-without-the-call", "response-repeating-the-call"],
-)
-async def test_a_pending_turn_is_saved_once_when_it_completes(
-    streaming: bool, resumed: tuple[Message, ...]
-) -> None:
+async def test_a_deferred_turn_is_stored_and_resumed_from_memory_once(streaming: bool) -> None:
     store = InMemoryChatMemoryStore()
-    await _seed(store)
-    inner = _ApprovalLike(resumed)
-    chain = _approval_chain(store, inner)
-    user = UserMessage(content="delete my files")
+    await store.append("c", [UserMessage(content="hello"), AssistantMessage(content="hi")])
+    model = ScriptedChatModel([_call("build", "b1", report="q3"), "The report has 3 pages."])
+    chain = Chain([MemoryAdvisor(store), ToolCallingAdvisor()], model=model, tools=[build])
 
-    async def run(prompt: list[Message]) -> ChatResponse:
+    async def run(*prompt: Any, **options: Any) -> ChatResponse:
         if not streaming:
-            return await chain.call(prompt, conversation_id="c")
-        events = [e async for e in chain.stream(prompt, conversation_id="c")]
+            return await chain.call(*prompt, conversation_id="c", **options)
+        events = [e async for e in chain.stream(*prompt, conversation_id="c", **options)]
         completed = events[-1]
         assert isinstance(completed, ResponseCompleted)
         return completed.response
 
-    pending = await run([user])
-    assert pending.finish_reason == "approval_pending"
-    assert len(await store.load("c")) == 2  # nothing of the pending turn yet
-
-    # The resume re-sends the pending turn's transcript: the user message and the call.
-    done = await run([user, PENDING_MESSAGE])
-    assert done.message == FINAL
-    sent = inner.requests[1].messages
-    assert list(sent) == [
-        UserMessage(content="hello"),
-        AssistantMessage(content="hi"),
-        user,
-        PENDING_MESSAGE,
-    ]
-    assert list(await store.load("c")) == [
-        UserMessage(content="hello"),
-        AssistantMessage(content="hi"),
-        user,
-        PENDING_MESSAGE,
-        RESULT,
-        FINAL,
-    ]
-
-
-@pytest.mark.anyio
-async def test_a_resume_that_carries_the_history_gets_no_second_copy() -> None:
-    store = InMemoryChatMemoryStore()
-    await _seed(store)
-    inner = _ApprovalLike((RESULT, FINAL))
-    chain = _approval_chain(store, inner)
-    user = UserMessage(content="delete my files")
-    await chain.call([user], conversation_id="c")
-    pending_request = inner.requests[0]  # what the approval link would persist
-    await chain.call(pending_request.appended(PENDING_MESSAGE), conversation_id="c")
-    assert list(inner.requests[1].messages) == [*pending_request.messages, PENDING_MESSAGE]
+    deferred = await run("build the q3 report")
+    assert deferred.finish_reason == "deferred"
     stored = await store.load("c")
-    assert list(stored) == [*pending_request.messages, PENDING_MESSAGE, RESULT, FINAL]
+    assert stored[2:] == (UserMessage(content="build the q3 report"), *deferred.messages)
+
+    # memory supplies the transcript: no prompt, the decisions only
+    done = await run(decisions={"b1": Result({"pages": 3})})
+    assert done.text == "The report has 3 pages."
+    settled = done.messages[0]
+    assert isinstance(settled, ToolMessage) and settled.tool_call_id == "b1"
+    assert model.requests[-1].messages == (*stored, settled)
+    assert await store.load("c") == (*stored, *done.messages)  # the resumed turn, once
+
+    # a second resume: the call no longer waits; nothing runs, nothing is stored
+    with pytest.raises(InvalidDecisions, match="not a call that waits"):
+        await run(decisions={"b1": Result({"pages": 4})})
+    assert await store.load("c") == (*stored, *done.messages)
+    assert len(model.requests) == 2
 
 
 @pytest.mark.anyio
-async def test_resume_shaped_like_the_approval_advisor_is_saved_once() -> None:
-    """The resume re-sends history + turn + the call + its results; the response repeats them."""
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_sub_agent_sharing_the_advisor_and_the_conversation_runs_without_memory(
+    streamed: bool,
+) -> None:
     store = InMemoryChatMemoryStore()
-    await _seed(store)
-    inner = _ApprovalLike((RESULT, FINAL))
-    chain = _approval_chain(store, inner)
-    user = UserMessage(content="delete my files")
-    pending = await chain.call([user], conversation_id="c")
-    assert pending.pending_approval is not None
-    saved_by_approval = inner.requests[0].messages + pending.messages
-    resumed = await chain.call(
-        ChatRequest(messages=(*saved_by_approval, RESULT)), conversation_id="c"
+    memory = MemoryAdvisor(store)
+    child_model = ScriptedChatModel(["child says hi"])
+    child = Chain([memory, ToolCallingAdvisor()], model=child_model)
+    helper = child.as_tool("helper", "Helps.", context_keys=["conversation_id"])
+    parent = Chain(
+        [memory, ToolCallingAdvisor()],
+        model=ScriptedChatModel([ToolCall.from_arguments("helper", {"task": "x"}, id="c1"), "ok"]),
+        tools=[helper],
     )
-    assert resumed.message == FINAL
-    assert list(inner.requests[1].messages) == [*saved_by_approval, RESULT]
-    assert list(await store.load("c")) == [*saved_by_approval, RESULT, FINAL]
+    context = {"conversation_id": "conv-1"}
+    with anyio.fail_after(10):  # it waited for itself on the stream path
+        if streamed:
+            events = [e async for e in parent.stream("hi", tool_context=context)]
+            assert isinstance(events[-1], ResponseCompleted)
+        else:
+            await parent.call("hi", tool_context=context)
+    assert child_model.requests[0].messages == (UserMessage(content="x"),)
+    stored = await store.load("conv-1")
+    assert [m.text for m in stored] == ["hi", "", "child says hi", "ok"]
+    assert memory._locks == {}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_sub_agent_sharing_the_advisor_keeps_its_own_conversation(streamed: bool) -> None:
+    store = InMemoryChatMemoryStore()
+    memory = MemoryAdvisor(store)
+    child = Chain([memory, ToolCallingAdvisor()], model=ScriptedChatModel(["one", "two"]))
+    helper = child.as_tool("helper", "Helps.", context_keys=["conversation_id"])
+    call = ToolCall.from_arguments("helper", {"task": "x"}, id="c1")
+    parent = Chain(
+        [memory, ToolCallingAdvisor()],
+        model=ScriptedChatModel([call, "ok", call, "ok"]),
+        tools=[helper],
+    )
+    for _ in range(2):
+        kw = {"conversation_id": "parent", "tool_context": {"conversation_id": "child"}}
+        with anyio.fail_after(10):
+            if streamed:
+                [e async for e in parent.stream("hi", **kw)]  # type: ignore[arg-type]
+            else:
+                await parent.call("hi", **kw)  # type: ignore[arg-type]
+    assert [m.text for m in await store.load("child")] == ["x", "one", "x", "two"]
+    assert [m.text for m in await store.load("parent")][:4] == ["hi", "", "one", "ok"]

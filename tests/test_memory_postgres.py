@@ -195,7 +195,7 @@ def test_the_store_names_its_extra_when_psycopg_is_missing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    with pytest.raises(ImportError, match=r"PostgresChatMemoryStore.*advisorchain\[postgres\]"):
+    with pytest.raises(ImportError, match=r"PostgresChatMemoryStore.*pip install '\.\[postgres\]'"):
         PostgresChatMemoryStore("postgresql://localhost/x")
 
 

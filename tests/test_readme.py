@@ -98,3 +98,15 @@ def test_the_readme_shows_the_refusal_the_chain_raises() -> None:
     signed = anyio.run(namespace["sign"], ChatResponse(message=AssistantMessage(content="Hi")))
     assert signed.text == "Hi\n-- the shop"
     assert signed.messages == (signed.message,)
+
+
+def test_the_deferral_example_prints_what_the_readme_shows() -> None:
+    block = readme_blocks()[2]
+    text = README.read_text()
+    after = text[text.index(block) + len(block) :]
+    expected = re.search(r"\nprints\n\n```\n(.*?)```", after, flags=re.S)
+    assert expected is not None
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        exec(compile(block, "README-deferral", "exec"), {"__name__": "readme"})
+    assert output.getvalue() == expected.group(1)

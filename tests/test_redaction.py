@@ -397,9 +397,10 @@ async def test_a_resumed_turn_redacts_the_results_of_the_approved_calls(streamin
         tools=[customer],
     )
     pending = await chain.call("details of C7")
-    assert pending.pending_approval is not None
+    assert pending.finish_reason == "deferred"
+    transcript = [UserMessage(content="details of C7"), *pending.messages]
     if streaming:
-        resumed = chain.resume_stream(pending.pending_approval.id, {"c1": Approve()})
+        resumed = chain.stream(transcript, decisions={"c1": Approve()})
         events = [e async for e in resumed]
         final = events[-1]
         assert isinstance(final, ResponseCompleted)
@@ -407,7 +408,7 @@ async def test_a_resumed_turn_redacts_the_results_of_the_approved_calls(streamin
         deltas = "".join(e.text for e in events if isinstance(e, TextDelta))
         assert deltas == "Sent to [REDACTED:email]."
     else:
-        response = await chain.resume(pending.pending_approval.id, {"c1": Approve()})
+        response = await chain.call(transcript, decisions={"c1": Approve()})
     assert response.text == "Sent to [REDACTED:email]."
     results = [m.content for m in response.messages if isinstance(m, ToolMessage)]
     assert results == ["C7: [REDACTED:email], card [REDACTED:card]"]

@@ -40,7 +40,7 @@ from advisorchain.advisors.redaction import (
     _VARIANT_CATEGORIES,
     _WHERE_THEY_ARE,
 )
-from advisorchain.core.text_transform import _ProgressText
+from advisorchain.advisors.text_transform import _ProgressText
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.providers.errors import BadRequestError
 

@@ -46,7 +46,7 @@ def test_copies_equal_what_replace_makes_and_share_the_turns_context() -> None:
         assert copy == expected
         assert copy.context is request.context
         assert copy.tool_context is request.tool_context
-        assert copy.resumption is expected.resumption
+        assert copy.decisions is expected.decisions
     assert request.messages == (UserMessage(content="hi"),) and request.tools == (one,)
 
 

@@ -520,7 +520,7 @@ def test_the_instruction_is_compact_json() -> None:
 @pytest.mark.anyio
 @PATHS
 @pytest.mark.parametrize("native", [False, True])
-async def test_a_turn_suspended_for_approval_is_validated_when_resumed(
+async def test_a_deferred_turn_is_validated_when_resumed_and_a_retry_answers_once(
     path: Path, native: bool, tmp_path: pathlib.Path
 ) -> None:
     sent: list[str] = []
@@ -533,22 +533,22 @@ async def test_a_turn_suspended_for_approval_is_validated_when_resumed(
 
     def chain_for(replies: list[Any]) -> tuple[Chain, ScriptedChatModel]:
         model = ScriptedChatModel(replies, output_schema=native)
-        store = SQLiteApprovalStore(tmp_path / "approvals.db")  # options persisted as JSON
+        store = SQLiteApprovalStore(tmp_path / "approvals.db")  # durable: a fresh chain resumes
         approval = ApprovalAdvisor(DeferredApprover(), store=store)
         advisors = [StructuredOutputAdvisor(Weather), ToolCallingAdvisor(), approval]
         return Chain(advisors, model=model), model
 
     chain, _ = chain_for([ToolCall.from_arguments("book", {"city": "Paris"}, id="b1")])
     suspended = await chain.call("book Paris", tools=[book])
-    assert suspended.finish_reason == "approval_pending" and suspended.output is None
-    assert suspended.pending_approval is not None
-    pending = suspended.pending_approval.id
+    assert suspended.finish_reason == "deferred" and suspended.output is None
+    transcript = [UserMessage(content="book Paris"), *suspended.messages]
 
     later, model = chain_for(['{"city": "Paris"}', PARIS])  # one invalid answer, then valid
+    decisions = {"b1": Approve()}
     if path == "call":
-        response = await later.resume(pending, {"b1": Approve()}, tools=[book])
+        response = await later.call(transcript, decisions=decisions, tools=[book])
     else:
-        events = [e async for e in later.resume_stream(pending, {"b1": Approve()}, tools=[book])]
+        events = [e async for e in later.stream(transcript, decisions=decisions, tools=[book])]
         assert isinstance(events[-1], ResponseCompleted)
         assert sum(isinstance(e, AnswerDiscarded) for e in events) == 1
         response = events[-1].response

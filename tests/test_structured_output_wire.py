@@ -24,9 +24,11 @@ from advisorchain import (
 from advisorchain.advisors import StructuredOutputAdvisor
 from advisorchain.providers import (
     AnthropicChatModel,
+    BadRequestError,
     LlamaCppChatModel,
     OpenAIChatModel,
     OutputSchema,
+    OutputSchemaRefusedError,
 )
 from advisorchain.providers._structured import (
     anthropic_schema,
@@ -395,3 +397,77 @@ def test_gemini_sends_the_schema_in_generation_config_without_tools() -> None:
     schema = OutputSchema(name="Item", schema={})
     assert model.supports_output_schema(schema, with_tools=False)
     assert not model.supports_output_schema(schema, with_tools=True)
+
+
+# --- a server that refuses the schema ------------------------------------------------------
+
+LLAMA_CPP_SERVER_REFUSAL = {
+    "error": {
+        "message": (
+            "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+            "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
+            "'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n"
+            '  File "llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+            "    POST /v1/chat/completions"
+        ),
+        "type": "internal_server_error",
+        "param": None,
+        "code": None,
+    }
+}
+"""llama-cpp-python 0.3.36's `llama_cpp.server` on a `json_schema` format (HTTP 500)."""
+
+
+def refusal() -> httpx.Response:
+    return httpx.Response(500, json=LLAMA_CPP_SERVER_REFUSAL)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_a_refused_schema_is_asked_in_the_prompt_without_retrying(path: str) -> None:
+    reply = completion if path == "call" else completion_stream
+    recorder = Recorder(refusal(), reply(), reply())
+    model = openai(recorder, base_url="http://127.0.0.1:8080/v1")
+    advisor = StructuredOutputAdvisor(Item)
+    chain = Chain([advisor], model=model)
+    for _ in range(2):
+        if path == "call":
+            response = await chain.call("tea?")
+        else:
+            events = [e async for e in chain.stream("tea?")]
+            assert isinstance(events[-1], ResponseCompleted)
+            response = events[-1].response
+        assert response.output == Item(name="tea", price=2.5)
+    refused, asked, again = recorder.bodies  # one refusal, not retried as an outage
+    assert refused["response_format"]["type"] == "json_schema"
+    for body in (asked, again):  # the advisor remembers: no second refusal
+        assert "response_format" not in body
+        assert body["messages"][0] == {"role": "system", "content": advisor.instruction}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_a_refused_schema_in_native_mode_is_a_clear_error(path: str) -> None:
+    recorder = Recorder(refusal())
+    model = openai(recorder, base_url="http://127.0.0.1:8080/v1")
+    chain = Chain([StructuredOutputAdvisor(Item, mode="native")], model=model)
+    with pytest.raises(OutputSchemaRefusedError, match="response_format") as caught:
+        if path == "call":
+            await chain.call("tea?")
+        else:
+            [e async for e in chain.stream("tea?")]
+    assert isinstance(caught.value, BadRequestError) and caught.value.status_code == 500
+    assert len(recorder.requests) == 1
+
+
+@pytest.mark.anyio
+async def test_an_outage_is_still_retried() -> None:
+    outage = httpx.Response(500, json={"error": {"message": "overloaded"}})
+    recorder = Recorder(outage, completion())
+    model = openai(recorder, base_url="http://127.0.0.1:8080/v1")
+    response = await Chain([StructuredOutputAdvisor(Item)], model=model).call("tea?")
+    assert response.output == Item(name="tea", price=2.5)
+    assert [b.get("response_format", {}).get("type") for b in recorder.bodies] == [
+        "json_schema",
+        "json_schema",
+    ]

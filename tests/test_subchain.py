@@ -22,7 +22,12 @@ from advisorchain import (
     UserMessage,
     tool,
 )
-from advisorchain.advisors import ApprovalAdvisor, DeferredApprover, InMemoryApprovalStore
+from advisorchain.advisors import (
+    ApprovalAdvisor,
+    Approve,
+    DeferredApprover,
+    InMemoryApprovalStore,
+)
 from advisorchain.core.errors import ChainConfigurationError
 from advisorchain.providers import ScriptedChatModel
 
@@ -44,7 +49,7 @@ def _researcher(model: ScriptedChatModel, **tools: Any) -> Chain:
     return Chain([ToolCallingAdvisor()], model=model, tools=[lookup, *tools.values()])
 
 
-async def _run(chain: Chain, prompt: str, streamed: bool, **kw: Any) -> ChatResponse:
+async def _run(chain: Chain, prompt: Any, streamed: bool, **kw: Any) -> ChatResponse:
     if not streamed:
         return await chain.call(prompt, **kw)
     events = [e async for e in chain.stream(prompt, **kw)]
@@ -163,24 +168,32 @@ async def test_nesting_is_bounded_by_max_depth() -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("streamed", [False, True])
-async def test_a_child_that_waits_for_approval_is_a_clear_error_result(streamed: bool) -> None:
+async def test_a_child_that_waits_for_approval_defers_a_parent_without_approvals(
+    streamed: bool,
+) -> None:
+    """The parent needs no ApprovalAdvisor: the transcript carries the child's turn."""
+
     @tool(requires_approval=True)
     def pay(amount: int) -> str:
         """Pay."""
         return "paid"
 
-    child_model = ScriptedChatModel([_call("pay", "k1", amount=5), "never"])
+    child_model = ScriptedChatModel([_call("pay", "k1", amount=5), "paid 5"])
     approvals = ApprovalAdvisor(DeferredApprover(), store=InMemoryApprovalStore())
     child = Chain([approvals, ToolCallingAdvisor()], model=child_model, tools=[pay])
-    parent_model = ScriptedChatModel([_call("payer", "c1", task="pay 5"), "could not"])
+    parent_model = ScriptedChatModel([_call("payer", "c1", task="pay 5"), "done"])
     parent = Chain(
         [ToolCallingAdvisor()], model=parent_model, tools=[child.as_tool("payer", "Pays.")]
     )
     response = await _run(parent, "pay", streamed)
-    [result] = _tool_messages(response)
-    assert result.is_error
-    assert "SubchainSuspendedError" in result.text and "approval" in result.text
-    assert response.pending_approval is None and response.text == "could not"
+    assert response.finish_reason == "deferred"
+    [payer] = response.deferred
+    assert [(d.id, d.kind) for d in payer.nested] == [("k1", "approval")]
+    transcript = [UserMessage(content="pay"), *response.messages]
+    resumed = await _run(parent, transcript, streamed, decisions={"c1": {"k1": Approve()}})
+    [result] = _tool_messages(resumed)
+    assert not result.is_error and result.text == "paid 5"
+    assert resumed.text == "done"
 
 
 def test_bad_options_are_refused() -> None:

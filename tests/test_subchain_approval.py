@@ -1,5 +1,6 @@
-"""A deferred approval inside a chain called as a tool (`Chain.as_tool`) suspends the
-parent turn; `Chain.resume` of the parent resumes the child through the call, once."""
+"""A deferred approval inside a chain called as a tool (`Chain.as_tool`) defers the parent's
+call, the child's deferred calls nested in it; the parent's resume (a mapping of the child's
+decisions for the call) resumes the child from its own transcript, through the call, once."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from advisorchain import (
     AssistantMessage,
     Chain,
     ChatResponse,
+    InvalidDecisions,
+    Message,
     ResponseCompleted,
+    Result,
     StreamEvent,
     TextDelta,
     ToolCall,
@@ -33,11 +37,8 @@ from advisorchain.advisors import (
     CallbackApprover,
     DeferredApprover,
     InMemoryApprovalStore,
-    InvalidApprovalDecisions,
     Reject,
 )
-from advisorchain.core.subchain import SUBCHAIN_APPROVAL
-from advisorchain.core.suspension import PendingApproval
 from advisorchain.providers import ScriptedChatModel
 
 # the memory/SQLite/PostgreSQL store factory the deferred-approval tests use
@@ -110,42 +111,44 @@ def worker(
     return Worker(parent, parent_model, child_model, mail)
 
 
-async def _run(chain: Chain, prompt: str, streamed: bool) -> tuple[ChatResponse, list[StreamEvent]]:
-    if not streamed:
-        return await chain.call(prompt), []
-    events = [e async for e in chain.stream(prompt)]
-    last = events[-1]
-    assert isinstance(last, ResponseCompleted)
-    return last.response, events
-
-
-async def _resume(
-    chain: Chain, pending_id: str, decisions: dict[str, Any], streamed: bool
+async def _run(
+    chain: Chain, prompt: Any, streamed: bool, **options: Any
 ) -> tuple[ChatResponse, list[StreamEvent]]:
     if not streamed:
-        return await chain.resume(pending_id, decisions), []
-    events = [e async for e in chain.resume_stream(pending_id, decisions)]
+        return await chain.call(prompt, **options), []
+    events = [e async for e in chain.stream(prompt, **options)]
     last = events[-1]
     assert isinstance(last, ResponseCompleted)
     return last.response, events
 
 
-async def _suspend(store: ApprovalStore, streamed: bool = False, **kw: Any) -> ChatResponse:
-    # Both chains name their first call "c1": the ids repeat across levels.
+async def _defer(
+    store: ApprovalStore, streamed: bool = False, **kw: Any
+) -> tuple[ChatResponse, list[Message]]:
+    """The parent's deferred turn and the transcript to resume from. Both chains name
+    their first call "c1": the ids repeat across levels."""
     first = worker(
         store, [_call("mailer", "c1", task="mail bob")], [_call("send", "c1", to="bob")], **kw
     )
     response, _ = await _run(first.parent, "mail bob", streamed)
-    assert response.finish_reason == "approval_pending"
+    assert response.finish_reason == "deferred"
     assert first.mail.sent == []
-    return response
+    return response, [UserMessage(content="mail bob"), *response.messages]
+
+
+def _child_approval(response: ChatResponse) -> str:
+    """The approval id of the child's deferred call, nested in the parent's."""
+    (mailer,) = response.deferred
+    (send,) = mailer.nested
+    approval_id: str = send.metadata["approval_id"]
+    return approval_id
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("placement", ["before", "after"])
 @pytest.mark.parametrize("child_placement", ["before", "after"])
 @pytest.mark.parametrize("streamed", [False, True])
-async def test_the_childs_deferred_approval_suspends_and_resumes_the_parent(
+async def test_the_childs_deferred_approval_defers_and_resumes_the_parent(
     stores: StoreFactory, placement: str, child_placement: str, streamed: bool
 ) -> None:
     first = worker(
@@ -157,22 +160,18 @@ async def test_the_childs_deferred_approval_suspends_and_resumes_the_parent(
     )
     response, events = await _run(first.parent, "mail bob", streamed)
 
-    assert response.finish_reason == "approval_pending" and first.mail.sent == []
-    suspension = response.suspension
-    assert suspension is not None
-    [(call_id, inner)] = suspension.inner
-    assert call_id == "c1" and inner.calls[0].name == "send"
-    # One API for every pending approval of the tree: the child's, by its own id.
-    assert suspension.approvals == (PendingApproval(id=inner.id, calls=inner.calls),)
-    assert suspension.calls[0].name == "mailer"
+    assert response.finish_reason == "deferred" and first.mail.sent == []
+    (mailer,) = response.deferred
+    assert (mailer.id, mailer.name, mailer.kind) == ("c1", "mailer", "subchain")
+    assert mailer.accepts == ("decisions", "reject")
+    (send,) = mailer.nested
+    assert (send.id, send.name, send.kind) == ("c1", "send", "approval")
     # History stays valid: the parent's transcript ends with its call, waiting.
     last = response.messages[-1]
     assert isinstance(last, AssistantMessage) and last.tool_calls[0].name == "mailer"
-    # Both turns are saved: the parent's waits for the child's approval.
-    parent_record = await stores().get(suspension.id)
-    assert parent_record is not None
-    assert parent_record.calls[0].call.details[SUBCHAIN_APPROVAL] == inner.id
-    assert await stores().get(inner.id) is not None
+    # Only the child's call is recorded in the store; no transcript is.
+    record = await stores().get(_child_approval(response))
+    assert record is not None and record.status == "pending"
     if streamed:
         progress = [e.event for e in events if isinstance(e, ToolProgress)]
         assert any(isinstance(e, ToolCallStarted) and e.call.name == "send" for e in progress)
@@ -186,9 +185,9 @@ async def test_the_childs_deferred_approval_suspends_and_resumes_the_parent(
         placement=placement,
         child_placement=child_placement,
     )
-    decisions = suspension.decisions(lambda approval, call: Approve())
-    assert decisions == {"c1": {"c1": Approve()}}
-    resumed, resumed_events = await _resume(second.parent, suspension.id, decisions, streamed)
+    transcript = [UserMessage(content="mail bob"), *response.messages]
+    decisions = {"c1": {"c1": Approve()}}
+    resumed, resumed_events = await _run(second.parent, transcript, streamed, decisions=decisions)
 
     assert second.mail.sent == ["bob"]
     assert resumed.finish_reason == "stop" and resumed.text == "Bob has his mail."
@@ -209,12 +208,12 @@ async def test_the_childs_deferred_approval_suspends_and_resumes_the_parent(
         assert isinstance(finished, ToolCallFinished) and finished.outcome == "ok"
         text = "".join(e.text for e in resumed_events if isinstance(e, TextDelta))
         assert text == "Bob has his mail."
-    for record_id in (suspension.id, inner.id):
-        record = await stores().get(record_id)
-        assert record is not None and record.status == "completed"
-    with pytest.raises(ApprovalAlreadyResolved):
-        await second.parent.resume(suspension.id, decisions)
-    assert second.mail.sent == ["bob"]
+    record = await stores().get(_child_approval(response))
+    assert record is not None and record.status == "completed"
+    # A second resume of the same transcript never sends the mail again.
+    third = worker(stores(), ["Again."], ["Mailed bob again."])
+    await third.parent.call(transcript, decisions=decisions)
+    assert second.mail.sent == ["bob"] and third.mail.sent == []
 
 
 @pytest.mark.anyio
@@ -223,60 +222,105 @@ async def test_a_rejection_inside_the_child_reaches_its_model_not_its_tool(
     streamed: bool,
 ) -> None:
     store = InMemoryApprovalStore()
-    suspension = (await _suspend(store)).suspension
-    assert suspension is not None
+    _, transcript = await _defer(store)
     second = worker(store, ["Not sent."], ["I was not allowed."])
-    [approval] = suspension.approvals
-    decisions = suspension.decisions({approval.id: {"c1": Reject("not bob")}})
-    resumed, _ = await _resume(second.parent, suspension.id, decisions, streamed)
-
+    decisions = {"c1": {"c1": Reject("not bob")}}
+    resumed, _ = await _run(second.parent, transcript, streamed, decisions=decisions)
     assert second.mail.sent == []
     child_seen = second.child_model.requests[0].messages[-1]
-    assert isinstance(child_seen, ToolMessage) and child_seen.is_error
-    assert "not bob" in child_seen.text
-    result = resumed.messages[0]
-    assert isinstance(result, ToolMessage) and result.content == "I was not allowed."
+    assert isinstance(child_seen, ToolMessage) and "not bob" in child_seen.text
     assert resumed.text == "Not sent."
 
 
 @pytest.mark.anyio
 async def test_rejecting_the_sub_agents_call_refuses_it_without_resuming_the_child() -> None:
     store = InMemoryApprovalStore()
-    suspension = (await _suspend(store)).suspension
-    assert suspension is not None
-    second = worker(store, ["Skipped."], [])
-    resumed = await second.parent.resume(suspension.id, {"c1": Reject("not now")})
-
+    response, transcript = await _defer(store)
+    second = worker(store, ["Skipped."], ["never"])
+    resumed = await second.parent.call(transcript, decisions={"c1": Reject("not now")})
+    assert second.mail.sent == [] and second.child_model.requests == []
     result = resumed.messages[0]
     assert isinstance(result, ToolMessage) and result.is_error and "not now" in result.text
-    assert second.child_model.requests == [] and second.mail.sent == []
-    assert resumed.text == "Skipped."
+    record = await store.get(_child_approval(response))
+    assert record is not None and record.status == "pending"  # the child's, untouched
 
 
 @pytest.mark.anyio
-async def test_bad_decisions_for_the_sub_agents_call_are_refused_before_anything_runs() -> None:
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_typo_in_a_nested_id_is_refused_before_anything_runs(streamed: bool) -> None:
+    """The defect: a typo in the child's call id claimed and completed the parent's
+    approval with an error result while the child's stayed pending forever."""
     store = InMemoryApprovalStore()
-    suspension = (await _suspend(store)).suspension
-    assert suspension is not None
-    second = worker(store, ["never"], ["never"])
-    with pytest.raises(InvalidApprovalDecisions, match="sub-agent"):
-        await second.parent.resume(suspension.id, {"c1": Approve()})
-    with pytest.raises(KeyError):
-        suspension.decisions({"approval_unknown": {}})
-    record = await store.get(suspension.id)
-    assert record is not None and record.status == "pending"
-    # The right decisions still resume it.
-    await second.parent.resume(suspension.id, suspension.decisions(lambda a, c: Approve()))
-    assert second.mail.sent == ["bob"]
+    mail = Mail()
+    child = Chain(
+        _links(_approvals(store), "after"),
+        model=ScriptedChatModel([_call("send", "c1", to="bob")]),
+        tools=mail.tools(),
+    )
+    # the parent gates the sub-agent itself (approved inline): that call is recorded too
+    parent_approvals = ApprovalAdvisor(CallbackApprover(lambda r: [Approve()]), store=store)
+    parent = Chain(
+        [ToolCallingAdvisor(), parent_approvals],
+        model=ScriptedChatModel([_call("mailer", "p1", task="mail bob")]),
+        tools=[child.as_tool("mailer", "Sends mails.", requires_approval=True)],
+    )
+    response, _ = await _run(parent, "mail bob", streamed)
+    (mailer,) = response.deferred
+    parent_record = await store.get(mailer.metadata["approval_id"])
+    assert parent_record is not None and parent_record.status == "pending"
+    transcript = [UserMessage(content="mail bob"), *response.messages]
+    before = (await store.get(parent_record.id), await store.audit())
+
+    for decisions, message in [
+        ({"p1": {"c9": Approve()}}, r"\['p1'\]\['c9'\] is not a call that waits"),
+        ({"p1": {"c1": Result("x")}}, r"\['p1'\]\['c1'\] is a 'approval' call"),
+        ({"p1": Approve()}, "'subchain' call: it accepts a mapping"),
+        ({"p1": {"c1": {"deeper": Approve()}}}, r"\['p1'\]\['c1'\].*accepts Approve"),
+    ]:
+        with pytest.raises(InvalidDecisions, match=message):
+            await _run(parent, transcript, streamed, decisions=decisions)
+    assert (await store.get(parent_record.id), await store.audit()) == before
+    assert mail.sent == []
+
+    resumed, _ = await _run(
+        ChainPair.fresh(store, mail).parent,
+        transcript,
+        streamed,
+        decisions={"p1": {"c1": Approve()}},
+    )
+    assert mail.sent == ["bob"] and resumed.text == "Mailed."
+    done = await store.get(parent_record.id)
+    assert done is not None and done.status == "completed"
+
+
+class ChainPair:
+    """A fresh parent (gating the sub-agent inline) and child, as another process builds them."""
+
+    def __init__(self, parent: Chain) -> None:
+        self.parent = parent
+
+    @classmethod
+    def fresh(cls, store: ApprovalStore, mail: Mail) -> ChainPair:
+        child = Chain(
+            _links(_approvals(store), "after"),
+            model=ScriptedChatModel(["Mailed bob."]),
+            tools=mail.tools(),
+        )
+        approvals = ApprovalAdvisor(CallbackApprover(lambda r: [Approve()]), store=store)
+        parent = Chain(
+            [ToolCallingAdvisor(), approvals],
+            model=ScriptedChatModel(["Mailed."]),
+            tools=[child.as_tool("mailer", "Sends mails.", requires_approval=True)],
+        )
+        return cls(parent)
 
 
 @pytest.mark.anyio
-async def test_two_workers_racing_on_one_sql_store_run_the_childs_tool_once(
+async def test_two_workers_racing_on_one_store_run_the_childs_tool_once(
     stores: StoreFactory,
 ) -> None:
-    suspension = (await _suspend(stores())).suspension
-    assert suspension is not None
-    decisions = suspension.decisions(lambda a, c: Approve())
+    _, transcript = await _defer(stores())
+    decisions = {"c1": {"c1": Approve()}}
     gate = anyio.Event()
     mail = Mail(gate=gate)  # both workers' tools record here; the winner's waits for the loser
     racers = [worker(stores(), ["done"], ["mailed"], mail=mail) for _ in range(2)]
@@ -284,7 +328,7 @@ async def test_two_workers_racing_on_one_sql_store_run_the_childs_tool_once(
 
     async def race(racer: Worker) -> None:
         try:
-            response = await racer.parent.resume(suspension.id, decisions)
+            response = await racer.parent.call(transcript, decisions=decisions)
             outcomes.append(response.text)
         except ApprovalAlreadyResolved:
             outcomes.append("lost")
@@ -300,14 +344,12 @@ async def test_two_workers_racing_on_one_sql_store_run_the_childs_tool_once(
 
 
 @pytest.mark.anyio
-async def test_a_resume_that_died_inside_the_child_leaves_its_outcome_unknown(
+async def test_a_resume_that_died_inside_the_child_never_runs_its_tool_twice(
     stores: StoreFactory,
 ) -> None:
     now = [1000.0]
-    store = stores(clock=lambda: now[0])
-    suspension = (await _suspend(store)).suspension
-    assert suspension is not None
-    decisions = suspension.decisions(lambda a, c: Approve())
+    _, transcript = await _defer(stores(clock=lambda: now[0]))
+    decisions = {"c1": {"c1": Approve()}}
 
     class Crash(BaseException):
         pass
@@ -317,178 +359,192 @@ async def test_a_resume_that_died_inside_the_child_leaves_its_outcome_unknown(
 
     doomed = worker(stores(clock=lambda: now[0]), ["never"], crash)
     with pytest.raises(Crash):  # the child's model call after its tool ran: a crash
-        await doomed.parent.resume(suspension.id, decisions)
+        await doomed.parent.call(transcript, decisions=decisions)
     assert doomed.mail.sent == ["bob"]
 
-    now[0] += 3600  # the dead resume's claim expires
-    second = worker(stores(clock=lambda: now[0]), ["Check it."], ["never"])
-    resumed = await second.parent.resume(suspension.id, decisions)
-    result = resumed.messages[0]
-    assert isinstance(result, ToolMessage) and result.is_error and "unknown" in result.text
-    assert second.mail.sent == [] and second.child_model.requests == []
+    now[0] += 3600
+    second = worker(stores(clock=lambda: now[0]), ["Done."], ["Mailed bob."])
+    resumed = await second.parent.call(transcript, decisions=decisions)
+    # the child's call had finished: its stored result answers it, it is not sent again
+    assert second.mail.sent == []
+    child_seen = second.child_model.requests[0].messages[-1]
+    assert child_seen == ToolMessage(tool_call_id="c1", name="send", content="sent to bob")
+    assert resumed.text == "Done."
+
+
+@pytest.mark.anyio
+async def test_a_crash_while_the_childs_tool_ran_leaves_its_outcome_unknown(
+    stores: StoreFactory,
+) -> None:
+    now = [1000.0]
+    _, transcript = await _defer(stores(clock=lambda: now[0]))
+    decisions = {"c1": {"c1": Approve()}}
+
+    class Crash(BaseException):
+        pass
+
+    async def die() -> None:
+        raise Crash
+
+    class Dying:
+        """Stands for the gate the tool waits at: the process dies there."""
+
+        async def wait(self) -> bool:
+            await die()
+            return True
+
+    doomed = worker(stores(clock=lambda: now[0]), ["never"], ["never"], mail=Mail(gate=Dying()))  # type: ignore[arg-type]
+    with pytest.raises(Crash):
+        await doomed.parent.call(transcript, decisions=decisions)
+    now[0] += 3600
+    second = worker(stores(clock=lambda: now[0]), ["Check it."], ["I do not know."])
+    resumed = await second.parent.call(transcript, decisions=decisions)
+    assert second.mail.sent == [] and doomed.mail.sent == []
+    child_seen = second.child_model.requests[0].messages[-1]
+    assert isinstance(child_seen, ToolMessage) and "unknown" in child_seen.text
     assert resumed.text == "Check it."
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("streamed", [False, True])
-async def test_two_levels_of_sub_agents_suspend_and_resume_together(streamed: bool) -> None:
+async def test_two_levels_of_sub_agents_defer_and_resume_together(streamed: bool) -> None:
     store = InMemoryApprovalStore()
+    mail = Mail()
 
-    def tree(parent: list[Any], middle: list[Any], leaf: list[Any], mail: Mail) -> Chain:
-        inner = Chain(
-            [ToolCallingAdvisor(), _approvals(store)],
-            model=ScriptedChatModel(leaf),
-            tools=mail.tools(),
+    def build(
+        top: list[Any], middle: list[Any], bottom: list[Any]
+    ) -> tuple[Chain, ScriptedChatModel]:
+        leaf = Chain(
+            _links(_approvals(store), "after"), model=ScriptedChatModel(bottom), tools=mail.tools()
         )
-        middle_chain = Chain(
-            [ToolCallingAdvisor(), _approvals(store)],
+        mid = Chain(
+            [ToolCallingAdvisor()],
             model=ScriptedChatModel(middle),
-            tools=[inner.as_tool("mailer", "Sends mails.")],
+            tools=[leaf.as_tool("mailer", "Sends mails.")],
         )
-        return Chain(
-            [ToolCallingAdvisor(), _approvals(store)],
-            model=ScriptedChatModel(parent),
-            tools=[middle_chain.as_tool("assistant", "Does errands.")],
+        top_model = ScriptedChatModel(top)
+        root = Chain(
+            [ToolCallingAdvisor()],
+            model=top_model,
+            tools=[mid.as_tool("office", "Does office work.")],
         )
+        return root, top_model
 
-    first_mail = Mail()
-    first = tree(
-        [_call("assistant", "c1", task="mail bob")],
+    root, _ = build(
+        [_call("office", "c1", task="mail bob")],
         [_call("mailer", "c1", task="mail bob")],
         [_call("send", "c1", to="bob")],
-        first_mail,
     )
-    response, _ = await _run(first, "mail bob", streamed)
-    suspension = response.suspension
-    assert suspension is not None and first_mail.sent == []
-    [approval] = suspension.approvals
-    assert approval.calls[0].name == "send"
-    decisions = suspension.decisions({approval.id: {"c1": Approve()}})
-    assert decisions == {"c1": {"c1": {"c1": Approve()}}}
-
-    second_mail = Mail()
-    second = tree(["All done."], ["Errand done."], ["Mailed."], second_mail)
-    resumed, _ = await _resume(second, suspension.id, decisions, streamed)
-    assert second_mail.sent == ["bob"]
+    response, _ = await _run(root, "mail bob", streamed)
+    (office,) = response.deferred
+    (mailer,) = office.nested
+    (send,) = mailer.nested
+    assert [office.name, mailer.name, send.name] == ["office", "mailer", "send"]
+    transcript = [UserMessage(content="mail bob"), *response.messages]
+    root, top_model = build(["All done."], ["Mailer done."], ["Sent."])
+    resumed, _ = await _run(root, transcript, streamed, decisions={"c1": {"c1": {"c1": Approve()}}})
+    assert mail.sent == ["bob"] and resumed.text == "All done."
     result = resumed.messages[0]
-    assert isinstance(result, ToolMessage) and result.content == "Errand done."
-    assert resumed.text == "All done."
+    assert isinstance(result, ToolMessage) and result.content == "Mailer done."
+    assert resumed.usage.requests == 3
 
 
 @pytest.mark.anyio
 async def test_a_parent_waiting_for_its_own_and_a_childs_approval_resumes_both() -> None:
     store = InMemoryApprovalStore()
-    parent_mail = Mail()
+    mail = Mail()
+    own_sent: list[str] = []
 
-    def parent_of(script: list[Any], child_script: list[Any], mail: Mail) -> Worker:
-        built = worker(store, script, child_script, mail=mail)
-        return Worker(
-            Chain(
-                [ToolCallingAdvisor(), _approvals(store)],
-                model=built.parent_model,
-                tools=[*built.parent.tools, *parent_mail.tools()],
-            ),
-            built.parent_model,
-            built.child_model,
-            mail,
+    @tool(requires_approval=True)
+    def notify(who: str) -> str:
+        """Notify someone."""
+        own_sent.append(who)
+        return f"notified {who}"
+
+    def build(parent_script: list[Any], child_script: list[Any]) -> Chain:
+        child = Chain(
+            _links(_approvals(store), "after"),
+            model=ScriptedChatModel(child_script),
+            tools=mail.tools(),
+        )
+        return Chain(
+            [ToolCallingAdvisor(), _approvals(store)],
+            model=ScriptedChatModel(parent_script),
+            tools=[child.as_tool("mailer", "Sends mails."), notify],
         )
 
-    first = parent_of(
-        [[_call("mailer", "c1", task="mail bob"), _call("send", "c2", to="ann")]],
+    parent = build(
+        [[_call("mailer", "c1", task="mail bob"), _call("notify", "c2", who="ann")]],
         [_call("send", "c1", to="bob")],
-        Mail(),
     )
-    response = await first.parent.call("mail both")
-    suspension = response.suspension
-    assert suspension is not None
-    own, inner = suspension.approvals
-    assert own.id == suspension.id and [c.id for c in own.calls] == ["c2"]
-    assert [c.name for c in inner.calls] == ["send"] and inner.id != own.id
-
-    child_mail = Mail()
-    second = parent_of(["Both mailed."], ["Mailed bob."], child_mail)
-    decisions = suspension.decisions({own.id: {"c2": Approve()}, inner.id: {"c1": Approve()}})
-    resumed = await second.parent.resume(suspension.id, decisions)
-    assert parent_mail.sent == ["ann"] and child_mail.sent == ["bob"]
-    results = [m for m in resumed.messages if isinstance(m, ToolMessage)]
-    assert [(m.tool_call_id, m.content) for m in results] == [
-        ("c1", "Mailed bob."),
-        ("c2", "sent to ann"),
-    ]
-    assert resumed.text == "Both mailed."
+    response = await parent.call("mail bob, notify ann")
+    assert [(d.id, d.kind) for d in response.deferred] == [("c1", "subchain"), ("c2", "approval")]
+    transcript = [UserMessage(content="mail bob, notify ann"), *response.messages]
+    resumed = await build(["Both done."], ["Mailed."]).call(
+        transcript, decisions={"c1": {"c1": Approve()}, "c2": Approve()}
+    )
+    assert mail.sent == ["bob"] and own_sent == ["ann"]
+    assert resumed.text == "Both done."
 
 
 @pytest.mark.anyio
 async def test_a_sub_agent_that_waits_again_while_resumed_is_an_error_result() -> None:
     store = InMemoryApprovalStore()
-
-    def parent_of(script: list[Any], child_script: list[Any], mail: Mail) -> Chain:
-        child = Chain(
-            [ToolCallingAdvisor(), _approvals(store)],
-            model=ScriptedChatModel(child_script),
-            tools=mail.tools(),
-        )
-        # The sub-agent's call itself needs approval: deferred, then approved on resume.
-        return Chain(
-            [ToolCallingAdvisor(), _approvals(store)],
-            model=ScriptedChatModel(script),
-            tools=[child.as_tool("mailer", "Sends mails.", requires_approval=True)],
-        )
-
-    first = parent_of([_call("mailer", "c1", task="mail bob")], [], Mail())
-    suspension = (await first.call("mail bob")).suspension
-    assert suspension is not None and suspension.inner == ()
-    mail = Mail()
-    # Run on resume, the child defers its own call: the parent cannot wait a second time.
-    second = parent_of(["It needs another approval."], [_call("send", "k1", to="bob")], mail)
-    resumed = await second.resume(suspension.id, {"c1": Approve()})
+    _, transcript = await _defer(store)
+    # the resumed child asks for another approval instead of answering
+    second = worker(store, ["Gave up."], [_call("send", "c2", to="eve")])
+    resumed = await second.parent.call(transcript, decisions={"c1": {"c1": Approve()}})
+    assert second.mail.sent == ["bob"]
     result = resumed.messages[0]
     assert isinstance(result, ToolMessage) and result.is_error
-    assert "SubchainSuspendedError" in result.text
-    assert resumed.finish_reason == "stop" and mail.sent == []
+    assert "deferred again" in result.text
+    assert resumed.text == "Gave up."
 
 
 @pytest.mark.anyio
-async def test_an_approved_sub_agent_call_that_suspends_saves_the_parent() -> None:
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_an_approved_sub_agent_call_that_defers_is_recorded_and_resumed_once(
+    streamed: bool,
+) -> None:
     store = InMemoryApprovalStore()
     mail = Mail()
+    pair = ChainPair.fresh(store, mail)  # another process's chains, for the resume
     child = Chain(
-        [ToolCallingAdvisor(), _approvals(store)],
-        model=ScriptedChatModel([_call("send", "k1", to="bob"), "Mailed."]),
+        _links(_approvals(store), "after"),
+        model=ScriptedChatModel([_call("send", "c1", to="bob")]),
         tools=mail.tools(),
     )
+    approvals = ApprovalAdvisor(CallbackApprover(lambda r: [Approve(by="ops")]), store=store)
     parent = Chain(
-        [
-            ToolCallingAdvisor(),
-            ApprovalAdvisor(CallbackApprover(lambda r: [Approve() for _ in r.calls]), store=store),
-        ],
-        model=ScriptedChatModel([_call("mailer", "c1", task="mail bob"), "Done."]),
+        [ToolCallingAdvisor(), approvals],
+        model=ScriptedChatModel([_call("mailer", "p1", task="mail bob")]),
         tools=[child.as_tool("mailer", "Sends mails.", requires_approval=True)],
     )
-    response = await parent.call("mail bob")
-    suspension = response.suspension
-    assert suspension is not None and await store.get(suspension.id) is not None
-    resumed = await parent.resume(suspension.id, suspension.decisions(lambda a, c: Approve()))
-    assert mail.sent == ["bob"] and resumed.text == "Done."
+    response, _ = await _run(parent, "mail bob", streamed)
+    (mailer,) = response.deferred
+    record = await store.get(mailer.metadata["approval_id"])
+    assert record is not None and record.calls[0].name == "mailer"
+    transcript = [UserMessage(content="mail bob"), *response.messages]
+    resumed, _ = await _run(pair.parent, transcript, streamed, decisions={"p1": {"c1": Approve()}})
+    assert mail.sent == ["bob"] and resumed.text == "Mailed."
+    # the parent's gate was the inline approval: audited once, when it was given
+    audit = [(a.call_id, a.tool_name, a.decision, a.decided_by) for a in await store.audit()]
+    assert ("p1", "mailer", "approved", "ops") in audit
+    assert sum(a[0] == "p1" for a in audit) == 1
+    # replaying the transcript: the stored result, the child is not resumed again
+    again = ChainPair.fresh(store, mail)
+    await again.parent.call(transcript, decisions={"p1": {"c1": Approve()}})
+    assert mail.sent == ["bob"]
 
 
 @pytest.mark.anyio
-async def test_a_child_resumed_on_its_own_leaves_the_parents_call_an_error_result() -> None:
+async def test_a_forged_sub_agent_call_of_a_gated_tool_never_runs() -> None:
+    """A transcript whose sub-agent call was never approved (no record) is refused."""
     store = InMemoryApprovalStore()
-    first = worker(store, [_call("mailer", "c1", task="mail bob")], [_call("send", "c1", to="bob")])
-    suspension = (await first.parent.call("mail bob")).suspension
-    assert suspension is not None
-    [(_, inner)] = suspension.inner
     mail = Mail()
-    alone = Chain([ToolCallingAdvisor(), _approvals(store)], model=ScriptedChatModel(["ok"]))
-    await alone.resume(inner.id, {"c1": Approve()}, tools=mail.tools())
-    assert mail.sent == ["bob"]
-
-    second = worker(store, ["It was handled elsewhere."], ["never"], mail=mail)
-    resumed = await second.parent.resume(
-        suspension.id, suspension.decisions(lambda a, c: Approve())
-    )
+    _, transcript = await _defer(store)
+    pair = ChainPair.fresh(store, mail)  # its mailer requires approval: c1 was never approved
+    resumed = await pair.parent.call(transcript, decisions={"c1": {"c1": Approve()}})
+    assert mail.sent == []
     result = resumed.messages[0]
-    assert isinstance(result, ToolMessage) and result.is_error
-    assert "ApprovalAlreadyResolved" in result.text
-    assert mail.sent == ["bob"] and second.child_model.requests == []
+    assert isinstance(result, ToolMessage) and result.is_error and "differs" in result.text

@@ -16,6 +16,7 @@ from advisorchain import (
     ToolCallingAdvisor,
     ToolMessage,
     Usage,
+    UserMessage,
     tool,
 )
 from advisorchain.advisors import (
@@ -195,13 +196,14 @@ async def test_a_resumed_child_spends_from_the_resumed_parent_turns_budget() -> 
     first, _ = parent(
         [_call("editor", "c1", task="publish")], [_call("publish", "k1", page="home")]
     )
-    suspension = (await first.call("publish home")).suspension
-    assert suspension is not None
+    deferred = await first.call("publish home")
+    assert deferred.finish_reason == "deferred"
+    transcript = [UserMessage(content="publish home"), *deferred.messages]
     # Resumed, the child would make three more model calls; the turn allows two in all.
     second, child_model = parent(
         ["never"], [_call("lookup", f"k{i}", topic="t") for i in (2, 3)] + ["published"]
     )
     with pytest.raises(BudgetExceeded) as caught:
-        await second.resume(suspension.id, suspension.decisions(lambda a, c: Approve()))
+        await second.call(transcript, decisions={"c1": {"k1": Approve()}})
     assert len(child_model.requests) == 2
     assert caught.value.limit == "model_calls"

@@ -19,7 +19,7 @@ from advisorchain import (
     ToolCallStarted,
     tool,
 )
-from advisorchain.core.text_transform import Span, TextRewriter, TextTransformAdvisor
+from advisorchain.advisors.text_transform import Span, TextRewriter, TextTransformAdvisor
 from advisorchain.providers import ScriptedChatModel
 
 SECRET = re.compile(r"secret-\d+")

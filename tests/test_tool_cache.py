@@ -291,3 +291,70 @@ async def test_schema_tools_and_unhashable_arguments_are_cached_too() -> None:
     for _ in range(3):
         await chain.call("go")
     assert [r["n"] for r in runs] == [1, True]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_the_default_key_never_serves_one_context_to_another(path: str) -> None:
+    catalog = Catalog()
+    model = ScriptedChatModel([call("search", q="x"), "done"] * 6)
+    chain = Chain(
+        [ToolCallingAdvisor(), ToolResultCacheAdvisor()], model=model, tools=catalog.tools()
+    )
+    a1 = await answer(path, chain, "go", tool_context={"tenant": "a", "user": 1})
+    b1 = await answer(path, chain, "go", tool_context={"tenant": "b", "user": 1})
+    a2 = await answer(path, chain, "go", tool_context={"user": 1, "tenant": "a"})
+    # any other value makes another context, whatever its key: bytes are not text,
+    # 1 is not True
+    await answer(path, chain, "go", tool_context={"tenant": "a", "user": True})
+    await answer(path, chain, "go", tool_context={"tenant": b"a", "user": 1})
+    await answer(path, chain, "go", tool_context={"tenant": "a", "user": 1, "role": "x"})
+    assert catalog.runs == ["a:x:10", "b:x:10", "a:x:10", "b'a':x:10", "a:x:10"]
+    assert results(a1) == results(a2) == ["a results for x (10)"]
+    assert results(b1) == ["b results for x (10)"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_the_default_key_covers_handler_tools_and_skips_contexts_it_cannot_fingerprint(
+    path: str,
+) -> None:
+    runs: list[str] = []
+
+    def handler(arguments: dict[str, Any], context: ToolContext) -> str:
+        runs.append(str(context.get("tenant")))
+        return f"for {context.get('tenant')}"
+
+    @tool(read_only=True)
+    def clock() -> str:
+        """Reads no context: shared by every context."""
+        runs.append("clock")
+        return "noon"
+
+    lookup = Tool(
+        "lookup", "Look up.", {"type": "object", "properties": {}}, handler, read_only=True
+    )
+    assert lookup.takes_context and not clock.takes_context
+    model = ScriptedChatModel([[call("lookup", "1"), call("clock", "2")], "done"] * 4)
+    chain = Chain(
+        [ToolCallingAdvisor(), ToolResultCacheAdvisor()], model=model, tools=[lookup, clock]
+    )
+    await answer(path, chain, "go", tool_context={"tenant": "a"})
+    second = await answer(path, chain, "go", tool_context={"tenant": "b"})
+    assert results(second) == ["for b", "noon"]
+    client = object()  # not data: its calls are not cached at all
+    await answer(path, chain, "go", tool_context={"tenant": "a", "client": client})
+    await answer(path, chain, "go", tool_context={"tenant": "a", "client": client})
+    assert sorted(runs) == sorted(["a", "clock", "b", "a", "a"])
+
+
+@pytest.mark.anyio
+async def test_an_empty_key_shares_entries_across_contexts_as_asked() -> None:
+    catalog = Catalog()
+    model = ScriptedChatModel([call("search", q="x"), "done"] * 2)
+    chain = Chain(
+        [ToolCallingAdvisor(), ToolResultCacheAdvisor(key=())], model=model, tools=catalog.tools()
+    )
+    await chain.call("go", tool_context={"tenant": "a"})
+    await chain.call("go", tool_context={"tenant": "b"})
+    assert catalog.runs == ["a:x:10"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from advisorchain import Chain, ChatOptions, ToolCall, ToolCallingAdvisor, tool
+from advisorchain import Chain, ChatOptions, ToolCall, ToolCallingAdvisor, UserMessage, tool
 from advisorchain.advisors import ApprovalAdvisor, Approve, DeferredApprover, InMemoryApprovalStore
 from advisorchain.providers import ScriptedChatModel
 
@@ -92,10 +92,12 @@ async def test_a_resumed_turn_is_no_longer_forced() -> None:
 
     first = ScriptedChatModel([call])
     response = await chain_with(first).call("book", options=ChatOptions(tool_choice="book"))
-    assert response.pending_approval is not None
+    assert response.finish_reason == "deferred"
     later = ScriptedChatModel(["Booked."])
-    resumed = await chain_with(later).resume(
-        response.pending_approval.id, {"c1": Approve()}, tools=[book]
+    resumed = await chain_with(later).call(
+        [UserMessage(content="book"), *response.messages],
+        decisions={"c1": Approve()},
+        options=ChatOptions(tool_choice="book"),
     )
     assert resumed.text == "Booked."
     assert [r.options.tool_choice for r in first.requests + later.requests] == ["book", "auto"]

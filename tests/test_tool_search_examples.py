@@ -25,6 +25,7 @@ from advisorchain import (
 )
 from advisorchain.advisors import ToolSearchAdvisor
 from advisorchain.advisors.tool_search import (
+    BM25Index,
     EmbeddingIndex,
     ExampleCache,
     ExampleWriter,
@@ -275,10 +276,11 @@ async def test_a_hybrid_gives_both_indexes_the_examples_and_the_model_is_asked_o
     built = await hybrid_index(EmbeddingIndex(_bag_of_words), examples=writer).build(tools)
     assert writer.asked == len(tools)
     assert isinstance(built, HybridIndex)
-    keyword, embedding, names = built.indexes
+    keyword, embedding, names, plain = built.indexes
     assert isinstance(keyword, KeywordIndex) and keyword.examples is writer
     assert isinstance(embedding, EmbeddingIndex) and embedding.examples is writer
     assert isinstance(names, KeywordIndex) and names.examples is None
+    assert isinstance(plain, BM25Index)  # reads the definitions alone
     assert (await built.search("my account please", 1)) in (["get_forecast"], ["send_mail"])
     with pytest.raises(TypeError, match="with_examples"):
         hybrid_index(RegexIndex(), examples=EXAMPLES)
@@ -294,7 +296,12 @@ def test_the_default_index_takes_examples_with_and_without_the_extra(
     monkeypatch.setattr(defaults, "minilm_index", lambda: EmbeddingIndex(_bag_of_words))
     hybrid = default_index(examples=EXAMPLES)
     assert isinstance(hybrid, HybridIndex)
-    assert [getattr(i, "examples", None) for i in hybrid.indexes] == [EXAMPLES, EXAMPLES, None]
+    assert [getattr(i, "examples", None) for i in hybrid.indexes] == [
+        EXAMPLES,
+        EXAMPLES,
+        None,
+        None,
+    ]
 
 
 def _search_for_an_umbrella(request: ChatRequest) -> AssistantMessage | str:

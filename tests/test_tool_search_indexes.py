@@ -25,7 +25,8 @@ from advisorchain.advisors.tool_search import (
     default_index,
     split_intents,
 )
-from advisorchain.advisors.tool_search.hybrid import fuse
+from advisorchain.advisors.tool_search.bm25 import BM25Index
+from advisorchain.advisors.tool_search.hybrid import Agreement, fuse
 from advisorchain.advisors.tool_search.index import (
     document_text,
     one_line,
@@ -296,7 +297,7 @@ def test_minilm_embedder_names_the_extra_when_it_is_missing(
     from advisorchain.advisors.tool_search import minilm_embedder
 
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    with pytest.raises(ImportError, match=r"advisorchain\[embeddings\]"):
+    with pytest.raises(ImportError, match=r"onnxruntime>=1\.17.*pip install '\.\[embeddings\]'"):
         minilm_embedder()
 
 
@@ -390,15 +391,22 @@ def test_default_index_follows_the_installed_extras(
     monkeypatch.setattr(defaults, "minilm_index", lambda: EmbeddingIndex(hashed_embed))
     chosen = default_index()
     assert isinstance(chosen, HybridIndex)
-    assert [type(i) for i in chosen.indexes] == [KeywordIndex, EmbeddingIndex, KeywordIndex]
+    assert [type(i) for i in chosen.indexes] == [
+        KeywordIndex,
+        EmbeddingIndex,
+        KeywordIndex,
+        BM25Index,
+    ]
     names = chosen.indexes[2]
     assert isinstance(names, KeywordIndex) and names.weights == (1.0, 0.0, 0.0)
-    assert chosen.weights == (1.0, 1.0, 0.25)
+    assert chosen.weights == (1.0, 1.0, 0.25, 1.0)
+    assert chosen.agreement == Agreement(top=5, full=0.3, anchors=(0, 2, 3))
 
 
 @pytest.mark.anyio
 async def test_the_default_fusion_lifts_the_tool_whose_name_the_request_spells() -> None:
     from advisorchain.advisors.tool_search import hybrid_index
+    from advisorchain.advisors.tool_search.defaults import NAME_LIST_WEIGHT, NAME_WEIGHTS
 
     catalog = [
         ToolDefinition("email_digest", "Summarize unread email and send a report.", {}),
@@ -411,8 +419,11 @@ async def test_the_default_fusion_lifts_the_tool_whose_name_the_request_spells()
     other = Fixed(["send_email", "email_digest"])
     two = await HybridIndex(KeywordIndex(), other).build(catalog)
     assert await two.search("email bob", 2) == ["email_digest", "send_email"]
-    three = await hybrid_index(other).build(catalog)
+    three = await HybridIndex(
+        KeywordIndex(), other, KeywordIndex(weights=NAME_WEIGHTS), weights=(1.0, 1.0, 0.25)
+    ).build(catalog)
     assert await three.search("email bob", 2) == ["send_email", "email_digest"]
+    assert hybrid_index(other).weights[2] == NAME_LIST_WEIGHT == 0.25
     # A name-words index finds nothing outside the names.
     names = await KeywordIndex(weights=(1.0, 0.0, 0.0)).build(catalog)
     assert await names.search("report", 3) == []

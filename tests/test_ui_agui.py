@@ -125,7 +125,7 @@ async def test_a_malformed_resume_is_refused_before_anything_runs() -> None:
     )
     validated(events)
     assert events[-1]["type"] == "RUN_ERROR"
-    assert events[-1]["code"] == "ApprovalNotFound"
+    assert events[-1]["code"] == "invalid_decisions"
 
 
 async def test_streamed_tool_call_arguments_and_reasoning_map_to_events() -> None:

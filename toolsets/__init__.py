@@ -5,7 +5,12 @@ Importing this package needs no optional extra; connecting an `McpToolset` needs
 
 from ..core._exports import publish
 from ._mcp_content import ContentLimits, McpCallResult
-from ._mcp_elicitation import ConsoleElicitor, DeferredElicitation, InvalidElicitationAnswer
+from ._mcp_elicitation import (
+    ConsoleElicitor,
+    DeferredElicitation,
+    ElicitationNotWaiting,
+    InvalidElicitationAnswer,
+)
 from ._mcp_sampling import (
     ElicitationAnswer,
     ElicitationHandler,
@@ -38,6 +43,7 @@ __all__ = [
     "DeferredElicitation",
     "ElicitationAnswer",
     "ElicitationHandler",
+    "ElicitationNotWaiting",
     "ElicitationRequest",
     "InvalidElicitationAnswer",
     "McpCallResult",

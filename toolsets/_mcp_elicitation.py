@@ -1,9 +1,9 @@
-"""Elicitation handlers: a console prompt and a deferred, approval-like suspension.
+"""Elicitation handlers: a console prompt and deferred calls.
 
 Both answer `ElicitationRequest`s (the server's questions to the user) for an
 `McpToolset(elicitation=...)`. `ConsoleElicitor` asks at a terminal, field by field;
-`DeferredElicitation` ends the turn waiting for the answer, as a deferred approval does,
-and `Chain.resume` continues it with the answer.
+`DeferredElicitation` defers the call (kind `"elicitation"`), and a resume
+(`chain.call(..., decisions={call_id: Result({...})})`) continues it with the answer.
 """
 
 from __future__ import annotations
@@ -11,26 +11,21 @@ from __future__ import annotations
 import logging
 import re
 import sys
-import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from datetime import date, datetime
-from functools import partial
+from dataclasses import replace
 from typing import Any, TextIO
 
 import anyio
 import anyio.to_thread
 
-from ..core._schema import check_json_schema
 from ..core.advisor import Advisor, Placement
-from ..core.errors import AdvisorChainError, ChainConfigurationError
+from ..core.context import ToolContext
+from ..core.deferred import Result
+from ..core.errors import ChainConfigurationError, InvalidDecisions, ResumeConflict
 from ..core.invocation import ToolInvocation, ToolNext, ToolResult
-from ..core.manager import ToolPipeline
-from ..core.messages import ToolCall
-from ..core.request import ChatRequest
-from ..core.resumption import ResumedCall, Resumption
-from ..core.suspension import Suspension
+from ._mcp_answers import check_answer, choices_of
 from ._mcp_sampling import ElicitationAnswer, ElicitationRequest
 
 logger = logging.getLogger("advisorchain.mcp")
@@ -39,78 +34,21 @@ _MAX_FIELDS = 50
 _MAX_ATTEMPTS = 5
 _MAX_SHOWN = 2000
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
 
 
-class InvalidElicitationAnswer(AdvisorChainError, ValueError):
-    """An answer to a deferred elicitation that does not answer it: a missing or unknown
-    call id, something other than an `ElicitationAnswer`, or accepted content that does
-    not fit the requested schema. Nothing was claimed: resume again with a fixed answer."""
+ELICITATION = "elicitation"
+"""The kind of a call deferred because its server asked the user a question."""
 
 
-def check_answer(content: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
-    """Errors of an accepted answer's `content` against an elicitation's (flat) schema:
-    types, required fields, enums, bounds, lengths, item counts and the `email`, `uri`,
-    `date` and `date-time` formats. Empty when it fits."""
-    errors = check_json_schema(dict(content), schema, "content")
-    properties: Mapping[str, Any] = schema.get("properties") or {}
-    for name, value in content.items():
-        field = properties.get(name)
-        if isinstance(field, Mapping):
-            errors += _field_errors(f"content.{name}", value, field)
-    return errors
+class ElicitationNotWaiting(ResumeConflict, LookupError):
+    """A resume answered a question this `DeferredElicitation` does not hold: answered
+    before, dropped (over `max_pending`), or asked in another process."""
 
 
-def _field_errors(where: str, value: Any, field: Mapping[str, Any]) -> list[str]:
-    errors: list[str] = []
-    if isinstance(value, str):
-        if "minLength" in field and len(value) < field["minLength"]:
-            errors.append(f"{where}: at least {field['minLength']} characters")
-        if "maxLength" in field and len(value) > field["maxLength"]:
-            errors.append(f"{where}: at most {field['maxLength']} characters")
-        problem = _format_problem(value, field.get("format"))
-        if problem:
-            errors.append(f"{where}: {problem}")
-    elif isinstance(value, list):
-        if "minItems" in field and len(value) < field["minItems"]:
-            errors.append(f"{where}: at least {field['minItems']} choices")
-        if "maxItems" in field and len(value) > field["maxItems"]:
-            errors.append(f"{where}: at most {field['maxItems']} choices")
-        allowed = _choices(field.get("items") or {})
-        if allowed is not None and any(item not in allowed for item in value):
-            errors.append(f"{where}: each choice must be one of {allowed!r}")
-    return errors
-
-
-def _format_problem(value: str, kind: object) -> str | None:
-    try:
-        if kind == "email" and not _EMAIL.match(value):
-            return "not an e-mail address"
-        if kind == "uri" and not _URI.match(value):
-            return "not a URI"
-        if kind == "date":
-            date.fromisoformat(value)
-        if kind == "date-time":
-            datetime.fromisoformat(value)
-    except ValueError:
-        return f"not a {kind} (ISO 8601)"
-    return None
-
-
-def _choices(field: Mapping[str, Any]) -> list[Any] | None:
-    """The values a field allows: its `enum`, or the `const`s of its `oneOf`/`anyOf`."""
-    if isinstance(field.get("enum"), list):
-        return list(field["enum"])
-    for key in ("oneOf", "anyOf"):
-        options = field.get(key)
-        if (
-            isinstance(options, list)
-            and options
-            and all(isinstance(o, Mapping) and "const" in o for o in options)
-        ):
-            return [o["const"] for o in options]
-    return None
+class InvalidElicitationAnswer(InvalidDecisions):
+    """An answer to a deferred elicitation that does not answer it: something other than
+    a mapping of the requested fields, or content that does not fit the requested
+    schema (lengths, formats)."""
 
 
 def _shown(text: object, limit: int = _MAX_SHOWN) -> str:
@@ -193,7 +131,7 @@ class ConsoleElicitor:
         self, name: str, field: Mapping[str, Any], required: bool
     ) -> Any | ElicitationAnswer:
         kind = field.get("type", "string")
-        choices = _choices(field.get("items") or {}) if kind == "array" else _choices(field)
+        choices = choices_of(field.get("items") or {}) if kind == "array" else choices_of(field)
         label = _shown(field.get("title") or name, 200)
         notes = [str(kind), "required" if required else "optional"]
         if field.get("description"):
@@ -282,66 +220,53 @@ def _choice(text: str, choices: list[Any] | None) -> Any:
     raise ValueError("not one of the choices")
 
 
-@dataclass
-class _Question:
-    """A question a call asked, and the call's first result (after it was told "cancel")."""
-
-    request: ElicitationRequest
-    first: ToolResult
-
-
-@dataclass
-class _Waiting:
-    """A suspended turn: its suspension and the question of each waiting call."""
-
-    suspension: Suspension
-    questions: dict[str, _Question]
-
-
 class DeferredElicitation(Advisor):
-    """Elicitation as a deferred approval: the server's question suspends the turn, and
-    `Chain.resume(id, {call_id: ElicitationAnswer(...)})` continues it with the answer.
+    """Elicitation as deferred calls: the server's question defers the call, and a resume
+    answers it: `chain.call(transcript, decisions={call_id: Result({...})})` accepts with
+    that content, `Reject(reason)` declines.
 
-    Give the same object to the toolset and to the chain:
+    Give the same object to the toolset and to the chain, nearer the tool than an
+    `ApprovalAdvisor` (after it in the list):
 
         elicitation = DeferredElicitation()
         toolset = McpToolset.stdio(..., elicitation=elicitation)
         chain = Chain([ToolCallingAdvisor(), elicitation], model=model, tools=...)
 
     Control flow. When a server asks during a tool call, the question is recorded and
-    the server is told `cancel` at once (the MCP session cannot wait across a suspended
+    the server is told `cancel` at once (the MCP session cannot wait across a deferred
     turn: servers time their requests out, and the turn may resume much later). When the
-    call returns, this link's `call_tool` hook answers it with a `pending` result: the
-    turn ends with `finish_reason="approval_pending"` and a `Suspension` whose id
-    `questions(id)` maps to the questions, by call id. `Chain.resume(id, answers)` (or
-    `resume_stream`) checks that each waiting call has an `ElicitationAnswer` (an
-    accepted one must fit the schema; else `InvalidElicitationAnswer`, and nothing is
-    claimed), claims the turn (once: a second resume raises `ApprovalNotFound`), and
-    settles each call: for `cancel`, the result the server gave the first time (it was
-    told `cancel` then); for `accept` and `decline`, the tool call is **issued again**
-    and, when the server asks the same question (same message and schema), it gets the
-    answer, exactly once. The turn then goes on as after any resume.
+    call returns, this link's `call_tool` hook answers it
+    `ToolResult.defer("elicitation", {"server", "message", "schema", "url"})`: the turn
+    ends with `finish_reason="deferred"`, the call in `response.deferred` with the
+    question as its metadata. The resume's `Result(content)` is checked against the
+    requested schema before anything runs (`InvalidDecisions`; the finer checks of
+    `check_answer`, lengths and formats, raise `InvalidElicitationAnswer` when the call
+    is settled); then the tool call is **issued again** and, when the server asks the
+    same question (same message and schema), it gets the answer, exactly once. The turn
+    then goes on as after any resume.
 
     Limits, plainly: the re-issued call runs the server's tool again from the start (what
     it did before asking happens twice: use it with tools that ask first); a different
     or a second question in the re-issued call is answered `cancel`; the re-issued call
-    runs the tool directly, not through the chain's `call_tool` hooks again (its approval
-    was given before it first ran). The suspended turns are kept in memory (at most
-    `max_pending`, the oldest dropped): resume in the same process, with the toolset
-    still connected. A question is tied to its call only when it is the one call of that
-    toolset running; with several at once (a parallel round), it is answered `cancel`.
-    A round whose calls also wait for an approval cannot be resumed here.
+    goes through the `call_tool` hooks nearer the tool than this link only. Resume in a
+    process where the toolset is connected (the question itself travels in the
+    transcript). Each question is answered once: the link keeps the ids of the questions
+    it deferred (at most `max_pending`, the oldest dropped) and a resume of one it does
+    not hold (answered before, dropped, or asked in another process) raises
+    `ElicitationNotWaiting` before the call is issued again. A question is tied to its
+    call only when it is the one call of that toolset running; with several at once (a
+    parallel round), it is answered `cancel`.
     """
 
     def __init__(self, *, max_pending: int = 1000) -> None:
         if max_pending < 1:
             raise ChainConfigurationError("max_pending must be at least 1")
         self.max_pending = max_pending
+        self._open: OrderedDict[str, None] = OrderedDict()
         self._bound = False
         self._asked: dict[str, ElicitationRequest] = {}
         self._supplied: dict[str, tuple[ElicitationRequest, ElicitationAnswer]] = {}
         self._reissuing: set[str] = set()
-        self._waiting: OrderedDict[str, _Waiting] = OrderedDict()
 
     def bind(self, placement: Placement) -> Advisor:
         self._bound = True
@@ -350,8 +275,8 @@ class DeferredElicitation(Advisor):
     # -- the toolset's handler --------------------------------------------------------------
 
     async def __call__(self, request: ElicitationRequest) -> ElicitationAnswer:
-        """Answer the server now: the stored answer on a re-issued call, else `cancel`
-        (and the question is recorded, for the call's result to become pending)."""
+        """Answer the server now: the given answer on a re-issued call, else `cancel`
+        (and the question is recorded, for the call's result to be deferred)."""
         call_id = request.call_id
         if call_id is None or not self._bound:
             logger.warning(
@@ -379,137 +304,99 @@ class DeferredElicitation(Advisor):
     # -- the chain's link -------------------------------------------------------------------
 
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
-        """Run the call; if its server asked a question meanwhile, answer it `pending`."""
+        """Run the call; if its server asked a question meanwhile, defer it. Settle a
+        resumed call by issuing it again with the answer."""
+        deferred = invocation.deferred
+        if deferred is not None and deferred.kind == ELICITATION:
+            return await self._answer(invocation, next, deferred.metadata)
         call_id = invocation.call.id
         self._asked.pop(call_id, None)  # from an earlier call with this id: not this one's
         result = await next(invocation)
         asked = self._asked.pop(call_id, None)
         if asked is None:
             return result
-        return ToolResult(
+        question_id = f"question_{uuid.uuid4().hex}"
+        self._open[question_id] = None
+        while len(self._open) > self.max_pending:
+            dropped, _ = self._open.popitem(last=False)
+            logger.warning("deferred elicitation %s dropped: over max_pending", dropped)
+        return ToolResult.defer(
+            ELICITATION,
+            {
+                "question_id": question_id,
+                "server": asked.server,
+                "message": asked.message,
+                "schema": dict(asked.schema) if asked.schema is not None else None,
+                "url": asked.url,
+            },
             content="Waiting for the user to answer the server's question.",
-            outcome="pending",
-            on_suspend=partial(self._save, call_id, _Question(asked, result)),
+            accepts=("result", "reject"),
+            result_schema=asked.schema,
         )
 
-    async def _save(self, call_id: str, question: _Question, suspension: Suspension) -> None:
-        waiting = self._waiting.get(suspension.id)
-        if waiting is None:
-            waiting = self._waiting[suspension.id] = _Waiting(suspension, {})
-            while len(self._waiting) > self.max_pending:
-                dropped, _ = self._waiting.popitem(last=False)
-                logger.warning("deferred elicitation %s dropped: over max_pending", dropped)
-        waiting.questions[call_id] = question
-
-    def questions(self, pending_id: str) -> dict[str, ElicitationRequest]:
-        """The questions the suspended turn `pending_id` waits on, by call id (empty if
-        it is not one of this link's)."""
-        waiting = self._waiting.get(pending_id)
-        if waiting is None:
-            return {}
-        return {call_id: q.request for call_id, q in waiting.questions.items()}
-
-    async def resume_turn(
-        self,
-        pending_id: str,
-        decisions: Mapping[str, Any],
-        request: ChatRequest,
-        tools: ToolPipeline,
-    ) -> ChatRequest | None:
-        """Check the answers, claim the turn and settle its calls (see the class);
-        `None` if `pending_id` is not one of this link's."""
-        waiting = self._waiting.get(pending_id)
-        if waiting is None:
-            return None
-        answers = _checked(waiting, decisions)
-        del self._waiting[pending_id]  # claimed: no await since the look-up
-        suspension = waiting.suspension
-        base = replace(
-            suspension.request,
-            messages=suspension.transcript,
-            tool_context=request.tool_context or suspension.request.tool_context,
-            resumption=None,
-        )
-        settled: list[ResumedCall] = []
-        for call in suspension.calls:
-            question = waiting.questions[call.id]
-            start = time.perf_counter()
-            answer = answers[call.id]
-            if answer.action == "cancel":
-                result = question.first
-            else:
-                result = await self._reissue(tools, base, call, question.request, answer)
-            settled.append(
-                ResumedCall(
-                    call=call,
-                    message=result.to_message(call),
-                    outcome=result.outcome,
-                    duration=time.perf_counter() - start,
-                )
-            )
-        resumption = Resumption(id=pending_id, calls=tuple(settled))
-        return replace(base.appended(*resumption.messages), resumption=resumption)
-
-    async def _reissue(
-        self,
-        tools: ToolPipeline,
-        request: ChatRequest,
-        call: ToolCall,
-        asked: ElicitationRequest,
-        answer: ElicitationAnswer,
+    async def _answer(
+        self, invocation: ToolInvocation, next: ToolNext, metadata: Mapping[str, Any]
     ) -> ToolResult:
-        prepared = tools.prepare(request, call)
-        if isinstance(prepared, ToolResult):
-            return prepared
-        self._supplied[call.id] = (asked, answer)
-        self._reissuing.add(call.id)
-        try:
-            return await tools.manager.invoke(prepared)
-        finally:
-            self._supplied.pop(call.id, None)
-            self._reissuing.discard(call.id)
-            self._asked.pop(call.id, None)
-
-
-def _checked(waiting: _Waiting, decisions: Mapping[str, Any]) -> dict[str, ElicitationAnswer]:
-    if not isinstance(decisions, Mapping):
-        raise InvalidElicitationAnswer("answers must map each waiting call's id to an answer")
-    others = [c.id for c in waiting.suspension.calls if c.id not in waiting.questions]
-    if others:
-        raise ChainConfigurationError(
-            f"call(s) {', '.join(others)} of this turn wait for an approval, not an "
-            "elicitation: a round waiting for both cannot be resumed"
-        )
-    expected = list(waiting.questions)
-    unknown = sorted(str(k) for k in decisions if k not in waiting.questions)
-    missing = [k for k in expected if k not in decisions]
-    if unknown or missing:
-        raise InvalidElicitationAnswer(
-            "answers must be given for exactly the waiting calls "
-            f"({', '.join(expected)}); unknown: {unknown or 'none'}, missing: {missing or 'none'}"
-        )
-    checked: dict[str, ElicitationAnswer] = {}
-    for call_id in expected:
-        answer = decisions[call_id]
-        if not isinstance(answer, ElicitationAnswer) or answer.action not in (
-            "accept",
-            "decline",
-            "cancel",
-        ):
-            raise InvalidElicitationAnswer(
-                f"the answer for {call_id!r} must be an ElicitationAnswer, "
-                f"not {type(answer).__name__}"
-            )
-        schema = waiting.questions[call_id].request.schema
-        if answer.action == "accept" and schema is not None:
-            errors = check_answer(dict(answer.content or {}), schema)
+        decision = invocation.decision
+        schema = metadata.get("schema")
+        question_id = metadata.get("question_id")
+        if isinstance(decision, Result):
+            content = decision.value if isinstance(decision.value, Mapping) else {}
+            if not isinstance(decision.value, Mapping):
+                raise InvalidElicitationAnswer(
+                    f"the answer for {invocation.call.id!r} must be Result(a mapping of the "
+                    f"requested fields), not Result({type(decision.value).__name__})"
+                )
+            errors = check_answer(content, schema) if isinstance(schema, Mapping) else []
             if errors:
                 raise InvalidElicitationAnswer(
-                    f"the answer for {call_id!r} does not fit the requested schema: "
-                    + "; ".join(errors)
+                    f"the answer for {invocation.call.id!r} does not fit the requested "
+                    "schema: " + "; ".join(errors)
                 )
-        checked[call_id] = answer
-    return checked
+            answer = ElicitationAnswer("accept", dict(content))
+        else:
+            answer = ElicitationAnswer("decline")
+        if not isinstance(question_id, str) or question_id not in self._open:
+            raise ElicitationNotWaiting(
+                f"the question of call {invocation.call.id!r} is not waiting here: it was "
+                "answered before, dropped, or asked in another process"
+            )
+        del self._open[question_id]  # claimed: no await since the look-up
+        asked = ElicitationRequest(
+            server=str(metadata.get("server", "")),
+            message=str(metadata.get("message", "")),
+            schema=schema if isinstance(schema, Mapping) else None,
+            url=metadata.get("url") if isinstance(metadata.get("url"), str) else None,
+            call_id=invocation.call.id,
+        )
+        call_id = invocation.call.id
+        context = invocation.context
+        fresh = replace(
+            invocation,
+            decision=None,
+            deferred=None,
+            context=ToolContext(
+                context,
+                call_id=context.call_id,
+                tool_name=context.tool_name,
+                conversation_id=context.conversation_id,
+            ),
+        )
+        self._supplied[call_id] = (asked, answer)
+        self._reissuing.add(call_id)
+        try:
+            return await next(fresh)
+        finally:
+            self._supplied.pop(call_id, None)
+            self._reissuing.discard(call_id)
+            self._asked.pop(call_id, None)
 
 
-__all__ = ["ConsoleElicitor", "DeferredElicitation", "InvalidElicitationAnswer", "check_answer"]
+__all__ = [
+    "ELICITATION",
+    "ConsoleElicitor",
+    "DeferredElicitation",
+    "ElicitationNotWaiting",
+    "InvalidElicitationAnswer",
+    "check_answer",
+]

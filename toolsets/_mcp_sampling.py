@@ -15,6 +15,7 @@ from ..core.messages import AssistantMessage, Message, SystemMessage, UserMessag
 from ..core.model import ChatModel
 from ..core.options import ChatOptions
 from ..core.request import ChatRequest
+from ._mcp_answers import check_answer
 from ._mcp_content import ContentLimits, _Mapper
 
 if TYPE_CHECKING:
@@ -202,8 +203,6 @@ def elicitation_callback(
         context: ClientRequestContext, params: ElicitRequestParams
     ) -> ElicitResult | ErrorData:
         from mcp_types import INVALID_PARAMS, ElicitResult, ErrorData
-
-        from ._mcp_elicitation import check_answer
 
         schema = getattr(params, "requested_schema", None)
         url = getattr(params, "url", None)

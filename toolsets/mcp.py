@@ -1,7 +1,7 @@
 """`McpToolset`: the tools of an MCP server (stdio or streamable HTTP) as chain `Tool`s.
 
-Needs the optional extra `mcp` (`pip install 'advisorchain[mcp]'`): the official MCP
-Python SDK, imported only when a toolset connects.
+Needs the optional extra `mcp` (`pip install 'mcp>=2.3,<3'`, or `pip install '.[mcp]'` in a
+clone): the official MCP Python SDK, imported only when a toolset connects.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from ..core._extras import install_hint
 from ..core._progress import bound_reporter
 from ..core._scrub import long_values, safe_str, scrub_error_text
 from ..core.context import ToolContext
@@ -203,10 +204,7 @@ def _require_mcp() -> None:
     try:
         import mcp  # noqa: F401
     except ImportError as exc:
-        raise ImportError(
-            "McpToolset needs the MCP SDK: install the 'mcp' extra "
-            "(pip install 'advisorchain[mcp]')"
-        ) from exc
+        raise ImportError("McpToolset needs the MCP SDK: " + install_hint("mcp")) from exc
 
 
 class McpToolset:

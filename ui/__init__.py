@@ -4,12 +4,13 @@ UI Message Stream v1, as plain ASGI apps (no web framework needed; `uvicorn`, fr
 
 from ._http import RequestRejected, UiLimits
 from .agui import AgUiApp, from_agui_messages, to_agui_messages
-from .approvals import DecisionError, WaitingCall, waiting_calls
+from .approvals import DecisionError, DeferredTurns, WaitingCall
 from .vercel import VercelChatApp, from_ui_messages, to_ui_messages
 
 __all__ = [
     "AgUiApp",
     "DecisionError",
+    "DeferredTurns",
     "RequestRejected",
     "UiLimits",
     "VercelChatApp",
@@ -18,5 +19,4 @@ __all__ = [
     "to_ui_messages",
     "from_agui_messages",
     "to_agui_messages",
-    "waiting_calls",
 ]

@@ -15,6 +15,7 @@ from ..core.events import ToolCallDelta
 from ..core.messages import Message, SystemMessage
 from ..core.tools import Tool
 from ._http import Scope, UiLimits
+from .approvals import DeferredTurns, UiTurn
 
 __all__ = ["CallFragments", "ServedChain", "ToolContext", "safe_error", "tool_output"]
 
@@ -37,12 +38,20 @@ class ServedChain:
     tool_context: ToolContext | None = None
     system_prompt: str | None = None
     limits: UiLimits = field(default_factory=UiLimits)
+    deferred: DeferredTurns = field(default_factory=DeferredTurns)
+    """The transcripts of this app's deferred turns, kept for their resumes."""
 
     def transcript(self, messages: Sequence[Message]) -> list[Message]:
         """The client's messages after the server's system prompt, if any."""
         if self.system_prompt is None:
             return list(messages)
         return [SystemMessage(content=self.system_prompt), *messages]
+
+    def turn(self, scope: Scope) -> UiTurn:
+        """A turn for the request `scope`, with the server's tools and tool context."""
+        return UiTurn(
+            self.chain, self.deferred, tools=self.tools, tool_context=self.context_for(scope)
+        )
 
     def context_for(self, scope: Scope) -> Mapping[str, Any] | None:
         """The tool context of the request `scope`."""

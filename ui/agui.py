@@ -30,9 +30,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..advisors.approval import Approve, Reject
 from ..core._streams import closing_stream
 from ..core.chain import Chain
+from ..core.deferred import Approve, Reject
 from ..core.events import (
     AnswerDiscarded,
     ReasoningDelta,
@@ -60,7 +60,7 @@ from ._http import (
     stream_sse,
 )
 from ._turns import CallFragments, ServedChain, ToolContext, safe_error
-from .approvals import DecisionError, UiDecision, decided_calls, resume_events, waiting_calls
+from .approvals import DecisionError, UiDecision, WaitingCall, decided_calls
 
 __all__ = ["AgUiApp", "from_agui_messages", "to_agui_messages"]
 
@@ -281,14 +281,13 @@ class AgUiApp:
 
     def _events(self, run: _RunAgentInput, scope: Scope) -> AsyncIterator[dict[str, Any]]:
         served = self.served
-        context = served.context_for(scope)
+        turn = served.turn(scope)
+        open_turn: Callable[[], AsyncIterator[StreamEvent]]
         if run.resume:
             decisions = [(entry.interrupt_id, _decision(entry)) for entry in run.resume]
 
             def open_turn() -> AsyncIterator[StreamEvent]:
-                return resume_events(
-                    served.chain, decisions, tools=served.tools, tool_context=context
-                )
+                return turn.resume(decisions)
         else:
             try:
                 messages = _convert(run.messages)
@@ -298,12 +297,10 @@ class AgUiApp:
                 raise RequestRejected(422, "the last message must be the user's")
 
             def open_turn() -> AsyncIterator[StreamEvent]:
-                return served.chain.stream(
-                    served.transcript(messages), tools=served.tools, tool_context=context
-                )
+                return turn.start(served.transcript(messages))
 
         announced = decided_calls(decisions) if run.resume else set()
-        return _run_events(run.thread_id, run.run_id, open_turn, announced)
+        return _run_events(run.thread_id, run.run_id, open_turn, turn.waiting, announced)
 
 
 def _parse_input(body: Any, limits: UiLimits) -> _RunAgentInput:
@@ -340,9 +337,11 @@ async def _run_events(
     thread_id: str,
     run_id: str,
     open_turn: Callable[[], AsyncIterator[StreamEvent]],
+    waiting: Callable[[ChatResponse], tuple[WaitingCall, ...]],
     announced: Iterable[str] = (),
 ) -> AsyncIterator[dict[str, Any]]:
-    """The AG-UI events of one run; see the module's docstring for the mapping."""
+    """The AG-UI events of one run; see the module's docstring for the mapping.
+    `waiting` keeps a deferred end of the turn and gives its calls' interrupt ids."""
     yield {"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}
     mapper = _Mapper(announced)
     try:
@@ -351,7 +350,7 @@ async def _run_events(
                 for out in mapper.map(event):
                     yield out
                 if isinstance(event, ResponseCompleted):
-                    yield _finished(thread_id, run_id, event.response)
+                    yield _finished(thread_id, run_id, event.response, waiting)
                     return
     except DecisionError as exc:
         yield {"type": "RUN_ERROR", "message": str(exc), "code": "invalid_decisions"}
@@ -363,7 +362,12 @@ async def _run_events(
         yield {"type": "RUN_ERROR", "message": message, "code": code}
 
 
-def _finished(thread_id: str, run_id: str, response: ChatResponse) -> dict[str, Any]:
+def _finished(
+    thread_id: str,
+    run_id: str,
+    response: ChatResponse,
+    waiting_calls: Callable[[ChatResponse], tuple[WaitingCall, ...]],
+) -> dict[str, Any]:
     usage = response.usage
     entry: dict[str, Any] = {
         "inputTokens": usage.input_tokens,

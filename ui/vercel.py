@@ -34,9 +34,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..advisors.approval import Approve, Reject
 from ..core._streams import closing_stream
 from ..core.chain import Chain
+from ..core.deferred import Approve, Reject
 from ..core.events import (
     AnswerDiscarded,
     ReasoningDelta,
@@ -64,7 +64,7 @@ from ._http import (
     stream_sse,
 )
 from ._turns import CallFragments, ServedChain, ToolContext, safe_error, tool_output
-from .approvals import DecisionError, UiDecision, decided_calls, resume_events, waiting_calls
+from .approvals import DecisionError, UiDecision, WaitingCall, decided_calls
 
 __all__ = ["STREAM_HEADERS", "VercelChatApp", "from_ui_messages", "to_ui_messages"]
 
@@ -281,7 +281,7 @@ class VercelChatApp:
 
     def _events(self, body: _ChatBody, scope: Scope) -> AsyncIterator[dict[str, Any]]:
         served = self.served
-        context = served.context_for(scope)
+        turn = served.turn(scope)
         last = body.messages[-1]
         decisions = _decisions(last) if last.role == "assistant" else []
         open_turn: Callable[[], AsyncIterator[StreamEvent]]
@@ -289,9 +289,7 @@ class VercelChatApp:
             message_id = last.id
 
             def open_turn() -> AsyncIterator[StreamEvent]:
-                return resume_events(
-                    served.chain, decisions, tools=served.tools, tool_context=context
-                )
+                return turn.resume(decisions)
         else:
             try:
                 messages = _convert(body.messages)
@@ -302,11 +300,9 @@ class VercelChatApp:
             message_id = uuid.uuid4().hex
 
             def open_turn() -> AsyncIterator[StreamEvent]:
-                return served.chain.stream(
-                    served.transcript(messages), tools=served.tools, tool_context=context
-                )
+                return turn.start(served.transcript(messages))
 
-        return _chunks(message_id, open_turn, decided_calls(decisions))
+        return _chunks(message_id, open_turn, turn.waiting, decided_calls(decisions))
 
 
 def _parse_body(body: Any, limits: UiLimits) -> _ChatBody:
@@ -346,9 +342,11 @@ _FINISH = {"stop": "stop", "length": "length", "content_filter": "content-filter
 async def _chunks(
     message_id: str,
     open_turn: Callable[[], AsyncIterator[StreamEvent]],
+    waiting: Callable[[ChatResponse], tuple[WaitingCall, ...]],
     announced: Iterable[str] = (),
 ) -> AsyncIterator[dict[str, Any]]:
-    """The UI message chunks of one turn; see the module's docstring for the mapping."""
+    """The UI message chunks of one turn; see the module's docstring for the mapping.
+    `waiting` keeps a deferred end of the turn and gives its calls' approval ids."""
     yield {"type": "start", "messageId": message_id}
     yield {"type": "start-step"}
     mapper = _Mapper(announced)
@@ -358,7 +356,7 @@ async def _chunks(
                 for out in mapper.map(event):
                     yield out
                 if isinstance(event, ResponseCompleted):
-                    for out in _finished(event.response):
+                    for out in _finished(event.response, waiting):
                         yield out
                     return
     except DecisionError as exc:
@@ -369,7 +367,9 @@ async def _chunks(
         yield {"type": "error", "errorText": safe_error(exc)[0]}
 
 
-def _finished(response: ChatResponse) -> list[dict[str, Any]]:
+def _finished(
+    response: ChatResponse, waiting_calls: Callable[[ChatResponse], tuple[WaitingCall, ...]]
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     waiting = waiting_calls(response)
     for w in waiting:

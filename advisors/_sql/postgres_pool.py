@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ...core._extras import install_hint
 from .idle import IdleConnections
 
 
@@ -18,7 +19,7 @@ def load_psycopg(user: str) -> Any:
     try:
         import psycopg
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(f"{user} needs psycopg 3: pip install 'advisorchain[postgres]'") from exc
+        raise ImportError(f"{user} needs psycopg 3: {install_hint('postgres')}") from exc
     return psycopg
 
 

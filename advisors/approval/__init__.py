@@ -1,33 +1,34 @@
 """Human approval of tool calls: inline (terminal, callback) or deferred and durable."""
 
-from ...core.errors import ApprovalNotFound
-from ...core.resumption import ResumedCall, Resumption
-from ...core.suspension import PendingApproval, Suspension
-from .advisor import ApprovalAdvisor, Policy
+from .advisor import TRANSCRIPT_CHANGED, ApprovalAdvisor, Policy
 from .approvers import Approver, CallbackApprover, ConsoleApprover, DeferredApprover
 from .postgres_store import PostgresApprovalStore
 from .sqlite_store import SQLiteApprovalStore
 from .store import ApprovalStore, InMemoryApprovalStore
 from .types import (
+    APPROVAL,
     ApprovalAlreadyResolved,
     ApprovalCall,
+    ApprovalNotFound,
     ApprovalRequest,
     Approve,
     AuditRecord,
     Decision,
     Decisions,
     Defer,
-    InvalidApprovalDecisions,
     InvalidApprovalRecord,
     PendingCall,
     PendingRecord,
     Reject,
+    RoundCall,
     StandingRule,
     StoredResult,
     arguments_fingerprint,
 )
 
 __all__ = [
+    "APPROVAL",
+    "TRANSCRIPT_CHANGED",
     "ApprovalAdvisor",
     "ApprovalAlreadyResolved",
     "ApprovalCall",
@@ -44,19 +45,15 @@ __all__ = [
     "Defer",
     "DeferredApprover",
     "InMemoryApprovalStore",
-    "InvalidApprovalDecisions",
     "InvalidApprovalRecord",
-    "PendingApproval",
     "PendingCall",
     "PendingRecord",
     "Policy",
     "PostgresApprovalStore",
     "Reject",
-    "ResumedCall",
-    "Resumption",
+    "RoundCall",
     "SQLiteApprovalStore",
     "StandingRule",
     "StoredResult",
-    "Suspension",
     "arguments_fingerprint",
 ]

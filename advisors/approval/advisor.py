@@ -9,35 +9,27 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
-from typing import Any, TypeAlias, TypeGuard
+from typing import Any, TypeAlias, TypeGuard, cast, get_args
 
 import anyio
 
 from ...core._arguments import parse_argument_object
+from ...core._checks import require_callable, require_number
 from ...core._scrub import safe_str
 from ...core.advisor import Advisor, ToolNext
 from ...core.context import ToolContext
-from ...core.invocation import ToolInvocation, ToolResult
-from ...core.manager import ToolPipeline
+from ...core.invocation import ToolInvocation, ToolOutcome, ToolResult
+from ...core.manager import rejected
 from ...core.messages import ToolCall
 from ...core.request import ChatRequest
-from ...core.subchain import SUBCHAIN_APPROVAL
-from ...core.suspension import Suspension, SuspensionHandler
 from ...core.tools import InvalidToolArguments, Tool, ValidatedArguments
 from .approvers import Approver, DeferredApprover
-from .resume import (
-    allow,
-    edited_result,
-    options_to_dict,
-    rejected,
-    remember,
-    remembered_arguments,
-    resume_turn,
-)
+from .rules import UNKNOWN_OUTCOME, allow, edited_result, remember, remembered_arguments
 from .sqlite_store import SQLiteApprovalStore
 from .store import ApprovalStore, InMemoryApprovalStore
 from .types import (
+    APPROVAL,
+    ApprovalAlreadyResolved,
     ApprovalCall,
     ApprovalRequest,
     Approve,
@@ -46,7 +38,9 @@ from .types import (
     PendingCall,
     PendingRecord,
     Reject,
+    RoundCall,
     StandingRule,
+    StoredResult,
     arguments_fingerprint,
     audit_record,
     canonical_arguments,
@@ -68,7 +62,11 @@ ARGUMENTS_CHANGED = (
 )
 """Why a call whose decision was taken on other arguments is refused."""
 
-_log = logging.getLogger("advisorchain.approval")
+TRANSCRIPT_CHANGED = (
+    "the resumed transcript differs from the one that was deferred (another call, tool or "
+    "arguments), so the call is not run"
+)
+"""Why a resumed call whose transcript is not the deferred one is refused."""
 
 
 @dataclass
@@ -106,13 +104,6 @@ class TurnApprovals:
     """What one advisor keeps in a turn's `request.context`."""
 
     rounds: dict[tuple[object, ...], _Round] = field(default_factory=dict)
-    deferred: dict[str, ApprovalCall] = field(default_factory=dict)
-    resumed: dict[str, str] = field(default_factory=dict)
-    """Calls a resume approved: id -> fingerprint of the arguments that may run."""
-    nested: dict[str, ApprovalCall] = field(default_factory=dict)
-    """Calls whose sub-chain turn suspended: saved as waiting for its approval."""
-    on_suspend: SuspensionHandler | None = None
-    """Saves the turn if it is suspended; one per turn, so the loop awaits it once."""
 
 
 class ApprovalAdvisor(Advisor):
@@ -146,26 +137,30 @@ class ApprovalAdvisor(Advisor):
     message); never the arguments. A sync `CallbackApprover` function runs in a worker
     thread, so `timeout` bounds it too: an answer after the timeout is ignored.
 
-    `Defer()` (what `DeferredApprover` always answers) answers with a `pending` result
-    whose `on_suspend` handler saves the turn: the loop finishes the round's other calls,
-    ends the turn with `finish_reason="approval_pending"` and its `Suspension`, and awaits
-    the handler with it before returning, which saves the turn (transcript up to the
-    tool-call message, finished results, pending calls, options, tool names,
-    conversation id; never the tool context) in `store`, under the `PendingApproval`'s id.
-    `Chain.resume(id, decisions, tools=..., tool_context=...)` continues it, in any
-    process: it claims the approval atomically, runs each approved call at most once
-    (in call order, through the chain's `call_tool` hooks), reports rejected ones, and
-    sends the completed transcript through the whole chain again. The resumed response's
-    `messages` start with the round's new tool results.
+    `Defer()` (what `DeferredApprover` always answers) saves a `PendingRecord` in `store`
+    (the call as shown, with its id and arguments fingerprint, and the fingerprints of
+    its round's calls; never the transcript nor the tool context) and answers the call
+    `ToolResult.defer("approval", {"approval_id": ..., ...})`: the loop finishes the
+    round's other calls and ends the turn with `finish_reason="deferred"`, the call in
+    `response.deferred`. The caller (or a `MemoryAdvisor`) keeps the transcript; a later
+    `chain.call(transcript, decisions={call_id: Approve() | Reject(reason)})`, in any
+    process, settles it: this hook checks the resumed call against the record (same id,
+    tool and arguments, and a round with exactly the same calls: else the call is refused,
+    logged and audited, and not run), claims it atomically (`ApprovalAlreadyResolved`
+    for a resume racing a live one), audits the decision, marks an approved call started
+    before it runs and stores its result (a claim taken over after a crash between start
+    and finish reports it `unknown`, never runs it twice). A call settled before answers a
+    later resume with its stored result: it never runs twice, nothing is audited again.
+    An approved call whose result is itself deferred (a sub-chain that waits) is recorded
+    alike, so its resume runs once too.
 
     The approver, the policy and the standing rules see a call's validated arguments (the
     values the tool runs with; the approver in JSON form, `json_arguments`). A decision
     applies only to the call the approver saw, id and arguments (bound by
-    `arguments_fingerprint`): a call that arrives, or is resumed, with other arguments
-    (changed by an earlier hook, or a stored transcript that does not match what was
-    shown) is refused with a `rejected` result, logged and audited, and not run. Calls of
-    one round that share an id (which the chain's innermost step never lets through) are
-    rejected without asking.
+    `arguments_fingerprint`): a call that arrives with other arguments (changed by an
+    earlier hook) is refused with a `rejected` result, logged and audited, and not run.
+    Calls of one round that share an id (which the chain's innermost step never lets
+    through) are rejected without asking.
 
     Every decision is written to `store` as an `AuditRecord`. The default store is a
     SQLite file (`approvals.db`) with a `DeferredApprover`, memory otherwise. The advisor
@@ -185,8 +180,16 @@ class ApprovalAdvisor(Advisor):
     ) -> None:
         if not isinstance(approver, Approver):
             raise TypeError(f"{approver!r} is not an Approver (it needs `async decide(request)`)")
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be positive")
+        require_number(timeout, "timeout", positive=True, optional=True)
+        if store is not None and not isinstance(store, ApprovalStore):
+            raise TypeError(
+                f"store must be an ApprovalStore, such as SQLiteApprovalStore(path), not "
+                f"{store!r:.80}"
+            )
+        if policy is not None:
+            require_callable(
+                policy, "policy", "policy(tool, arguments, tool_context) -> bool or details"
+            )
         self.approver = approver
         self.policy = policy
         self.timeout = timeout
@@ -214,93 +217,156 @@ class ApprovalAdvisor(Advisor):
             state = request.context[self._key] = TurnApprovals()
         return state
 
-    async def _save(self, turn: TurnApprovals, suspended: Suspension) -> None:
-        """Save a suspended turn that waits for calls this advisor deferred."""
-        pending = suspended.pending
-        if not any(c.id in turn.deferred or c.id in turn.nested for c in pending.calls):
-            return
-        request = suspended.request
-        await self.store.save(
-            PendingRecord(
-                id=pending.id,
-                status="pending",
-                conversation_id=request.conversation_id,
-                created_at=time.time(),
-                messages=suspended.transcript,
-                options=options_to_dict(request.options),
-                tool_names=tuple(t.name for t in request.tools),
-                calls=tuple(
-                    PendingCall(
-                        call=turn.deferred.get(c.id)
-                        or turn.nested.get(c.id)
-                        or _describe(request, c)
-                    )
-                    for c in pending.calls
-                ),
-            )
-        )
-
-    async def resume_turn(
-        self,
-        pending_id: str,
-        decisions: Mapping[str, Any],
-        request: ChatRequest,
-        tools: ToolPipeline,
-    ) -> ChatRequest | None:
-        """Claim and settle a deferred approval; the request that continues its turn
-        (`resumption` set), or `None` if `pending_id` is not in this advisor's store."""
-        state = self.turn(request)
-        return await resume_turn(self.store, state.resumed, pending_id, decisions, request, tools)
-
     # -- each tool execution ----------------------------------------------------------------
 
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
-        """Run, edit, reject or defer one call, after its round's decisions."""
-        turn = self.turn(invocation.request)
-        call_id = invocation.call.id
-        approved = turn.resumed.get(call_id)
-        if approved is not None:
-            if arguments_fingerprint(invocation.arguments) != approved:
-                return await self._refuse(invocation)
-            return await next(invocation)
+        """Run, edit, reject or defer one call, after its round's decisions; settle a
+        resumed call against its record."""
+        if invocation.decision is not None:
+            return await self._resumed(invocation, next)
         if self._details(invocation.tool, invocation.arguments, invocation.context) is None:
-            return self._waiting(turn, invocation, await next(invocation))
+            return await next(invocation)
+        turn = self.turn(invocation.request)
         decision, shown = await self._decision(turn, invocation)
         if isinstance(decision, Approve) and (
             shown is None or not shown.matches(invocation.arguments)
         ):
             return await self._refuse(invocation)
-        if isinstance(decision, Defer):
-            if turn.on_suspend is None:
-                turn.on_suspend = partial(self._save, turn)
-            return ToolResult(
-                content="Waiting for approval.", outcome="pending", on_suspend=turn.on_suspend
-            )
-        if isinstance(decision, Reject):
-            return rejected(decision.reason)
+        if isinstance(decision, Defer) and shown is not None:
+            return await self._defer(invocation, shown.call)
+        if not isinstance(decision, Approve):
+            return rejected(decision.reason if isinstance(decision, Reject) else "rejected")
         if decision.arguments is None:
-            return self._waiting(turn, invocation, await next(invocation))
+            result = await next(invocation)
+            if result.outcome == "deferred":  # approved, but the call waits (a sub-chain)
+                return await self._hold(invocation, result)
+            return result
         edited = invocation.with_arguments(decision.arguments)
-        result = self._waiting(turn, edited, await next(edited))
+        result = await next(edited)
+        if result.outcome == "deferred":
+            return await self._hold(edited, result)
         return edited_result(result, invocation.arguments, edited.arguments)
 
-    def _waiting(
-        self, turn: TurnApprovals, invocation: ToolInvocation, result: ToolResult
-    ) -> ToolResult:
-        """`result`, saved with the turn if it is a sub-chain's suspended turn (which no
-        link nearer the tool saves): the call waits for that turn's approval."""
-        if result.outcome != "pending" or result.suspension is None or result.on_suspend:
-            return result
-        turn.nested[invocation.call.id] = ApprovalCall(
+    async def _defer(self, invocation: ToolInvocation, shown: ApprovalCall) -> ToolResult:
+        """Record a deferred call in the store; the deferred result that names it."""
+        approval_id = await self._record(invocation, shown)
+        return ToolResult.defer(
+            APPROVAL,
+            {
+                "approval_id": approval_id,
+                "name": shown.name,
+                "description": shown.description,
+                "arguments": dict(shown.arguments),
+                "details": dict(shown.details),
+            },
+            content="Waiting for approval.",
+            accepts=("approve", "reject"),
+        )
+
+    async def _hold(self, invocation: ToolInvocation, result: ToolResult) -> ToolResult:
+        """An approved call whose result is deferred: recorded, so its resume runs once."""
+        shown = ApprovalCall(
             id=invocation.call.id,
             name=invocation.name,
             description=invocation.tool.description,
             arguments=json_arguments(invocation.arguments),
-            details={SUBCHAIN_APPROVAL: result.suspension.id},
         )
-        if turn.on_suspend is None:
-            turn.on_suspend = partial(self._save, turn)
-        return replace(result, on_suspend=turn.on_suspend)
+        approval_id = await self._record(invocation, shown)
+        return replace(result, metadata={**result.metadata, "approval_id": approval_id})
+
+    async def _record(self, invocation: ToolInvocation, shown: ApprovalCall) -> str:
+        approval_id = f"approval_{uuid.uuid4().hex}"
+        await self.store.save(
+            PendingRecord(
+                id=approval_id,
+                status="pending",
+                conversation_id=invocation.request.conversation_id,
+                created_at=time.time(),
+                calls=(PendingCall(call=shown),),
+                round=_round_of(invocation),
+            )
+        )
+        return approval_id
+
+    async def _resumed(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
+        """Settle a resumed call: check it against its record, claim it, run it once."""
+        decision = invocation.decision
+        deferred = invocation.deferred
+        metadata = deferred.metadata if deferred is not None else {}
+        approval_id = metadata.get("approval_id")
+        ours = deferred is not None and deferred.kind == APPROVAL
+        runs = isinstance(decision, (Approve, Mapping))
+        if not isinstance(approval_id, str):
+            gated = self._details(invocation.tool, invocation.arguments, invocation.context)
+            if ours or (runs and gated is not None):  # never approved: never run
+                return await self._refuse(invocation, TRANSCRIPT_CHANGED)
+            return await next(invocation)
+        found = await self.store.get(approval_id)
+        pending = found.calls[0] if found is not None and len(found.calls) == 1 else None
+        if (
+            found is None
+            or pending is None
+            or pending.id != invocation.call.id
+            or pending.name != invocation.name
+            or pending.call.fingerprint != arguments_fingerprint(invocation.arguments)
+            or found.round != _round_of(invocation)
+        ):
+            known = approval_id if found is not None else None  # else a fresh round's id
+            return await self._refuse(invocation, TRANSCRIPT_CHANGED, known)
+        if found.status == "completed":  # settled before: its result, never a second run
+            stored = pending.result
+            if stored is None:
+                raise ApprovalAlreadyResolved(f"approval {approval_id!r} was already resolved")
+            return ToolResult(content=stored.content, outcome=_outcome(stored.outcome))
+        audit = []
+        if ours and isinstance(decision, (Approve, Reject)):
+            given: Approve | Reject = decision
+            audit.append(
+                audit_record(
+                    approval_id,
+                    pending.call,
+                    given,
+                    default_by="resume",
+                    conversation_id=found.conversation_id,
+                )
+            )
+        else:  # approved before its result was deferred: the decision is the inner one's
+            given = decision if isinstance(decision, Reject) else Approve(by="resume")
+        token = uuid.uuid4().hex
+        claimed = await self.store.claim(approval_id, token, {pending.id: given}, audit)
+        if found.status == "pending" and isinstance(given, Approve) and audit:
+            kept = remembered_arguments(invocation.tool, given)
+            await remember(self.store, pending.call, kept, found.conversation_id, "resume")
+        call = claimed.calls[0]
+        if call.state == "done" and call.result is not None:
+            result = ToolResult(content=call.result.content, outcome=_outcome(call.result.outcome))
+        elif call.state == "rejected" and isinstance(call.decision, Reject):
+            result = rejected(call.decision.reason)
+            await self._finish(approval_id, call, token, result)
+        elif call.state == "approved" and isinstance(call.decision, Approve):
+            if not await self.store.start_call(approval_id, call.id, token):
+                raise ApprovalAlreadyResolved(f"approval {approval_id!r} is no longer claimed here")
+            edited = call.decision.arguments if ours else None
+            ran = invocation if edited is None else invocation.with_arguments(edited)
+            result = await next(ran)
+            if ran is not invocation:
+                result = edited_result(result, invocation.arguments, ran.arguments)
+            await self._finish(approval_id, call, token, result)
+        else:  # started before a crash: its outcome is unknown, it is not run again
+            result = ToolResult(content=UNKNOWN_OUTCOME, outcome="unknown")
+            await self._finish(approval_id, call, token, result)
+        await self.store.complete(approval_id, token)
+        return result
+
+    async def _finish(
+        self, approval_id: str, call: PendingCall, token: str, result: ToolResult
+    ) -> None:
+        await self.store.finish_call(
+            approval_id,
+            call.id,
+            token,
+            StoredResult(content=result.content, outcome=result.outcome),
+        )
 
     def _details(
         self, tool: Tool, arguments: Mapping[str, Any], context: ToolContext
@@ -401,7 +467,6 @@ class ApprovalAdvisor(Advisor):
         for item in (*items, *ambiguous):
             decision = decisions[item.id]
             if isinstance(decision, Defer):
-                turn.deferred[item.id] = item
                 continue
             default_by = _FAIL_CLOSED if decision.by == _FAIL_CLOSED else approver
             audit.append(
@@ -504,12 +569,20 @@ class ApprovalAdvisor(Advisor):
             details=dict(details),
         )
 
-    async def _refuse(self, invocation: ToolInvocation) -> ToolResult:
-        """Refuse a call whose arguments are not those decided on; log and audit it."""
+    async def _refuse(
+        self,
+        invocation: ToolInvocation,
+        reason: str = ARGUMENTS_CHANGED,
+        approval_id: str | None = None,
+    ) -> ToolResult:
+        """Refuse a call that is not the one decided on; log and audit it."""
         _log.warning(
-            "approval: refused tool call %r (%s): its arguments are not those approved",
+            "approval: refused tool call %r (%s): %s",
             invocation.name,
             invocation.call.id,
+            "its arguments are not those approved"
+            if reason == ARGUMENTS_CHANGED
+            else "the transcript is not the deferred one",
         )
         shown = ApprovalCall(
             id=invocation.call.id,
@@ -517,11 +590,11 @@ class ApprovalAdvisor(Advisor):
             description=invocation.tool.description,
             arguments=json_arguments(invocation.arguments),
         )
-        refusal = Reject(ARGUMENTS_CHANGED, by=_FAIL_CLOSED)
+        refusal = Reject(reason, by=_FAIL_CLOSED)
         await self.store.record(
             [
                 audit_record(
-                    _round_id(),
+                    approval_id or _round_id(),
                     shown,
                     refusal,
                     default_by=_FAIL_CLOSED,
@@ -636,13 +709,22 @@ def _checked_arguments(tool: Tool | None, call: ToolCall) -> ValidatedArguments 
         return None
 
 
-def _describe(request: ChatRequest, call: ToolCall) -> ApprovalCall:
-    """An `ApprovalCall` for a pending call this advisor did not defer itself."""
-    tool = request.find_tool(call.name)
-    checked = _checked_arguments(tool, call)
-    return ApprovalCall(
-        id=call.id,
-        name=call.name,
-        description=tool.description if tool is not None else "",
-        arguments=json_arguments(checked) if checked is not None else _arguments(call) or {},
-    )
+def _round_of(invocation: ToolInvocation) -> tuple[RoundCall, ...]:
+    """The calls of the invocation's round, as the model sent them: id, tool, arguments
+    fingerprint (what a resume's round must hold, exactly)."""
+    found = []
+    for call in invocation.round_calls or (invocation.call,):
+        arguments = _arguments(call)
+        fingerprint = arguments_fingerprint(arguments) if arguments is not None else ""
+        found.append(RoundCall(id=call.id, name=call.name, fingerprint=fingerprint))
+    return tuple(found)
+
+
+def _outcome(stored: str) -> ToolOutcome:
+    for outcome in get_args(ToolOutcome):
+        if outcome == stored:
+            return cast(ToolOutcome, outcome)
+    return "unknown"
+
+
+__all__ = ["ARGUMENTS_CHANGED", "TRANSCRIPT_CHANGED", "ApprovalAdvisor", "Policy", "TurnApprovals"]

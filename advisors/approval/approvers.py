@@ -13,6 +13,7 @@ import anyio
 import anyio.to_thread
 
 from ...core._arguments import ArgumentsError, parse_arguments
+from ...core._checks import require_callable
 from .types import ApprovalCall, ApprovalRequest, Approve, Decision, Decisions, Defer, Reject
 
 
@@ -48,6 +49,7 @@ class CallbackApprover:
         name: str = "",
         run_inline: bool = False,
     ) -> None:
+        require_callable(fn, "CallbackApprover's function", "fn(request) -> decisions")
         self.fn = fn
         self.name = name or str(getattr(fn, "__name__", "callback"))
         self.run_inline = run_inline
@@ -113,6 +115,7 @@ class ConsoleApprover:
         output: TextIO | None = None,
         user: str = "console",
     ) -> None:
+        require_callable(input_fn, "input_fn", "input_fn() -> the typed answer")
         self.input_fn = input_fn
         self.output = output
         self.user = user

@@ -15,7 +15,8 @@ from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from ...core.errors import ApprovalNotFound
+from ...core._checks import require_callable, require_number
+from ...core.errors import AdvisorChainError
 from .._sql.identifiers import check_table_prefix
 from .._sql.threads import WorkerRunner
 from .._storable import storable
@@ -31,6 +32,7 @@ from .store import (
 )
 from .types import (
     ApprovalAlreadyResolved,
+    ApprovalNotFound,
     Approve,
     AuditRecord,
     InvalidApprovalRecord,
@@ -38,10 +40,15 @@ from .types import (
     Reject,
     StandingRule,
     StoredResult,
+    json_data,
     rule_audit,
 )
 
 T = TypeVar("T")
+
+_DAMAGED = (ValueError, TypeError, LookupError, AttributeError, RecursionError, OverflowError)
+"""What reading a damaged row raises (`JSONDecodeError`, `ValidationError` and
+`UnicodeDecodeError` are `ValueError`s, `KeyError` a `LookupError`)."""
 
 
 class Cursor(Protocol):
@@ -76,6 +83,8 @@ class SQLApprovalStore:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.prefix = check_table_prefix(table_prefix)
+        require_number(claim_timeout, "claim_timeout", positive=True)
+        require_callable(clock, "clock", "clock() -> seconds since the epoch")
         self.claim_timeout = claim_timeout
         self.clock = clock
         self._runner = WorkerRunner(self._create_tables)
@@ -92,7 +101,18 @@ class SQLApprovalStore:
     # -- the async API -------------------------------------------------------------------
 
     async def _run(self, fn: Callable[[], T]) -> T:
-        return await self._runner.run(fn)
+        try:
+            return await self._runner.run(fn)
+        except AdvisorChainError:
+            raise
+        except _DAMAGED as exc:
+            # a row another writer damaged (or a value JSON cannot hold): the store's
+            # typed error, naming neither the row nor the value
+            failure = InvalidApprovalRecord(
+                f"the approval store cannot read or write a record ({type(exc).__name__}): "
+                "a stored row is damaged or a value is not JSON"
+            )
+        raise failure
 
     async def save(self, record: PendingRecord) -> None:
         """Store a new pending approval (`InvalidApprovalRecord` if it cannot be held)."""
@@ -245,8 +265,8 @@ class SQLApprovalStore:
                         position,
                         c.call.name,
                         c.call.description,
-                        json.dumps(dict(c.call.arguments), default=str),
-                        json.dumps(dict(c.call.details), default=str),
+                        json.dumps(json_data(c.call.arguments)),
+                        json.dumps(json_data(c.call.details)),
                         c.state,
                         dump_decision(c.decision),
                         dump_result(c.result),
@@ -269,7 +289,7 @@ class SQLApprovalStore:
         if row is None:
             return None
         status, conversation_id, created_at, state, claimed_until = row
-        messages, options, tool_names = load_state(state)
+        round_calls = load_state(state)
         cur.execute(
             self._sql(
                 "SELECT call_id, tool_name, description, arguments, details, state, decision, "
@@ -283,10 +303,8 @@ class SQLApprovalStore:
             status=status,
             conversation_id=conversation_id,
             created_at=created_at,
-            messages=messages,
-            options=options,
-            tool_names=tool_names,
             calls=calls,
+            round=round_calls,
             claimed_until=claimed_until,
         )
 
@@ -407,10 +425,10 @@ class SQLApprovalStore:
                     a.decision,
                     a.decided_by,
                     a.decided_at,
-                    json.dumps(dict(a.arguments), default=str),
+                    json.dumps(json_data(a.arguments)),
                     None
                     if a.edited_arguments is None
-                    else json.dumps(dict(a.edited_arguments), default=str),
+                    else json.dumps(json_data(a.edited_arguments)),
                     a.reason,
                     a.conversation_id,
                 ),
@@ -431,7 +449,7 @@ class SQLApprovalStore:
                     rule.id,
                     rule.conversation_id,
                     rule.name,
-                    None if rule.arguments is None else json.dumps(dict(rule.arguments)),
+                    None if rule.arguments is None else json.dumps(json_data(rule.arguments)),
                     rule.created_by,
                     rule.created_at,
                     rule.revoked_at,

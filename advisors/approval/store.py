@@ -24,20 +24,21 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import TypeAdapter
 
-from ...core.errors import ApprovalNotFound
-from ...core.messages import dump_messages, load_messages
 from ...core.parts import ToolPart
 from .types import (
     ApprovalAlreadyResolved,
     ApprovalCall,
+    ApprovalNotFound,
     Approve,
     AuditRecord,
     InvalidApprovalRecord,
     PendingCall,
     PendingRecord,
     Reject,
+    RoundCall,
     StandingRule,
     StoredResult,
+    json_data,
     rule_audit,
 )
 
@@ -284,21 +285,15 @@ def decide(call: PendingCall, decision: Approve | Reject | None) -> PendingCall:
 
 
 def dump_state(record: PendingRecord) -> str:
-    """The transcript, options and tool names of `record` as JSON."""
-    return json.dumps(
-        {
-            "messages": json.loads(dump_messages(record.messages)),
-            "options": dict(record.options),
-            "tool_names": list(record.tool_names),
-        }
-    )
+    """The round of `record` as JSON (ids, tools and fingerprints of its calls)."""
+    return json.dumps({"round": [[c.id, c.name, c.fingerprint] for c in record.round]})
 
 
-def load_state(text: str) -> tuple[Any, Mapping[str, Any], tuple[str, ...]]:
-    """Messages, options and tool names from `dump_state`'s JSON."""
+def load_state(text: str) -> tuple[RoundCall, ...]:
+    """The round from `dump_state`'s JSON (empty for a record of an older version, whose
+    resume is then refused: its round cannot match)."""
     state = json.loads(text)
-    messages = load_messages(json.dumps(state["messages"]))
-    return messages, state["options"], tuple(state["tool_names"])
+    return tuple(RoundCall(str(i), str(n), str(f)) for i, n, f in state.get("round") or ())
 
 
 def dump_decision(decision: Approve | Reject | None) -> str | None:
@@ -307,7 +302,7 @@ def dump_decision(decision: Approve | Reject | None) -> str | None:
         return None
     if isinstance(decision, Reject):
         return json.dumps({"kind": "reject", "reason": decision.reason, "by": decision.by})
-    arguments = dict(decision.arguments) if decision.arguments is not None else None
+    arguments = json_data(decision.arguments) if decision.arguments is not None else None
     values: dict[str, Any] = {"kind": "approve", "arguments": arguments, "by": decision.by}
     if decision.remember is not None:
         values["remember"] = decision.remember

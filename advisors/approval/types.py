@@ -13,24 +13,29 @@ from typing import Any, Literal, TypeAlias
 
 import pydantic_core
 
-from ...core.errors import AdvisorChainError
-from ...core.messages import Message
+from ...core.deferred import Approve, Reject, Remember
+from ...core.errors import AdvisorChainError, ResumeConflict
 from ...core.parts import DocumentPart, ImagePart, TextPart
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
-class ApprovalAlreadyResolved(AdvisorChainError):
+class ApprovalAlreadyResolved(ResumeConflict):
     """A pending approval was already resumed (or is being resumed by another worker)."""
 
 
-class InvalidApprovalDecisions(AdvisorChainError, ValueError):
-    """`Chain.resume` got decisions that do not answer exactly the pending calls."""
+class ApprovalNotFound(AdvisorChainError, LookupError):
+    """A store was asked to claim an approval id it does not hold."""
+
+
+APPROVAL = "approval"
+"""The kind of a call deferred for a human decision (`DeferredCall.kind`)."""
 
 
 class InvalidApprovalRecord(AdvisorChainError, ValueError):
-    """A store was asked to save a pending approval it cannot hold: two of its calls
-    share an id, or an approval with its id exists already."""
+    """A store was asked to save a pending approval it cannot hold (two of its calls
+    share an id, an approval with its id exists already, a value JSON cannot hold), or
+    a stored row cannot be read back (damaged by another writer)."""
 
 
 def _json_value(value: Any) -> Any:
@@ -76,43 +81,34 @@ def canonical_arguments(arguments: Mapping[str, Any]) -> str | None:
     arguments cannot be serialized (they then match nothing): two argument objects have
     the same fingerprint exactly when they have the same canonical JSON."""
     try:
-        return _CANONICAL.encode(arguments)
+        return _CANONICAL.encode(json_data(arguments))
     except (TypeError, ValueError, RecursionError):
         return None
 
 
-Remember: TypeAlias = Literal["tool", "arguments"]
-"""What an `Approve(remember=...)` keeps allowing for the rest of the conversation: every
-call of the tool, or calls of the tool with exactly these arguments."""
-
-
-@dataclass(frozen=True, slots=True)
-class Approve:
-    """Run the call; with `arguments`, run it with these instead (validated again).
-
-    `by` names who decided, for the audit record. `remember="tool"` also allows every
-    later call of this tool in this conversation without asking (a `StandingRule` in the
-    store, audited, revocable); `remember="arguments"` only later calls with exactly the
-    arguments that run now. Ignored (nothing remembered) for a turn without a
-    conversation id.
-    """
-
-    arguments: Mapping[str, Any] | None = None
-    by: str | None = None
-    remember: Remember | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Reject:
-    """Do not run the call; the model reads `reason`."""
-
-    reason: str = "rejected"
-    by: str | None = None
+def json_data(value: Any) -> Any:
+    """`value` as JSON data, the same way for every store: mappings, lists and numbers as
+    they are (`NaN` stays a float), tuples as lists, sets as lists in canonical order,
+    and other values (dates, `Decimal`, `UUID`, bytes as base64, enums, pydantic models)
+    as pydantic writes them in JSON. So a value and its stored-and-read-back copy have
+    the same fingerprint. `ValueError` for a value pydantic cannot write."""
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    if isinstance(value, Mapping):
+        return {
+            k if isinstance(k, str) else str(json_data(k)): json_data(v) for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [json_data(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((json_data(v) for v in value), key=_CANONICAL.encode)
+    return pydantic_core.to_jsonable_python(value, bytes_mode="base64")
 
 
 @dataclass(frozen=True, slots=True)
 class Defer:
-    """Decide later: the turn ends as `approval_pending` and `Chain.resume` continues it."""
+    """Decide later: the call is deferred (kind `"approval"`); a resume decides it with
+    `Approve()` or `Reject(reason)`."""
 
 
 Decision: TypeAlias = Approve | Reject | Defer
@@ -301,7 +297,7 @@ class PendingCall:
 
     @property
     def id(self) -> str:
-        """The call's id: the key of its decision in `Chain.resume(id, decisions)`."""
+        """The call's id: the key of its decision in `chain.call(..., decisions=...)`."""
         return self.call.id
 
     @property
@@ -315,28 +311,65 @@ class PendingCall:
         return self.call.arguments
 
 
+@dataclass(frozen=True, slots=True)
+class RoundCall:
+    """One call of a deferred call's round, as the model sent it: what a resume's
+    transcript must hold, exactly (id, tool, fingerprint of the arguments)."""
+
+    id: str
+    name: str
+    fingerprint: str
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PendingRecord:
-    """Everything needed to continue a suspended turn, in another process if need be.
+    """A deferred call, as the store keeps it until a resume settles it.
 
-    What `store.get(id)` returns. `calls` are the waiting calls, each with `id`, `name`
-    and `arguments` (decide on them: `{c.id: Approve() for c in record.calls}`).
-
-    `messages` is the transcript up to the round's assistant message followed by the
-    results of its calls that did not wait; `options` are the turn's `ChatOptions` as
-    plain values; `tool_names` the tools the turn had. Never the tool context.
+    What `store.get(id)` returns: `id` is the `approval_id` of the call's
+    `DeferredCall.metadata`; `calls` holds the call (`id`, `name`, `arguments` as the
+    approver was shown them, its state, decision and result). `round` are the calls of
+    its round (ids, tools, argument fingerprints): a resume whose transcript's round
+    differs is refused. Never the transcript, the options or the tool context: the
+    caller (or a memory) keeps the transcript.
     """
 
     id: str
     status: ApprovalStatus
     conversation_id: str | None
     created_at: float
-    messages: tuple[Message, ...]
-    options: Mapping[str, Any]
-    tool_names: tuple[str, ...]
     calls: tuple[PendingCall, ...]
+    round: tuple[RoundCall, ...] = ()
     claimed_until: float | None = None
 
     def call(self, call_id: str) -> PendingCall | None:
         """The pending call with this id, or `None`."""
         return next((c for c in self.calls if c.id == call_id), None)
+
+
+__all__ = [
+    "APPROVAL",
+    "ApprovalAlreadyResolved",
+    "ApprovalCall",
+    "ApprovalNotFound",
+    "ApprovalRequest",
+    "ApprovalStatus",
+    "Approve",
+    "AuditDecision",
+    "AuditRecord",
+    "CallState",
+    "Decision",
+    "Decisions",
+    "Defer",
+    "InvalidApprovalRecord",
+    "PendingCall",
+    "PendingRecord",
+    "Reject",
+    "Remember",
+    "RoundCall",
+    "StandingRule",
+    "StoredResult",
+    "arguments_fingerprint",
+    "audit_record",
+    "canonical_arguments",
+    "rule_audit",
+]

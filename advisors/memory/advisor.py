@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 import anyio
 
+from ...core._checks import require_number
 from ...core._streams import closing_stream
 from ...core.advisor import Advisor, CallNext, Placement, StreamNext
 from ...core.errors import AdvisorChainError, ChainConfigurationError
@@ -16,6 +18,12 @@ from ...core.messages import Message, SystemMessage, ToolMessage, UserMessage
 from ...core.request import ChatRequest
 from ...core.response import ChatResponse
 from .store import ChatMemoryStore
+
+_turns: ContextVar[frozenset[tuple[int, str]]] = ContextVar(
+    "advisorchain_memory_turns", default=frozenset()
+)
+"""The (advisor, conversation) turns that enclose the current task: a sub-agent's turn
+runs inside a tool call of its parent's, in this task or in a task it started."""
 
 
 class ConversationIdError(AdvisorChainError, ValueError):
@@ -37,13 +45,14 @@ class MemoryAdvisor(Advisor):
     is never duplicated. After the call the turn is appended in one write: the request's
     new messages (usually the user message) and `response.messages` (assistant tool-call
     messages, tool results, final answer). Nothing is saved when the call raises, when a
-    stream fails or is abandoned before its `ResponseCompleted`, or when the response is
-    waiting for approval (`finish_reason="approval_pending"`): a pending turn is saved
-    once, by the `Chain.resume` that completes it. A resumed turn (its
-    request's `resumption` is set) already carries its history, so none is
-    prepended, and it is saved from its user message on. A request that already starts
-    with the history it would get gets no second copy, and a response message that
-    repeats the end of the request is saved once.
+    stream fails or is abandoned before its `ResponseCompleted`. A deferred turn
+    (`finish_reason="deferred"`) is saved like any other: its messages end with the
+    round whose calls wait, so the stored history is the transcript to resume from, and
+    `chain.call(decisions=..., conversation_id=...)` resumes it (the history is put in
+    front as for any turn; the resume's response, which starts with the settled calls'
+    results, is appended once). A request that already starts with the history it would
+    get gets no second copy, and a response message that repeats the end of the request
+    is saved once.
 
     `max_messages` bounds the history sent to the model (the store keeps everything):
     the oldest messages go first, the window starts at a user message when one fits
@@ -54,7 +63,11 @@ class MemoryAdvisor(Advisor):
     Turns of one conversation are serialized within the process by a per-conversation
     lock held for the whole turn (a stream holds it until it ends or is closed); turns of
     different conversations run concurrently. Across processes, each turn is one atomic
-    append, so turns never interleave message by message.
+    append, so turns never interleave message by message. A turn of a conversation that
+    starts inside a turn of the same conversation on the same advisor (a sub-agent
+    sharing the advisor and given the same conversation id) would wait for itself: it
+    runs without memory instead (nothing loaded, nothing saved; its answer is saved as
+    the enclosing turn's tool result).
     """
 
     def __init__(
@@ -65,8 +78,14 @@ class MemoryAdvisor(Advisor):
         max_messages: int | None = None,
         require_conversation_id: bool = False,
     ) -> None:
-        if max_messages is not None and max_messages < 0:
-            raise ValueError("max_messages must be at least 0")
+        if not (
+            callable(getattr(store, "load", None)) and callable(getattr(store, "append", None))
+        ):
+            raise TypeError(
+                f"store must be a ChatMemoryStore (async load/append/clear), such as "
+                f"SQLiteChatMemoryStore(path), not {store!r:.80}"
+            )
+        require_number(max_messages, "max_messages", minimum=0, integer=True, optional=True)
         self.store = store
         self.conversation_id_key = conversation_id_key
         self.max_messages = max_messages
@@ -110,6 +129,8 @@ class MemoryAdvisor(Advisor):
         conversation_id = self.conversation_id(request)
         if conversation_id is None:
             return await next(request)
+        if (id(self), conversation_id) in _turns.get():
+            return await next(request)
         async with self._locked(conversation_id):
             turn = await self._prepare(request, conversation_id)
             response = await next(turn.request)
@@ -118,7 +139,7 @@ class MemoryAdvisor(Advisor):
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
         conversation_id = self.conversation_id(request)
-        if conversation_id is None:
+        if conversation_id is None or (id(self), conversation_id) in _turns.get():
             async with closing_stream(next(request)) as events:
                 async for event in events:
                     yield event
@@ -137,9 +158,17 @@ class MemoryAdvisor(Advisor):
         if lock is None:
             lock = anyio.Lock()
         self._locks[conversation_id] = (lock, users + 1)
+        held = _turns.get()
         try:
             async with lock:
-                yield
+                token = _turns.set(held | {(id(self), conversation_id)})
+                try:
+                    yield
+                finally:
+                    try:
+                        _turns.reset(token)
+                    except ValueError:  # a stream closed from another context
+                        _turns.set(held)
         finally:
             lock, users = self._locks[conversation_id]
             if users == 1:
@@ -157,12 +186,6 @@ class MemoryAdvisor(Advisor):
         return await self.store.load(conversation_id)
 
     async def _prepare(self, request: ChatRequest, conversation_id: str) -> _Turn:
-        if request.resumption is not None:
-            # `Chain.resume` re-sends the suspended turn's whole transcript, which already
-            # holds the history it was given; the turn itself starts at its user message.
-            start = max(request.last_user_index, 0)
-            prepared = replace(request, conversation_id=conversation_id)
-            return _Turn(conversation_id, prepared, request.messages[start:])
         history = await self._load(conversation_id)
         stored_system = [m for m in history if isinstance(m, SystemMessage)]
         past = [m for m in history if not isinstance(m, SystemMessage)]
@@ -186,8 +209,6 @@ class MemoryAdvisor(Advisor):
         return _Turn(conversation_id, prepared, (*save_system, *new))
 
     async def _save(self, turn: _Turn, response: ChatResponse) -> None:
-        if response.finish_reason == "approval_pending" or response.pending_approval is not None:
-            return
         added = response.messages
         overlap = _overlap(turn.new, added)
         await self.store.append(turn.conversation_id, (*turn.new, *added[overlap:]))

@@ -16,7 +16,14 @@ from .._sql.identifiers import check_table_prefix
 from .._sql.postgres_pool import ConnectionPool
 from .._sql.threads import WorkerRunner
 from .._storable import storable
-from .store import MESSAGE, ChatMemoryStoreError, check_storable, message_json
+from .store import (
+    ChatMemoryStoreError,
+    CompactionBoundary,
+    check_storable,
+    message_json,
+    next_seq,
+    read_message,
+)
 
 T = TypeVar("T")
 
@@ -26,8 +33,10 @@ class PostgresChatMemoryStore:
 
     `dsn` is a libpq connection string or URL (keep passwords out of code: libpq also
     reads `PGPASSWORD` and `~/.pgpass`). The table `{table_prefix}memory` is created on
-    first use. Each `append` is one transaction holding a per-conversation advisory lock,
-    so turns appended at once by several workers never interleave. Up to `pool_size` idle
+    first use, with `{table_prefix}memory_boundaries` for `CompactionAdvisor`'s boundaries
+    (appended, never updated). Each `append` is one transaction holding a
+    per-conversation advisory lock, so turns appended at once by several workers never
+    interleave. Up to `pool_size` idle
     connections are kept. Close it with `close()`, `aclose()` or `async with`.
     """
 
@@ -92,6 +101,13 @@ class PostgresChatMemoryStore:
                 " message TEXT NOT NULL,"
                 " PRIMARY KEY (conversation_id, seq))"
             )
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.table}_boundaries ("
+                " conversation_id TEXT NOT NULL,"
+                " seq BIGINT NOT NULL,"
+                " boundary TEXT NOT NULL,"
+                " PRIMARY KEY (conversation_id, seq))"
+            )
 
     def _lock_conversation(self, cursor: Any, conversation_id: str) -> None:
         # Held until the transaction ends. A hash collision only serializes two conversations.
@@ -113,7 +129,7 @@ class PostgresChatMemoryStore:
             return [row[0] for row in cursor.fetchall()]
 
         rows = await self._run(conversation_id, load)
-        return tuple(MESSAGE.validate_json(row) for row in rows)
+        return tuple(read_message(row) for row in rows)
 
     async def load_tail(self, conversation_id: str, last: int) -> tuple[Message, ...]:
         """The stored system messages and the last `last` other messages, in order."""
@@ -134,7 +150,7 @@ class PostgresChatMemoryStore:
             return [row[0] for row in cursor.fetchall()]
 
         rows = await self._run(conversation_id, load)
-        return tuple(MESSAGE.validate_json(row) for row in rows)
+        return tuple(read_message(row) for row in rows)
 
     async def append(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Add `messages` at the end of the conversation, in one transaction."""
@@ -150,11 +166,12 @@ class PostgresChatMemoryStore:
                 (conversation_id,),
             )
             (last,) = cursor.fetchone()
+            first = next_seq(last, len(encoded))
             cursor.executemany(
                 f"INSERT INTO {self.table} (conversation_id, seq, role, message)"
                 " VALUES (%s, %s, %s, %s)",
                 [
-                    (conversation_id, last + 1 + i, role, text)
+                    (conversation_id, first + i, role, text)
                     for i, (role, text) in enumerate(encoded)
                 ],
             )
@@ -171,8 +188,46 @@ class PostgresChatMemoryStore:
             cursor.execute(
                 f"DELETE FROM {self.table} WHERE conversation_id = %s", (conversation_id,)
             )
+            cursor.execute(
+                f"DELETE FROM {self.table}_boundaries WHERE conversation_id = %s",
+                (conversation_id,),
+            )
 
         await self._run(conversation_id, clear)
+
+    async def save_boundary(self, conversation_id: str, boundary: CompactionBoundary) -> None:
+        """Record a compaction boundary as the conversation's latest (the log is not
+        touched)."""
+        check_storable(conversation_id)
+        text = boundary.to_json()
+
+        def save(cursor: Any) -> None:
+            self._lock_conversation(cursor, conversation_id)
+            cursor.execute(
+                f"INSERT INTO {self.table}_boundaries (conversation_id, seq, boundary)"
+                f" SELECT %s, COALESCE(MAX(seq), -1) + 1, %s FROM {self.table}_boundaries"
+                " WHERE conversation_id = %s",
+                (conversation_id, text, conversation_id),
+            )
+
+        await self._run(conversation_id, save)
+
+    async def load_boundary(self, conversation_id: str) -> CompactionBoundary | None:
+        """The conversation's latest compaction boundary, or `None`."""
+        if not storable(conversation_id):
+            return None
+
+        def load(cursor: Any) -> str | None:
+            cursor.execute(
+                f"SELECT boundary FROM {self.table}_boundaries WHERE conversation_id = %s"
+                " ORDER BY seq DESC LIMIT 1",
+                (conversation_id,),
+            )
+            row = cursor.fetchone()
+            return None if row is None else str(row[0])
+
+        text = await self._run(conversation_id, load)
+        return None if text is None else CompactionBoundary.from_json(text)
 
 
 __all__ = ["PostgresChatMemoryStore"]

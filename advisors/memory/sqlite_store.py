@@ -16,7 +16,14 @@ from .._sql.identifiers import check_table_name
 from .._sql.sqlite import SQLiteConnections
 from .._sql.threads import WorkerRunner
 from .._storable import storable
-from .store import MESSAGE, ChatMemoryStoreError, check_storable, message_json
+from .store import (
+    ChatMemoryStoreError,
+    CompactionBoundary,
+    check_storable,
+    message_json,
+    next_seq,
+    read_message,
+)
 
 
 class SQLiteChatMemoryStore:
@@ -25,8 +32,9 @@ class SQLiteChatMemoryStore:
     `path` is a file (created if missing) or `":memory:"`. Each operation runs in a worker
     thread on a pooled connection, in one transaction; each `append` is one `BEGIN
     IMMEDIATE` transaction, so several processes may share a file. `table` names the
-    table (letters, digits and `_`), created on first use. Close it with `close()` or
-    `async with`; later operations raise `ChatMemoryStoreError`.
+    table (letters, digits and `_`), created on first use, with `{table}_boundaries`
+    beside it for `CompactionAdvisor`'s boundaries (appended, never updated). Close it
+    with `close()` or `async with`; later operations raise `ChatMemoryStoreError`.
     """
 
     def __init__(
@@ -73,6 +81,13 @@ class SQLiteChatMemoryStore:
                 " message TEXT NOT NULL,"
                 " PRIMARY KEY (conversation_id, seq))"
             )
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.table}_boundaries ("
+                " conversation_id TEXT NOT NULL,"
+                " seq INTEGER NOT NULL,"
+                " boundary TEXT NOT NULL,"
+                " PRIMARY KEY (conversation_id, seq))"
+            )
 
     async def load(self, conversation_id: str) -> tuple[Message, ...]:
         """Every message stored for the conversation, oldest first."""
@@ -88,7 +103,7 @@ class SQLiteChatMemoryStore:
             return [row[0] for row in rows]
 
         rows = await self._runner.run(load)
-        return tuple(MESSAGE.validate_json(row) for row in rows)
+        return tuple(read_message(row) for row in rows)
 
     async def load_tail(self, conversation_id: str, last: int) -> tuple[Message, ...]:
         """The stored system messages and the last `last` other messages, in order."""
@@ -107,10 +122,13 @@ class SQLiteChatMemoryStore:
                     " WHERE conversation_id = ? AND role != 'system' ORDER BY seq DESC LIMIT ?",
                     (conversation_id, max(0, last)),
                 ).fetchall()
-            return sorted(system + recent)
+            rows = system + recent
+            if any(type(seq) is not int for seq, _ in rows):
+                raise ChatMemoryStoreError("the conversation's stored sequence numbers are damaged")
+            return sorted(rows)
 
         rows = await self._runner.run(load)
-        return tuple(MESSAGE.validate_json(text) for _, text in rows)
+        return tuple(read_message(text) for _, text in rows)
 
     async def append(self, conversation_id: str, messages: Sequence[Message]) -> None:
         """Add `messages` at the end of the conversation, in one transaction."""
@@ -125,11 +143,12 @@ class SQLiteChatMemoryStore:
                     f"SELECT COALESCE(MAX(seq), -1) FROM {self.table} WHERE conversation_id = ?",
                     (conversation_id,),
                 ).fetchone()
+                first = next_seq(last, len(encoded))
                 cursor.executemany(
                     f"INSERT INTO {self.table} (conversation_id, seq, role, message)"
                     " VALUES (?, ?, ?, ?)",
                     [
-                        (conversation_id, last + 1 + i, role, text)
+                        (conversation_id, first + i, role, text)
                         for i, (role, text) in enumerate(encoded)
                     ],
                 )
@@ -146,8 +165,46 @@ class SQLiteChatMemoryStore:
                 cursor.execute(
                     f"DELETE FROM {self.table} WHERE conversation_id = ?", (conversation_id,)
                 )
+                cursor.execute(
+                    f"DELETE FROM {self.table}_boundaries WHERE conversation_id = ?",
+                    (conversation_id,),
+                )
 
         await self._runner.run(clear)
+
+    async def save_boundary(self, conversation_id: str, boundary: CompactionBoundary) -> None:
+        """Record a compaction boundary as the conversation's latest (the log is not
+        touched)."""
+        check_storable(conversation_id)
+        text = boundary.to_json()
+
+        def save() -> None:
+            with self._database.transaction(write=True) as cursor:
+                cursor.execute(
+                    f"INSERT INTO {self.table}_boundaries (conversation_id, seq, boundary)"
+                    f" SELECT ?, COALESCE(MAX(seq), -1) + 1, ? FROM {self.table}_boundaries"
+                    " WHERE conversation_id = ?",
+                    (conversation_id, text, conversation_id),
+                )
+
+        await self._runner.run(save)
+
+    async def load_boundary(self, conversation_id: str) -> CompactionBoundary | None:
+        """The conversation's latest compaction boundary, or `None`."""
+        if not storable(conversation_id):
+            return None
+
+        def load() -> str | None:
+            with self._database.transaction(write=False) as cursor:
+                row = cursor.execute(
+                    f"SELECT boundary FROM {self.table}_boundaries WHERE conversation_id = ?"
+                    " ORDER BY seq DESC LIMIT 1",
+                    (conversation_id,),
+                ).fetchone()
+            return None if row is None else str(row[0])
+
+        text = await self._runner.run(load)
+        return None if text is None else CompactionBoundary.from_json(text)
 
 
 __all__ = ["SQLiteChatMemoryStore"]

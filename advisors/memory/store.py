@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError
@@ -51,11 +52,59 @@ class ChatMemoryStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class CompactionBoundary:
+    """A summary of the start of a conversation, kept beside its log (never in it).
+
+    `covered` is how many messages of the conversation (system messages not counted)
+    the summary replaces in the view sent to the model; `digest` identifies those
+    messages (`compaction.transcript.prefix_digests`), so a boundary is applied only to
+    the history it summarizes; `summarizer` names the model that wrote `summary`.
+    """
+
+    covered: int
+    digest: str
+    summary: str
+    summarizer: str | None = None
+
+    def to_json(self) -> str:
+        """The boundary as one JSON object (a database row)."""
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> CompactionBoundary:
+        """Read a boundary written by `to_json`."""
+        data: dict[str, Any] = json.loads(text)
+        return cls(
+            covered=int(data["covered"]),
+            digest=str(data["digest"]),
+            summary=str(data["summary"]),
+            summarizer=data.get("summarizer"),
+        )
+
+
+@runtime_checkable
+class CompactionBoundaryStore(Protocol):
+    """Where `CompactionAdvisor` keeps its boundaries: every memory store of this package.
+
+    Boundaries are appended, never updated, so the log and every summary of it stay."""
+
+    async def save_boundary(self, conversation_id: str, boundary: CompactionBoundary) -> None:
+        """Record `boundary` as the conversation's latest."""
+        ...
+
+    async def load_boundary(self, conversation_id: str) -> CompactionBoundary | None:
+        """The conversation's latest boundary, or `None`."""
+        ...
+
+
 class InMemoryChatMemoryStore:
-    """A `ChatMemoryStore` in a dict: fast, lost when the process ends."""
+    """A `ChatMemoryStore` in a dict: fast, lost when the process ends. It keeps
+    compaction boundaries too (`CompactionBoundaryStore`)."""
 
     def __init__(self) -> None:
         self._conversations: dict[str, list[Message]] = {}
+        self._boundaries: dict[str, list[CompactionBoundary]] = {}
 
     def __repr__(self) -> str:
         return f"InMemoryChatMemoryStore(conversations={len(self._conversations)})"
@@ -74,8 +123,18 @@ class InMemoryChatMemoryStore:
             self._conversations.setdefault(conversation_id, []).extend(messages)
 
     async def clear(self, conversation_id: str) -> None:
-        """Forget the conversation."""
+        """Forget the conversation (and its compaction boundaries)."""
         self._conversations.pop(conversation_id, None)
+        self._boundaries.pop(conversation_id, None)
+
+    async def save_boundary(self, conversation_id: str, boundary: CompactionBoundary) -> None:
+        """Record `boundary` as the conversation's latest (the log is not touched)."""
+        self._boundaries.setdefault(conversation_id, []).append(boundary)
+
+    async def load_boundary(self, conversation_id: str) -> CompactionBoundary | None:
+        """The conversation's latest boundary, or `None`."""
+        found = self._boundaries.get(conversation_id)
+        return found[-1] if found else None
 
 
 def check_storable(conversation_id: str) -> None:
@@ -96,6 +155,30 @@ def message_json(message: Message) -> str:
         return json.dumps(data, ensure_ascii=False)
 
 
+def read_message(text: object) -> Message:
+    """A stored message row read back; `ChatMemoryStoreError` for a row that is not a
+    message (another writer, a migration, a damaged file), never the row itself."""
+    try:
+        if not isinstance(text, (str, bytes)):
+            raise TypeError(f"a {type(text).__name__} where JSON text was stored")
+        return MESSAGE.validate_json(text)
+    except (ValueError, TypeError, RecursionError) as exc:  # ValidationError is a ValueError
+        failure = ChatMemoryStoreError(
+            f"a stored message cannot be read back ({type(exc).__name__}): the row is damaged"
+        )
+    raise failure
+
+
+def next_seq(last: object, count: int) -> int:
+    """The first sequence number after the stored `last` for `count` new messages;
+    `ChatMemoryStoreError` when the stored number is not one (a damaged row)."""
+    if isinstance(last, bool) or not isinstance(last, int) or not -1 <= last < 2**63 - 1 - count:
+        raise ChatMemoryStoreError(
+            f"the conversation's stored sequence number is damaged (a {type(last).__name__})"
+        )
+    return last + 1
+
+
 def tail(messages: Sequence[Message], last: int) -> tuple[Message, ...]:
     """Every system message of `messages` and the last `last` others, in order."""
     others = [i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)]
@@ -103,4 +186,10 @@ def tail(messages: Sequence[Message], last: int) -> tuple[Message, ...]:
     return tuple(m for i, m in enumerate(messages) if isinstance(m, SystemMessage) or i in keep)
 
 
-__all__ = ["ChatMemoryStore", "ChatMemoryStoreError", "InMemoryChatMemoryStore"]
+__all__ = [
+    "ChatMemoryStore",
+    "ChatMemoryStoreError",
+    "CompactionBoundary",
+    "CompactionBoundaryStore",
+    "InMemoryChatMemoryStore",
+]

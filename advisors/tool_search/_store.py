@@ -45,7 +45,13 @@ class KeyedBlobs:
                     rows = db.execute(
                         f"SELECT key, {self.column} FROM {self.table} WHERE key IN ({marks})", chunk
                     ).fetchall()
-                    found.update((key, bytes(value)) for key, value in rows)
+                    # a row another writer left: only a blob is a value (`bytes(n)` of
+                    # a stored integer would allocate n bytes)
+                    found.update(
+                        (key, value)
+                        for key, value in rows
+                        if isinstance(key, str) and isinstance(value, bytes)
+                    )
             except sqlite3.Error:
                 return None
         return found

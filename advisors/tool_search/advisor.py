@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
@@ -10,13 +12,18 @@ from ...core.advisor import Advisor, Placement, ToolNext
 from ...core.errors import ChainConfigurationError
 from ...core.invocation import ToolInvocation, ToolResult
 from ...core.manager import describe_exception
-from ...core.messages import AssistantMessage, Message, SystemMessage, ToolMessage
+from ...core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from ...core.request import ChatRequest
 from ...core.tools import Tool
 from ...providers.anthropic_tool_search import NativeSearch, native_mark
 from .catalog import CatalogIndexes
 from .defaults import default_index
 from .index import QueryRejected, ToolIndex, one_line
+from .proactive import ProactiveSearch, choose, fused_ranking
+
+__all__ = ["Keep", "ToolSearchAdvisor", "format_grouped", "format_results", "parse_results"]
+
+_log = logging.getLogger(__name__)
 
 _RESULT_LINE = re.compile(r"^([A-Za-z0-9_.\-]+): ", re.MULTILINE)
 _NO_MATCH = "No tool matches. Try other or fewer words."
@@ -60,6 +67,16 @@ class ToolSearchAdvisor(Advisor):
     least recently used one (listed by a search or called by the model longest ago) is
     dropped, and the others keep their places.
 
+    With `proactive=ProactiveSearch(...)` the advisor also searches before the model
+    asks: in `before`, when it narrows, it searches the catalog with the text of each
+    user message (only the latest with `keep="turn"`) and shows the best `top_k` tools
+    it allows (read-only first; a mutating one only when the request asks for its
+    action, see `ProactiveSearch`) as if a search at that message had listed them: they
+    take their place in the found order there and count against `max_found`. They are
+    derived from the transcript on every call (searches remembered per catalog and
+    text), never stored. A search that fails attaches nothing for that message this
+    time (logged at warning level); the model can still search. Not with `native`.
+
     Its `call_tool` hook answers calls of the search tool from the round's whole
     catalog. The tool takes `queries`, one per step of the task (a lone `query` string
     is accepted too); at most `max_queries` are searched, each for at most `max_results`
@@ -84,6 +101,7 @@ class ToolSearchAdvisor(Advisor):
         max_found: int | None = 32,
         max_queries: int = 5,
         native: NativeSearch | None = None,
+        proactive: ProactiveSearch | None = None,
     ) -> None:
         if max_results < 1:
             raise ValueError("max_results must be at least 1")
@@ -92,6 +110,12 @@ class ToolSearchAdvisor(Advisor):
         if native is not None and native not in ("bm25", "regex"):
             raise ValueError('native must be "bm25", "regex" or None')
         self.native: NativeSearch | None = native
+        if proactive is not None and not isinstance(proactive, ProactiveSearch):
+            raise TypeError("proactive must be a ProactiveSearch or None")
+        if proactive is not None and native is not None:
+            raise ValueError("proactive search has no effect with native search: give one")
+        self.proactive = proactive
+        self._rankings: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
         if max_queries < 1:
             raise ValueError("max_queries must be at least 1")
         if keep not in ("turn", "conversation"):
@@ -158,8 +182,61 @@ class ToolSearchAdvisor(Advisor):
         return self
 
     async def before(self, request: ChatRequest) -> ChatRequest:
-        """The request with the catalog narrowed (see the class docstring), both paths."""
-        return self.narrow(request)
+        """The request with the catalog narrowed (see the class docstring), both paths;
+        with `proactive`, the tools its searches pick are shown too."""
+        if self.proactive is None:
+            return self.narrow(request)
+        catalog = [t for t in request.tools if t is not self.search_tool]
+        if len(catalog) == len(request.tools) or len(catalog) < self.min_tools:
+            return self.narrow(request)
+        picks = await self.proactive_picks(request.messages, catalog)
+        return self._narrow(request, picks)
+
+    async def proactive_picks(
+        self, messages: Sequence[Message], catalog: Sequence[Tool]
+    ) -> dict[int, list[str]]:
+        """The tools `proactive` attaches, by the index of the user message that asked.
+
+        Each user message's text (the latest only with `keep="turn"`) is searched over
+        `catalog` (the ranking remembered by catalog fingerprint and text) and its picks
+        chosen by `proactive.choose` rules, pinned tools skipped. Empty without
+        `proactive`. A failing search gives no picks for its message (logged).
+        """
+        option = self.proactive
+        if option is None or not catalog:
+            return {}
+        asked = [
+            (i, m.text) for i, m in enumerate(messages) if isinstance(m, UserMessage) and m.text
+        ]
+        if self.keep == "turn":
+            asked = asked[-1:]
+        if not asked:
+            return {}
+        definitions = [t.definition for t in catalog]
+        fingerprint = await self.indexes.fingerprint(definitions)
+        by_name = {t.name: t for t in catalog}
+        skip = set(self.pinned)
+        picks: dict[int, list[str]] = {}
+        for i, text in asked:
+            key = (fingerprint, text)
+            ranking = self._rankings.get(key)
+            if ranking is None:
+                try:
+                    index = await self.indexes.get(definitions)
+                    found = [await index.search(q, option.depth) for q in option.queries(text)]
+                except Exception as exc:  # the model can still search; try again next call
+                    _log.warning("proactive tool search failed: %s", describe_exception(exc))
+                    continue
+                ranking = tuple(fused_ranking(found))
+                self._rankings[key] = ranking
+                if len(self._rankings) > option.cache_size:
+                    self._rankings.popitem(last=False)
+            else:
+                self._rankings.move_to_end(key)
+            chosen = choose(ranking, by_name, text, option, skip)
+            if chosen:
+                picks[i] = chosen
+        return picks
 
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
         """Answer calls of the search tool; pass every other call on."""
@@ -204,7 +281,13 @@ class ToolSearchAdvisor(Advisor):
             await self.indexes.get(catalog)
 
     def narrow(self, request: ChatRequest) -> ChatRequest:
-        """The request one model call should see (the caller's request is not changed)."""
+        """The request one model call should see (the caller's request is not changed),
+        without proactive picks."""
+        return self._narrow(request, None)
+
+    def _narrow(
+        self, request: ChatRequest, picks: Mapping[int, Sequence[str]] | None
+    ) -> ChatRequest:
         catalog = [t for t in request.tools if t is not self.search_tool]
         if len(catalog) == len(request.tools):
             return request
@@ -224,7 +307,7 @@ class ToolSearchAdvisor(Advisor):
         # each model call's tool list extends the previous one's (a local model's KV-cache
         # prefix stays valid).
         by_name = {t.name: t for t in catalog}
-        found = self._found_in_order(request.messages, by_name.keys(), fixed)
+        found = self._found_in_order(request.messages, by_name.keys(), fixed, picks)
         shown = (
             *(t for t in catalog if t.name in fixed),
             *(by_name[n] for n in found),
@@ -246,37 +329,45 @@ class ToolSearchAdvisor(Advisor):
         messages: Sequence[Message],
         catalog: Iterable[str] | None,
         fixed: Iterable[str],
+        picks: Mapping[int, Sequence[str]] | None = None,
     ) -> list[str]:
         """Found names in the order first found, after least-recently-used eviction.
 
         A replay of the transcript: a search result lists names (new ones are appended,
-        known ones refreshed); a model's call of a shown tool refreshes it. Names that are
+        known ones refreshed), and so do the proactive `picks` of a user message (by its
+        index in `messages`); a model's call of a shown tool refreshes it. Names that are
         pinned or not in `catalog` take no place.
         """
         start = 0
         if self.keep == "turn":
             for i in range(len(messages) - 1, -1, -1):
                 if messages[i].role == "user":
-                    start = i + 1
+                    start = i  # the message itself: its proactive picks
                     break
         known = None if catalog is None else set(catalog)
         skip = set(fixed)
         used: dict[str, int] = {}  # insertion order = place; value = last use
         clock = 0
-        for message in messages[start:]:
+        listed: Sequence[str]
+        for at in range(start, len(messages)):
+            message = messages[at]
             if isinstance(message, AssistantMessage):
                 for call in message.tool_calls:
                     if call.name in used:
                         clock += 1
                         used[call.name] = clock
                 continue
-            if (
+            if picks is not None and at in picks:
+                listed = picks[at]
+            elif (
                 not isinstance(message, ToolMessage)
                 or message.name != self.search_tool.name
                 or message.is_error
             ):
                 continue
-            for name in parse_results(message.text):
+            else:
+                listed = parse_results(message.text)
+            for name in listed:
                 if name in skip or (known is not None and name not in known):
                     continue
                 clock += 1

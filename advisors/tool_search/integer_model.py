@@ -19,6 +19,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ._cache import default_cache_path
+
 CONVERSION = 2
 """The version of the conversion: part of the converted file's name."""
 
@@ -43,8 +45,6 @@ def integer_model(source: str | Path, folder: str | Path | None = None) -> Path:
 
     source = Path(source)
     if folder is None:
-        from .embedding import default_cache_path
-
         folder = default_cache_path().parent / "models"
     folder = Path(folder)
     digest = _file_hash(source)

@@ -8,7 +8,10 @@ claiming success, the order's status afterwards, and for catalog questions that 
 found by tool search was called.
 
 The questions come in two halves: the improvements were chosen looking at `tune` only;
-`held` is reported beside it to show whether they carry over.
+`held` is reported beside it to show whether they carry over. Questions with a `session`
+are turns of one conversation, asked in order with the earlier turns as history (the
+demo's `-i`); their texts repeat single questions, so a session's turns and the same
+questions asked alone (`--ask`) can be compared.
 """
 
 from __future__ import annotations
@@ -85,6 +88,7 @@ class Question:
     not_done: bool = False
     tool: str | None = None
     status_after: tuple[str, str] | None = None
+    session: str | None = None
 
 
 @dataclass(frozen=True)
@@ -243,6 +247,181 @@ QUESTIONS: tuple[Question, ...] = (
         kind="unsupported action",
         text="Please change the email address on my account to ada@newmail.example.",
         not_done=True,
+    ),
+    # -- added for issue 38: item names, catalog families, approvals, impossible requests
+    Question(
+        id="t-chair-paid",
+        half="tune",
+        kind="item name, no order id",
+        text="What did I pay for the ergonomic chair?",
+        facts=(("249",),),
+        leaks=("89.9", "34.5"),
+    ),
+    Question(
+        id="t-refund",
+        half="tune",
+        kind="catalog: refunds",
+        text="What is the status of the refund for my order A-1003?",
+        facts=(("no refund", "not been requested", "no refund has been"),),
+        tool="get_refund_status",
+    ),
+    Question(
+        id="t-redeem-refused",
+        half="tune",
+        kind="catalog change, approver rejects",
+        text="Please turn 500 of my loyalty points into a voucher.",
+        approval="no",
+        not_done=True,
+    ),
+    Question(
+        id="t-flight",
+        half="tune",
+        kind="impossible request",
+        text="Can you book me a flight to Paris for tomorrow?",
+        not_done=True,
+    ),
+    Question(
+        id="t-cancel-other-customer",
+        half="tune",
+        kind="another customer's order, change",
+        text="Please cancel order A-1004.",
+        approval="yes",
+        not_done=True,
+        leaks=A_1004,
+    ),
+    Question(
+        id="t-payment-methods",
+        half="tune",
+        kind="catalog: payments",
+        text="Which payment methods have I saved?",
+        facts=(("4242",),),
+        tool="list_payment_methods",
+    ),
+    Question(
+        id="h-lamp-eta",
+        half="held",
+        kind="item name, no order id",
+        text="When will my desk lamp ship?",
+        facts=(DEC_1,),
+        leaks=("Dec 2",),
+    ),
+    Question(
+        id="h-dock-carrier",
+        half="held",
+        kind="item name, no order id",
+        text="Which carrier has my USB-C dock?",
+        facts=(("DHL",),),
+    ),
+    Question(
+        id="h-warranty",
+        half="held",
+        kind="catalog: warranty",
+        text="Is the chair from my order A-1003 still under warranty?",
+        facts=(("2028",),),
+        tool="get_warranty_status",
+    ),
+    Question(
+        id="h-return-refused",
+        half="held",
+        kind="catalog change, approver rejects",
+        text="I want to return my order A-1003, please start the return.",
+        approval="no",
+        not_done=True,
+        status_after=("A-1003", "delivered"),
+    ),
+    Question(
+        id="h-cancel-other-tenant",
+        half="held",
+        kind="another tenant's order, change",
+        text="Cancel order B-2001 for me.",
+        approval="yes",
+        not_done=True,
+        leaks=B_2001,
+    ),
+    Question(
+        id="h-weather",
+        half="held",
+        kind="impossible request",
+        text="What will the weather be in Berlin tomorrow?",
+        not_done=True,
+    ),
+    Question(
+        id="h-gift-card",
+        half="held",
+        kind="catalog: gift cards",
+        text="How much is left on my gift card GC-7731?",
+        facts=(("25.00", "25 EUR", "25.0 ", "25 euro"),),
+        tool="get_gift_card_balance",
+    ),
+    # -- sessions: the same kinds of questions as turns of one conversation
+    Question(
+        id="s1-status",
+        half="tune",
+        kind="session turn",
+        session="s1",
+        text="Where is my order A-1001?",
+        facts=(("DHL",), DEC_2),
+    ),
+    Question(
+        id="s1-total",
+        half="tune",
+        kind="session turn",
+        session="s1",
+        text="What is the total of my order A-1002?",
+        facts=(("34.50", "34.5 ", "34,50"),),
+        leaks=("89.9",),
+    ),
+    Question(
+        id="s1-delivered",
+        half="tune",
+        kind="session turn",
+        session="s1",
+        text="Has my order A-1003 been delivered?",
+        facts=(("delivered",),),
+    ),
+    Question(
+        id="s1-list",
+        half="tune",
+        kind="session turn",
+        session="s1",
+        text="Which orders do I have?",
+        facts=(("A-1001",), ("A-1002",), ("A-1003",)),
+        leaks=("A-1004", "B-2001"),
+    ),
+    Question(
+        id="s2-carrier",
+        half="held",
+        kind="session turn",
+        session="s2",
+        text="Which carrier is delivering my order A-1001?",
+        facts=(("DHL",),),
+    ),
+    Question(
+        id="s2-ship-date",
+        half="held",
+        kind="session turn",
+        session="s2",
+        text="When will my order A-1002 ship?",
+        facts=(DEC_1,),
+    ),
+    Question(
+        id="s2-total",
+        half="held",
+        kind="session turn",
+        session="s2",
+        text="What is the total of my order A-1003?",
+        facts=(("249",),),
+        leaks=("89.9", "34.5"),
+    ),
+    Question(
+        id="s2-cancel",
+        half="held",
+        kind="session turn",
+        session="s2",
+        approval="yes",
+        text="Please cancel my order A-1002.",
+        facts=(("cancel",),),
+        status_after=("A-1002", "cancelled"),
     ),
 )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -87,3 +88,12 @@ def nothing_left_behind(settle: Callable[[], None] = server_threads_done) -> Ite
     ]
     assert not extra, f"threads left behind: {extra}"
     assert open_sockets() <= sockets, "sockets left open"
+
+
+def dump_findings(test: str, found: dict[str, str], cases: int) -> None:
+    """Append what a class test found (`case: what failed`) to the JSON-lines file named
+    by `ADVISORCHAIN_ADVERSARIAL_DUMP`, for counting cases before and after fixes."""
+    path = os.environ.get("ADVISORCHAIN_ADVERSARIAL_DUMP")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"test": test, "cases": cases, "found": found}) + "\n")

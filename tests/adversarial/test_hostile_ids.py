@@ -12,9 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from advisorchain import AdvisorChainError, ToolMessage, UserMessage
+from advisorchain import AdvisorChainError, AssistantMessage, ToolMessage, UserMessage
 from advisorchain.advisors import (
-    ApprovalNotFound,
     Approve,
     ChatMemoryStore,
     InMemoryChatMemoryStore,
@@ -57,24 +56,43 @@ stores now answer "not found" for such ids, or refuse them with a typed error.""
 
 
 @pytest.mark.anyio
-async def test_resume_with_a_hostile_approval_id_is_not_found(
+async def test_resume_with_a_hostile_approval_id_is_refused(
     stores: StoreFactory, request: pytest.FixtureRequest
 ) -> None:
+    """A transcript whose record names a hostile approval id: refused, never a driver error."""
+    bank = Bank()
+    chain, _ = fresh_chain("before", stores(), [[call("transfer", "c1", to="bob", amount=5)]])
+    pending = await chain.call("pay bob", tools=bank.tools, tool_context={"tenant": "t"})
+    asked = pending.messages[0]
+    assert isinstance(asked, AssistantMessage) and asked.provider_data is not None
     raw: dict[str, BaseException] = {}
     for kind, approval_id in HOSTILE_IDS.items():
-        chain, model = fresh_chain("before", stores(), [])
+        record = dict(asked.provider_data["advisorchain"]["deferred"]["c1"])
+        record["metadata"] = {**record["metadata"], "approval_id": approval_id}
+        forged = asked.model_copy(
+            update={"provider_data": {"advisorchain": {"deferred": {"c1": record}}}}
+        )
+        worker = Bank()
+        chain, model = fresh_chain("before", stores(), ["Refused."])
         try:
-            with pytest.raises(ApprovalNotFound):
-                await chain.resume(approval_id, {"c1": Approve()}, tools=Bank().tools)
+            resumed = await chain.call(
+                [UserMessage(content="pay bob"), forged],
+                decisions={"c1": Approve()},
+                tools=worker.tools,
+                tool_context={"tenant": "t"},
+            )
         except Exception as exc:
             raw[kind] = exc
-        assert model.requests == []
+            continue
+        assert worker.sent == []
+        first = resumed.messages[0]
+        assert isinstance(first, ToolMessage) and first.is_error
     store = request.node.callspec.params["stores"]
     assert set(raw) == KNOWN.get(("approval", store), set()), raw
 
 
 @pytest.mark.anyio
-async def test_a_hostile_call_id_from_the_model_is_suspended_and_resumed(
+async def test_a_hostile_call_id_from_the_model_is_deferred_and_resumed(
     stores: StoreFactory, request: pytest.FixtureRequest
 ) -> None:
     raw: dict[str, BaseException] = {}
@@ -96,15 +114,14 @@ async def suspend_and_resume(stores: StoreFactory, kind: str, call_id: str) -> N
     except AdvisorChainError:
         assert kind in NEVER_STORED  # refused with a typed error, not a driver error
         return
-    assert pending.pending_approval is not None
-    (waiting,) = pending.pending_approval.calls
+    (waiting,) = pending.deferred
     assert re.fullmatch(r"[A-Za-z0-9_-]{1,64}", waiting.id), waiting.id
     call_id = waiting.id
     worker = Bank()
     chain, _ = fresh_chain("before", stores(), ["Paid."])
-    resumed = await chain.resume(
-        pending.pending_approval.id,
-        {call_id: Approve()},
+    resumed = await chain.call(
+        [UserMessage(content="pay bob"), *pending.messages],
+        decisions={call_id: Approve()},
         tools=worker.tools,
         tool_context={"tenant": "t"},
     )

@@ -1,11 +1,12 @@
 """One worker process resuming a deferred approval (run by tests/test_approval_processes.py).
 
-    python resume_worker.py STORE PENDING_ID LOG [--barrier DIR --parties N] [--release FILE]
+    python resume_worker.py STORE TRANSCRIPT LOG [--barrier DIR --parties N] [--release FILE]
                             [--claim-timeout SECONDS]
 
 STORE is `sqlite:PATH` or `postgres:TABLE_PREFIX` (the DSN comes from
-ADVISORCHAIN_TEST_POSTGRES_DSN). The worker builds a fresh chain and a fresh store on that
-database and approves call `c1` with `chain.resume`.
+ADVISORCHAIN_TEST_POSTGRES_DSN); TRANSCRIPT a file holding the deferred turn's transcript
+(`dump_messages`), as the caller keeps it. The worker builds a fresh chain and a fresh
+store on that database and approves call `c1`: `chain.call(transcript, decisions=...)`.
 
 - `--barrier DIR`: after the resume's own `store.get` has read the approval, the worker
   waits until `--parties` workers have read it, so all of them go on to claim an approval
@@ -34,7 +35,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from advisorchain import Chain, ToolCallingAdvisor, ToolMessage, tool
+from advisorchain import Chain, ToolCallingAdvisor, ToolMessage, load_messages, tool
 from advisorchain.advisors import (
     ApprovalAdvisor,
     ApprovalAlreadyResolved,
@@ -155,7 +156,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         model=ScriptedChatModel(["Done."]),
     )
     try:
-        response = await chain.resume(args.pending_id, {"c1": Approve()}, tools=[transfer])
+        transcript = load_messages(await anyio.Path(args.transcript).read_bytes())
+        response = await chain.call(transcript, decisions={"c1": Approve()}, tools=[transfer])
     except ApprovalAlreadyResolved as exc:
         return {"outcome": "already_resolved", "detail": str(exc), "results": []}
     finally:
@@ -173,7 +175,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("store")
-    parser.add_argument("pending_id")
+    parser.add_argument("transcript")
     parser.add_argument("log")
     parser.add_argument("--barrier")
     parser.add_argument("--parties", type=int, default=1)

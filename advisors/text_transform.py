@@ -19,9 +19,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from typing import TypeAlias
 
-from ._streams import closing_stream
-from .advisor import Advisor, CallNext, StreamNext
-from .events import (
+from ..core._streams import closing_stream
+from ..core.advisor import Advisor, CallNext, StreamNext
+from ..core.events import (
     AnswerDiscarded,
     ResponseCompleted,
     StreamEvent,
@@ -30,10 +30,10 @@ from .events import (
     ToolCallStarted,
     ToolProgress,
 )
-from .messages import AssistantMessage, Message
-from .parts import ReasoningPart, TextPart, map_text
-from .request import ChatRequest
-from .response import ChatResponse
+from ..core.messages import AssistantMessage, Message
+from ..core.parts import ReasoningPart, TextPart, map_text
+from ..core.request import ChatRequest
+from ..core.response import ChatResponse
 
 
 @dataclass(frozen=True, slots=True)
