@@ -21,6 +21,7 @@ __all__ = [
     "SECRET",
     "post_sse",
     "refund_chain",
+    "refunds_run",
     "seen_context",
     "server_tools",
 ]
@@ -29,6 +30,9 @@ SECRET = "sk-tenant-secret-7f3a"
 """A tool-context value that must never reach a client."""
 
 seen_context: list[Mapping[str, Any]] = []
+
+refunds_run: list[tuple[str, int]] = []
+"""Every refund the tool ran: (order id, amount)."""
 
 
 @tool
@@ -41,6 +45,7 @@ def lookup(order_id: str, context: ToolContext) -> str:
 @tool(requires_approval=True)
 def refund(order_id: str, amount: int) -> str:
     """Refund an order."""
+    refunds_run.append((order_id, amount))
     return f"refunded {amount} EUR for order {order_id}"
 
 
