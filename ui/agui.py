@@ -17,7 +17,7 @@ events. Mapping (each event a JSON object of the AG-UI 1.0 schema):
 A resume is a `RunAgentInput` whose `resume` answers the interrupts: `status`
 `resolved` with `payload` `{"approved": true}` (optionally `"arguments": {...}` to run
 edited arguments) or `{"approved": false, "reason": "..."}`; `cancelled` rejects. Its
-`messages` are not read: the saved turn is the transcript.
+`messages` are not read: the transcript the app kept (`DeferredTurns`) is the turn's.
 """
 
 from __future__ import annotations

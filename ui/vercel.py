@@ -22,7 +22,7 @@ stream. Mapping (each event one UI message chunk):
 A resume is the next request after `addToolApprovalResponse`: the last assistant
 message's tool parts in state `approval-responded` carry the decisions (`approved`,
 `reason`); the stream then continues that message. Its other messages are not read:
-the saved turn is the transcript.
+the transcript the app kept (`DeferredTurns`) is the turn's.
 """
 
 from __future__ import annotations
