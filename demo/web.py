@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..advisors.approval import DeferredApprover, InMemoryApprovalStore
+from ..core._extras import install_hint
 from ..core.model import ChatModel
 from ..core.options import ChatOptions
 from ..ui import AgUiApp, UiLimits
@@ -111,7 +112,7 @@ async def serve_web(
     try:
         import uvicorn
     except ImportError:
-        raise ImportError("`demo --web` needs uvicorn: pip install 'advisorchain[ui]'") from None
+        raise ImportError(f"`demo --web` needs uvicorn: {install_hint('ui')}") from None
     app: Any = WebDemo(model, options)
     print(f"advisorchain demo: open http://{host}:{port}/ (model: {app.model_name}); Ctrl-C ends")
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
