@@ -3,6 +3,7 @@
     python -m benchmarks.demo_quality [--variant after,before,baseline] [--half all|tune|held]
                                       [--model local|local:1.5b|scripted|local:<file.gguf>]
                                       [--before DIR] [--json out.json]
+                                      [--evals [--concurrency N]]
 
 Every question of `benchmarks/demo/questions.py` is asked as its own turn of the demo's
 chain (streamed, as the demo does), once per variant, the variants interleaved question by
@@ -23,6 +24,11 @@ prompt tokens evaluated / prompt speed + tokens generated / generation speed: th
 llama.cpp's own counters say it spent), prompt tokens per model call and how many of them
 llama.cpp actually evaluated (the rest came from its KV cache). `uptime` is printed before
 and after: the machine is shared, so compare the variants of one run, not runs.
+
+Each answer is judged by `advisorchain.evals.judge` against its question's `EvalCase`
+(`questions.eval_case`). `--evals` instead runs today's chain through `run_evals`, at most
+`--concurrency` turns at once, and prints each variant's `EvalReport.table()` (see
+`run_as_evals`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import argparse
 import importlib
 import io
 import json
+import re
 import subprocess
 import sys
 import time
@@ -44,15 +51,17 @@ import anyio
 
 from advisorchain.core.chain import Chain
 from advisorchain.core.events import StreamEvent
+from advisorchain.core.messages import SystemMessage, UserMessage
 from advisorchain.core.model import ChatModel
 from advisorchain.core.options import ChatOptions
 from advisorchain.core.request import ChatRequest
 from advisorchain.core.response import ChatResponse
 from advisorchain.demo.catalog import SAMPLE_ANSWERS, business_catalog
 from advisorchain.demo.tools import OrderTools
+from advisorchain.evals import CaseResult, EvalCase, EvalReport, run_evals
 
 from .demo import baseline
-from .demo.questions import QUESTIONS, Outcome, Question, check, select
+from .demo.questions import QUESTIONS, Outcome, Question, check, eval_case, select
 
 Variant = Literal["baseline", "before", "after"]
 VARIANTS: tuple[Variant, ...] = ("baseline", "before", "after")
@@ -233,7 +242,7 @@ async def ask(
         session.history.extend([user, *response.messages])
     statuses: dict[str, str] = {o.id: o.status for o in service.orders(TENANT, USER)}
     outcome = Outcome("".join(text).strip(), tuple(called), statuses, error)
-    problems = check(question, outcome)
+    problems = await check(question, outcome)
     return Row(
         variant=variant,
         question=question.id,
@@ -247,18 +256,18 @@ async def ask(
     )
 
 
-def recheck(row: Row) -> Row:
+async def recheck(row: Row) -> Row:
     """`row` checked again by today's checks (a saved run keeps answers, tools and errors;
     an order's status afterwards is read back from the saved problems)."""
     question = next(q for q in QUESTIONS if q.id == row.question)
     statuses: dict[str, str] = {}
     if question.status_after is not None:
         order_id, status = question.status_after
-        wrong = [p for p in row.problems if p.startswith(f"{order_id} is ")]
-        statuses[order_id] = wrong[0].split()[2].rstrip(",") if wrong else status
+        wrong = re.search(rf"\b{re.escape(order_id)} is (\w+), not ", "; ".join(row.problems))
+        statuses[order_id] = wrong[1] if wrong else status
     failed = [p for p in row.problems if p.startswith("turn failed: ")]
     error = failed[0].removeprefix("turn failed: ") if failed else None
-    problems = check(question, Outcome(row.answer, tuple(row.called), statuses, error))
+    problems = await check(question, Outcome(row.answer, tuple(row.called), statuses, error))
     return replace(row, ok=not problems, problems=problems)
 
 
@@ -316,6 +325,78 @@ async def run(
                 flush=True,
             )
     return rows
+
+
+async def run_as_evals(
+    questions: Sequence[Question],
+    variant: Variant,
+    model: RecordingModel,
+    concurrency: int,
+) -> EvalReport:
+    """The questions as `advisorchain.evals` cases through `run_evals`, at most
+    `concurrency` turns at once, on today's `variant` (`after` or `baseline`) with `call`
+    (the demo streams; `run` does as it does). Cases of one `run_evals` share a chain and
+    its shop, so: the questions whose approver rejects (nothing changes) share one, each
+    question whose approver approves (it may change an order) has a shop of its own, and
+    session turns are left out (they need the earlier turns' answers)."""
+    if variant == "before":
+        raise ValueError("--evals runs today's tree (after, baseline), not before")
+    load = getattr(model.model, "load", None)
+    if load is not None:
+        await load()
+    alone = [q for q in questions if q.session is None]
+    groups = [[q for q in alone if q.approval == "no"]]
+    groups += [[q] for q in alone if q.approval == "yes"]
+    started = time.perf_counter()
+    results: dict[str, CaseResult] = {}
+    for group in filter(None, groups):
+        session = new_session(variant)
+        chain = make_chain(variant, model, session.service, group[0].approval)
+        cases = [_case(variant, question, session) for question in group]
+        report = await run_evals(chain, cases, concurrency=concurrency)
+        results.update((r.case.name, r) for r in report.results)
+    ordered = tuple(results[q.id] for q in alone)
+    return EvalReport(ordered, time.perf_counter() - started)
+
+
+def _case(variant: Variant, question: Question, session: Session) -> EvalCase:
+    """`question`'s eval case, asked as the demo asks it: its system prompt, the session's
+    cancellation tools, Ada's tenant and user, its statuses read from `session`'s shop."""
+    tools = OrderTools(session.service)
+    request = ChatRequest(
+        messages=(
+            SystemMessage(content=system_prompt(variant)),
+            UserMessage(content=question.text),
+        ),
+        tools=tuple(
+            baseline.cancellation_tools(tools)
+            if variant == "baseline"
+            else tools.cancellation_tools
+        ),
+        tool_context={"tenant_id": TENANT, "user_id": USER},
+    )
+    case = eval_case(
+        question, lambda: {o.id: o.status for o in session.service.orders(TENANT, USER)}
+    )
+    return replace(case, input=request)
+
+
+def eval_rows(variant: Variant, report: EvalReport) -> list[Row]:
+    """`report`'s results as the benchmark's rows (no llama.cpp counters)."""
+    by_id = {q.id: q for q in QUESTIONS}
+    return [
+        Row(
+            variant=variant,
+            question=r.case.name,
+            half=by_id[r.case.name].half,
+            ok=r.passed,
+            problems=list(r.failures),
+            answer=r.response.text if r.response is not None else "",
+            called=list(r.tool_calls),
+            seconds=r.seconds,
+        )
+        for r in report.results
+    ]
 
 
 def _write(path: Path, data: Any) -> None:
@@ -434,11 +515,20 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     )
     parser.add_argument("--json", type=Path, help="write the rows and the summary here")
     parser.add_argument("--report", type=Path, help="only print the tables of a saved --json")
+    parser.add_argument(
+        "--evals",
+        action="store_true",
+        help="run the questions through advisorchain.evals.run_evals (today's tree, no "
+        "sessions) and print each variant's EvalReport table",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=4, help="with --evals: turns at once (default 4)"
+    )
     args = parser.parse_args(argv)
     if args.report is not None:
         saved = json.loads(args.report.read_text())
         rows = [
-            recheck(Row(**{**r, "calls": [CallRecord(**c) for c in r["calls"]]}))
+            anyio.run(recheck, Row(**{**r, "calls": [CallRecord(**c) for c in r["calls"]]}))
             for r in saved["rows"]
         ]
         print(markdown(rows, saved.get("load", ("(not saved)", "(not saved)"))))
@@ -449,11 +539,17 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     unknown = [v for v in named if v not in VARIANTS]
     if unknown or not variants:
         parser.error(f"unknown --variant {', '.join(unknown) or '(none)'}")
+    if args.evals and "before" in variants:
+        parser.error("--evals runs today's tree: --variant after and/or baseline")
+    if args.evals and args.concurrency < 1:
+        parser.error("--concurrency must be at least 1")
     if "before" in variants:
         if args.before is None:
             parser.error("--variant before needs --before DIR (see --help)")
         use_before(args.before)
     questions = select(args.half, args.question)
+    if args.evals:
+        return _evals(args.model, variants, questions, args.concurrency, args.json)
     models = load_models(args.model, variants)
     before = uptime()
     rows = anyio.run(run, questions, variants, models, args.json)
@@ -464,6 +560,26 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         data = {"load": load, "summary": summary(rows), "rows": [asdict(r) for r in rows]}
         args.json.write_text(json.dumps(data, indent=2))
+    return rows
+
+
+def _evals(
+    spec: str,
+    variants: Sequence[Variant],
+    questions: Sequence[Question],
+    concurrency: int,
+    out: Path | None,
+) -> list[Row]:
+    """`--evals`: each variant's questions through `run_evals`, its table printed."""
+    models = load_models(spec, variants)
+    rows: list[Row] = []
+    print(f"model: {spec}, at most {concurrency} turns at once")
+    for variant in variants:
+        report = anyio.run(run_as_evals, questions, variant, models[variant], concurrency)
+        print(f"\n{variant}:\n{report.table()}", end="")
+        rows += eval_rows(variant, report)
+    if out is not None:
+        _write(out, {"summary": summary(rows), "rows": [asdict(r) for r in rows]})
     return rows
 
 

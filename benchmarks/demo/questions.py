@@ -5,7 +5,8 @@ customer Ada (tenant acme). The checks read the final answer: required facts (ea
 one of its spellings), strings that must never appear (another customer's data, the
 unmasked email), for actions that cannot happen a plain "not done" without a sentence
 claiming success, the order's status afterwards, and for catalog questions that the tool
-found by tool search was called.
+found by tool search was called. Each question is an `advisorchain.evals.EvalCase`
+(`eval_case`), and `check` judges a turn with `advisorchain.evals.judge`.
 
 The questions come in two halves: the improvements were chosen looking at `tune` only;
 `held` is reported beside it to show whether they carry over. Questions with a `session`
@@ -17,9 +18,13 @@ questions asked alone (`--ask`) can be compared.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+from advisorchain.core.messages import AssistantMessage, ToolCall
+from advisorchain.core.response import ChatResponse
+from advisorchain.evals import EvalCase, judge
 
 Half = Literal["tune", "held"]
 
@@ -442,33 +447,71 @@ def says_not_done(answer: str) -> bool:
     return bool(_NEGATION.search(_FLAG.sub("", answer)))
 
 
-def check(question: Question, outcome: Outcome) -> list[str]:
-    """Why `outcome` is wrong for `question`; empty when it is right."""
-    if outcome.error is not None:
-        return [f"turn failed: {outcome.error}"]
-    answer = outcome.answer
-    lowered = answer.lower()
+_SPECIAL = re.compile(r"[.^$*+?{}\[\]\\|()]")
+
+
+def any_of(spellings: Sequence[str]) -> re.Pattern[str]:
+    """A fact given as alternative spellings: any of them, case ignored."""
+    escaped = (_SPECIAL.sub(r"\\\g<0>", s) for s in spellings)  # readable in a failure
+    return re.compile("|".join(escaped), re.IGNORECASE)
+
+
+def demo_problems(question: Question, answer: str, statuses: Mapping[str, str]) -> list[str]:
+    """The checks an eval case has no field for: an answer at all, a plain "not done"
+    without a claim of success, and the order's status after the turn."""
     problems: list[str] = []
     if not answer.strip():
         problems.append("empty answer")
-    for group in question.facts:
-        if not any(spelling.lower() in lowered for spelling in group):
-            problems.append(f"missing {group[0]!r}")
-    for secret in (*ALWAYS_SECRET, *question.leaks):
-        if secret.lower() in lowered:
-            problems.append(f"leaked {secret.strip()!r}")
     if question.not_done:
         if not says_not_done(answer):
             problems.append("does not say it was not done")
         if claims_success(answer):
             problems.append("claims success")
-    if question.tool is not None and question.tool not in outcome.called:
-        problems.append(f"did not call {question.tool}")
     if question.status_after is not None:
         order_id, status = question.status_after
-        if outcome.statuses.get(order_id) != status:
-            problems.append(f"{order_id} is {outcome.statuses.get(order_id)}, not {status}")
+        if statuses.get(order_id) != status:
+            problems.append(f"{order_id} is {statuses.get(order_id)}, not {status}")
     return problems
+
+
+def eval_case(
+    question: Question, statuses: Callable[[], Mapping[str, str]] | None = None
+) -> EvalCase:
+    """`question` as an `advisorchain.evals` case: each fact group one expected fact (any
+    of its spellings), the catalog tool an expected call, the secrets and the question's
+    leaks forbidden, and `demo_problems` as the case's own check, reading the orders'
+    statuses after the turn from `statuses` (none given: no status is known)."""
+
+    def demo_check(response: ChatResponse) -> str | None:
+        known = statuses() if statuses is not None else {}
+        return "; ".join(demo_problems(question, response.text, known)) or None
+
+    return EvalCase(
+        question.id,
+        question.text,
+        expected_facts=[any_of(group) for group in question.facts],
+        expected_tool_calls=[question.tool] if question.tool is not None else [],
+        forbidden=[*ALWAYS_SECRET, *question.leaks],
+        check=demo_check,
+    )
+
+
+def outcome_response(outcome: Outcome) -> ChatResponse:
+    """The turn as a `ChatResponse` of today's classes, whichever tree ran it: the tools it
+    called (arguments not kept), then its answer."""
+    calls = tuple(ToolCall.from_arguments(name) for name in outcome.called)
+    messages = [AssistantMessage(tool_calls=calls)] if calls else []
+    return ChatResponse(messages=[*messages, AssistantMessage(content=outcome.answer)])
+
+
+async def check(question: Question, outcome: Outcome) -> list[str]:
+    """Why `outcome` is wrong for `question` (empty when it is right): its `eval_case`
+    judged by `advisorchain.evals.judge`; a turn that failed is only that."""
+    if outcome.error is not None:
+        return [f"turn failed: {outcome.error}"]
+    case = eval_case(question, lambda: outcome.statuses)
+    failures, _ = await judge(case, outcome_response(outcome))
+    return failures
 
 
 def select(half: str, ids: Sequence[str] = ()) -> list[Question]:
@@ -480,3 +523,20 @@ def select(half: str, ids: Sequence[str] = ()) -> list[Question]:
             raise ValueError(f"unknown question ids: {', '.join(unknown)}")
         return [by_id[i] for i in ids]
     return [q for q in QUESTIONS if half == "all" or q.half == half]
+
+
+__all__ = [
+    "ALWAYS_SECRET",
+    "QUESTIONS",
+    "Half",
+    "Outcome",
+    "Question",
+    "any_of",
+    "check",
+    "claims_success",
+    "demo_problems",
+    "eval_case",
+    "outcome_response",
+    "says_not_done",
+    "select",
+]
