@@ -2,11 +2,11 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
-TEST_EXTRAS := dev,postgres,mcp,embeddings,e5,local
+TEST_EXTRAS := dev,postgres,mcp,embeddings,e5,local,ui
 ARGS ?=
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: venv local-llama setup mcp-servers check-env demo test check bench bench-demo
+.PHONY: venv local-llama setup mcp-servers ui-clients check-env demo test check bench bench-demo
 
 venv:
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -41,8 +41,13 @@ setup: local-llama
 mcp-servers:
 	bash .ci/mcp-servers
 
+# The real UI protocol clients (npm's @ag-ui/client and ai, pinned by package-lock.json) and
+# Debian's chromium for the demo page's browser test.
+ui-clients:
+	bash .ci/ui-clients
+
 # The whole test suite, with a throwaway PostgreSQL server for the approval store's tests.
-test: setup mcp-servers
+test: setup mcp-servers ui-clients
 	bash .ci/with-postgres $(VENV)/bin/pytest tests
 
 check: check-env

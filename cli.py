@@ -52,6 +52,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show the LoggingAdvisor's records (one per turn, model call and tool call) on stderr",
     )
+    demo.add_argument(
+        "--web",
+        action="store_true",
+        help="serve the demo as a web page (AG-UI; needs the 'ui' extra) instead of the terminal",
+    )
+    demo.add_argument("--host", default="127.0.0.1", help="--web: the address (127.0.0.1)")
+    demo.add_argument("--port", type=int, default=8000, help="--web: the port (8000)")
     add_parsers(commands)
     commands.add_parser(
         "prepare-model",
@@ -89,6 +96,9 @@ def run(argv: list[str]) -> int:
             log=args.log,
         )
         _quiet_log()
+        if args.web:
+            anyio.run(lambda: _serve_web(options, args.host, args.port))
+            return 0
         anyio.run(lambda: run_demo(options, out=sys.stdout, err=sys.stderr))
     except (ModelOptionError, ModelWeightsError, ImportError, UsageError) as exc:
         print(f"advisorchain: {exc}", file=sys.stderr)
@@ -99,6 +109,14 @@ def run(argv: list[str]) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+async def _serve_web(options: DemoOptions, host: str, port: int) -> None:
+    from .demo.app import prepare_model
+    from .demo.web import serve_web
+
+    model = await prepare_model(options, out=sys.stdout)
+    await serve_web(model, options, host=host, port=port)
 
 
 def _quiet_log() -> None:

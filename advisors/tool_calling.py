@@ -23,7 +23,7 @@ from ..core.events import (
 from ..core.invocation import ToolHook, ToolInvocation, ToolResult
 from ..core.limits import bounded_by
 from ..core.manager import ToolCallingManager, ToolRound
-from ..core.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
@@ -159,30 +159,52 @@ class ToolCallingAdvisor(Advisor):
                 return
             for call in response.tool_calls:
                 yield ToolCallStarted(call)
-            tools = (turn.request.find_tool(call.name) for call in response.tool_calls)
-            if reports_progress(tools):  # their ToolProgress events come while they run
+            calls = response.tool_calls
+            tools = (turn.request.find_tool(call.name) for call in calls)
+            progress = reports_progress(tools)
+            reported: set[int] = set()
+            if progress or len(calls) > 1:
+                # Progress, and each call's end, come while the round runs.
                 done_round: list[ToolRound] = []
                 work = partial(turn.execute, self.manager, response, hooks)
-                ids = [call.id for call in response.tool_calls]
-                async with closing_stream(with_progress(work, done_round, ids)) as progress:
-                    async for update in progress:
+                ids = [call.id for call in calls]
+                finished = partial(_finished_event, calls)
+                updates = with_progress(
+                    work, done_round, ids, progress=progress, on_finished=finished
+                )
+                async with closing_stream(updates) as running:
+                    async for update in running:
+                        if isinstance(update, ToolCallFinished):
+                            reported.add(ids.index(update.call.id))
                         yield update
                 tool_round = done_round[0]
             else:
                 tool_round = await turn.execute(self.manager, response, hooks)
-            for call, result, message, duration in zip(
-                tool_round.calls,
-                tool_round.results,
-                tool_round.messages,
-                tool_round.durations,
-                strict=True,
+            for i, (call, result, message, duration) in enumerate(
+                zip(
+                    tool_round.calls,
+                    tool_round.results,
+                    tool_round.messages,
+                    tool_round.durations,
+                    strict=True,
+                )
             ):
-                if result.outcome != "deferred":
+                if result.outcome != "deferred" and i not in reported:
                     yield ToolCallFinished(call, message, result.outcome, duration)
             done = await turn.round_finished(response, tool_round)
             if done is not None:
                 yield ResponseCompleted(done)
                 return
+
+
+def _finished_event(
+    calls: tuple[ToolCall, ...], index: int, result: ToolResult, seconds: float
+) -> ToolCallFinished | None:
+    """The `ToolCallFinished` of a call that just ended (none for one that waits)."""
+    if result.outcome == "deferred":
+        return None
+    call = calls[index]
+    return ToolCallFinished(call, result.to_message(call), result.outcome, seconds)
 
 
 _NO_USAGE = Usage()

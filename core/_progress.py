@@ -15,13 +15,23 @@ nothing is sent.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
-from typing import Protocol, TypeVar, cast
+from contextvars import ContextVar
+from typing import Any, Protocol, TypeVar, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
 from . import _activity
-from .events import ToolProgress
+from .events import ToolCallFinished, ToolProgress
+
+CallFinished = Callable[[int, Any, float], None]
+"""Told `(index in the round, ToolResult, seconds)` as each call of a round finishes."""
+
+call_finished: ContextVar[CallFinished | None] = ContextVar(
+    "advisorchain.call_finished", default=None
+)
+"""Set by `with_progress(on_finished=...)` while a streamed round runs; the manager
+tells it each call's end (`ToolCallingManager._run_all`)."""
 
 
 class ProgressSink(Protocol):
@@ -72,20 +82,36 @@ async def with_progress(
     work: Callable[[], Awaitable[T]],
     into: list[T],
     call_ids: Collection[str] | None = None,
-) -> AsyncIterator[ToolProgress]:
+    *,
+    progress: bool = True,
+    on_finished: Callable[[int, Any, float], ToolCallFinished | None] | None = None,
+) -> AsyncIterator[ToolProgress | ToolCallFinished]:
     """Run `work()` with a progress sink open, yielding progress events as they come.
 
     The sink takes only the events of `call_ids` (all, when `None`): a nested turn's
     calls that found this sink in their context never reach this stream as this turn's.
-    When the iteration ends, `into` holds `work()`'s result; what `work()` raised is raised
-    here. Closing the iterator early cancels `work()`.
+    With `progress=False` no sink is opened. With `on_finished`, each call's end (as the
+    manager reports it) is yielded as the `ToolCallFinished` it returns, when it
+    returns one, as soon as the call ends. When the iteration ends, `into` holds
+    `work()`'s result; what `work()` raised is raised here. Closing the iterator early
+    cancels `work()`.
     """
-    send, receive = anyio.create_memory_object_stream[ToolProgress](_BUFFER)
+    send, receive = anyio.create_memory_object_stream[ToolProgress | ToolCallFinished](_BUFFER)
     failure: list[BaseException] = []
     accepted = None if call_ids is None else frozenset(call_ids)
 
-    async def run(sender: MemoryObjectSendStream[ToolProgress]) -> None:
-        token = _activity.sink.set(_Sender(sender, accepted))
+    def finished(index: int, result: Any, seconds: float) -> None:
+        assert on_finished is not None
+        event = on_finished(index, result, seconds)
+        if event is not None:
+            try:
+                send.send_nowait(event)
+            except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass  # not yielded now: the caller reports it with the round's end
+
+    async def run(sender: MemoryObjectSendStream[ToolProgress | ToolCallFinished]) -> None:
+        token = _activity.sink.set(_Sender(sender, accepted)) if progress else None
+        told = call_finished.set(finished) if on_finished is not None else None
         try:
             into.append(await work())
         except anyio.get_cancelled_exc_class():
@@ -93,7 +119,10 @@ async def with_progress(
         except BaseException as exc:  # handed to the iterating task: never into the group
             failure.append(exc)
         finally:
-            _activity.sink.reset(token)
+            if told is not None:
+                call_finished.reset(told)
+            if token is not None:
+                _activity.sink.reset(token)
             sender.close()
 
     closed = False
@@ -119,7 +148,7 @@ class _Sender:
 
     def __init__(
         self,
-        stream: MemoryObjectSendStream[ToolProgress],
+        stream: MemoryObjectSendStream[ToolProgress | ToolCallFinished],
         accepted: frozenset[str] | None = None,
     ) -> None:
         self._stream = stream

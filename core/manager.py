@@ -29,6 +29,7 @@ import anyio
 
 from ._arguments import ArgumentsError, parse_arguments
 from ._checks import require_mapping, require_number
+from ._progress import CallFinished, call_finished
 from ._scrub import safe_str, scrub_error_text
 from .context import ToolContext
 from .deferred import Approve, Reject, Result, Waiting
@@ -339,9 +340,12 @@ class ToolCallingManager:
     ) -> None:
         if len(pending) == 1:
             i, invocation = pending[0]
+            listener, context = _listened(copy_context())
             start = time.perf_counter()
-            slots[i] = await _drive(_awaited(run(invocation)), copy_context())
+            slots[i] = await _drive(_awaited(run(invocation)), context)
             durations[i] = time.perf_counter() - start
+            if listener is not None:
+                listener(i, slots[i], durations[i])
             return
         for _, invocation in pending:
             if invocation.tool.sequential:
@@ -352,6 +356,9 @@ class ToolCallingManager:
         limiter = anyio.CapacityLimiter(self.max_concurrency) if self.max_concurrency else None
 
         async def run_one(i: int, invocation: ToolInvocation, scope: anyio.CancelScope) -> None:
+            listener = call_finished.get()  # this round's; the call's own rounds get none
+            if listener is not None:
+                call_finished.set(None)  # (each call runs in a context of its own)
             start = time.perf_counter()
             try:
                 if limiter is None:
@@ -367,6 +374,9 @@ class ToolCallingManager:
                 scope.cancel()
             finally:
                 durations[i] = time.perf_counter() - start
+            result = slots[i]
+            if listener is not None and result is not None:
+                listener(i, result, durations[i])
 
         async with anyio.create_task_group() as group:
             scope = group.cancel_scope
@@ -660,6 +670,15 @@ def _segments(
     if together:
         segments.append(together)
     return segments
+
+
+def _listened(context: Context) -> tuple[CallFinished | None, Context]:
+    """This round's call-end listener, and `context` without it for the call to run in
+    (a call's own tool rounds, a sub-chain's, must not report to this round's stream)."""
+    listener = call_finished.get()
+    if listener is not None:
+        context.run(call_finished.set, None)
+    return listener, context
 
 
 def _run_inline(

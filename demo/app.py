@@ -133,6 +133,12 @@ async def run_demo(
     return turns
 
 
+async def prepare_model(options: DemoOptions, *, out: TextIO) -> ChatModel:
+    """The model `options.model` names, loaded (the local one is assembled and loaded,
+    with a line on `out` saying so)."""
+    return await _prepare_model(parse_model_option(options.model), TerminalRenderer(out))
+
+
 async def _prepare_model(spec: ModelSpec, renderer: TerminalRenderer) -> ChatModel:
     if spec.kind != "local":
         return create_model(spec)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from ..advisors import (
     ApprovalAdvisor,
+    ApprovalStore,
     Approver,
     KeywordIndex,
     LoggingAdvisor,
@@ -127,6 +128,7 @@ def build_chain(
     max_rounds: int = 3,
     small_model: bool = False,
     options: ChatOptions | None = None,
+    approval_store: ApprovalStore | None = None,
 ) -> Chain:
     """The demo's `Chain`: logging, the tool loop, guessed-id guard, approval and tool
     search around `model`.
@@ -141,14 +143,15 @@ def build_chain(
     `small_model` adds the `SmallModelAdvisor` (tool results shown as text, the Qwen system
     prefix), which a 0.5B model answers far more reliably; either way a turn has at most
     `max_rounds` counted tool rounds before the model must answer (`LOOK_BEFORE_ACTING`
-    rounds are not counted).
+    rounds are not counted). `approval_store` is where approvals go (the advisor's
+    default otherwise).
     """
     pinned = [t.name for t in (*tools.read_tools, *tools.cancellation_tools)]
     advisors: list[Advisor] = [
         LoggingAdvisor(logging.getLogger(LOGGER_NAME)),
         ToolCallingAdvisor(max_calls_per_tool=3, max_calls=12, on_tool_error=tool_error_text),
         GivenIdsOnly(tools.orders_about),
-        ApprovalAdvisor(approver),
+        ApprovalAdvisor(approver, store=approval_store),
         # Keyword, whatever extras are installed: the demo's answers were measured with it,
         # and it needs no embedding model in memory next to the chat model.
         # Proactive: the catalog is searched with each question before the model is asked

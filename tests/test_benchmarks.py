@@ -265,6 +265,15 @@ def test_link_costs_runs_where_the_links_exist() -> None:
         assert len(report["results"]) == 11
 
 
+def test_ui_adapters_benchmark_measures_each_way() -> None:
+    from benchmarks import ui_adapters
+
+    results = asyncio.run(ui_adapters.measure(turns=3, warmup=1))
+    assert set(results) == {"bare Chain.stream", "AG-UI (AgUiApp)", "Vercel (VercelChatApp)"}
+    for row in results.values():
+        assert row["first_token_ms"] > 0 and row["cpu_per_turn_ms"] > 0
+
+
 def test_compaction_benchmark_bounds_the_input_and_measures_the_prefix() -> None:
     from benchmarks import compaction
 

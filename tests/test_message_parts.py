@@ -311,6 +311,7 @@ async def test_a_tool_returning_parts_answers_with_parts_call_and_stream() -> No
     reasoning = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
     assert text == "One moment.Here it is."
     assert reasoning == "Need a chart."
-    finished = [e for e in events if isinstance(e, ToolCallFinished)]
-    assert finished[0].result.content == (ImagePart(data=PNG),)
+    # each call's end comes when it happens (in the order the calls finished)
+    finished = {e.call.name: e for e in events if isinstance(e, ToolCallFinished)}
+    assert finished["chart"].result.content == (ImagePart(data=PNG),)
     assert called.text == "Here it is."

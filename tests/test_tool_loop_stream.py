@@ -59,8 +59,9 @@ async def test_stream_hides_fragments_and_reports_tool_progress() -> None:
     started = [e for e in events if isinstance(e, ToolCallStarted)]
     finished = [e for e in events if isinstance(e, ToolCallFinished)]
     assert [e.call.id for e in started] == ["1", "2"]
-    assert [(e.call.id, e.outcome) for e in finished] == [("1", "ok"), ("2", "error")]
-    assert finished[0].result.content == "value of a"
+    # each call's end is reported when it happens: in the order they finished
+    assert sorted((e.call.id, e.outcome) for e in finished) == [("1", "ok"), ("2", "error")]
+    assert next(e for e in finished if e.call.id == "1").result.content == "value of a"
     assert all(e.duration >= 0 for e in finished)
     kinds = [type(e).__name__ for e in events]
     assert kinds.index("ToolCallStarted") < kinds.index("ToolCallFinished")

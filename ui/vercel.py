@@ -1,0 +1,530 @@
+"""A Vercel AI SDK endpoint serving a `Chain`: the `useChat` request body in, the UI
+Message Stream v1 out (SSE, header `x-vercel-ai-ui-message-stream: v1`).
+
+`VercelChatApp(chain, ...)` is a plain ASGI app for `useChat`'s default transport
+(`DefaultChatTransport`): POST `{id, messages, trigger, messageId?}` and read the
+stream. Mapping (each event one UI message chunk):
+
+- `start` (the assistant message's id), `start-step` / `finish-step` around the turn,
+  `finish` with the finish reason and the turn's usage as message metadata;
+- text: `text-start` / `text-delta` / `text-end`; reasoning: `reasoning-start` /
+  `-delta` / `-end`;
+- tool calls: `tool-input-start`, `tool-input-delta` as the model streams the
+  arguments, `tool-input-available` (the parsed input), then `tool-output-available`,
+  `tool-output-error` (an error or a timeout) or `tool-output-denied` (rejected) when
+  the call finishes;
+- a call waiting for approval: `tool-approval-request` (its `approvalId`);
+- the rest as transient `data-*` parts: `data-tool-call` (started, finished with
+  outcome and duration), `data-tool-progress`, `data-answer-discarded`;
+- an error: `error` with a fixed, safe text (the details go to the `advisorchain.ui`
+  log).
+
+A resume is the next request after `addToolApprovalResponse`: the last assistant
+message's tool parts in state `approval-responded` carry the decisions (`approved`,
+`reason`); the stream then continues that message. Its other messages are not read:
+the transcript the app kept (`DeferredTurns`) is the turn's.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..core._streams import closing_stream
+from ..core.chain import Chain
+from ..core.deferred import Approve, Reject
+from ..core.events import (
+    AnswerDiscarded,
+    ReasoningDelta,
+    ResponseCompleted,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolProgress,
+)
+from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from ..core.response import ChatResponse
+from ..core.tools import Tool
+from ._http import (
+    Receive,
+    RequestRejected,
+    Scope,
+    Send,
+    UiLimits,
+    check_origin,
+    read_json,
+    send_json_error,
+    serve_lifespan,
+    stream_sse,
+)
+from ._turns import CallFragments, ServedChain, ToolContext, safe_error, tool_output
+from .approvals import DecisionError, UiDecision, WaitingCall, decided_calls
+
+__all__ = ["STREAM_HEADERS", "VercelChatApp", "from_ui_messages", "to_ui_messages"]
+
+STREAM_HEADERS = ((b"x-vercel-ai-ui-message-stream", b"v1"),)
+"""The header that tells the AI SDK the body is a UI message stream."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+class _Approval(_Model):
+    id: str
+    approved: bool | None = None
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+class _Part(_Model):
+    type: str
+    text: str | None = None
+    tool_call_id: str | None = Field(default=None, alias="toolCallId")
+    tool_name: str | None = Field(default=None, alias="toolName")
+    state: str | None = None
+    input: Any = None
+    output: Any = None
+    error_text: str | None = Field(default=None, alias="errorText")
+    approval: _Approval | None = None
+
+
+class _UIMessage(_Model):
+    id: str
+    role: Literal["user", "assistant", "system"]
+    parts: list[_Part]
+
+
+class _ChatBody(_Model):
+    id: str
+    messages: list[_UIMessage] = Field(min_length=1)
+    trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
+    message_id: str | None = Field(default=None, alias="messageId")
+
+
+def _tool_name(part: _Part) -> str | None:
+    if part.type == "dynamic-tool":
+        return part.tool_name
+    if part.type.startswith("tool-"):
+        return part.type[len("tool-") :]
+    return None
+
+
+def from_ui_messages(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
+    """UI messages (`useChat`'s) as the chain's: user text, assistant text and tool
+    parts (a call, and its result once it has one); reasoning, files, sources and data
+    parts are skipped. System messages and malformed messages raise `ValueError`."""
+    try:
+        parsed = [_UIMessage.model_validate(m) for m in messages]
+    except ValidationError:
+        raise ValueError("not a UI message") from None
+    return _convert(parsed)
+
+
+def _convert(parsed: Iterable[_UIMessage]) -> list[Message]:
+    out: list[Message] = []
+    for message in parsed:
+        if message.role == "system":
+            raise ValueError("system messages are the server's")
+        if message.role == "user":
+            text = "".join(p.text or "" for p in message.parts if p.type == "text")
+            out.append(UserMessage(content=text))
+            continue
+        text_parts: list[str] = []
+        calls: list[ToolCall] = []
+        results: list[ToolMessage] = []
+
+        for part in message.parts:
+            name = _tool_name(part)
+            if part.type == "step-start":
+                _flush(out, text_parts, calls, results)
+            elif part.type == "text":
+                text_parts.append(part.text or "")
+            elif name is not None and part.tool_call_id is not None:
+                if part.state not in ("output-available", "output-error", "output-denied"):
+                    continue  # no result: not part of a transcript a model can continue
+                calls.append(
+                    ToolCall(
+                        id=part.tool_call_id,
+                        name=name,
+                        arguments=json.dumps(part.input if part.input is not None else {}),
+                    )
+                )
+                if part.state == "output-available":
+                    content = (
+                        part.output if isinstance(part.output, str) else json.dumps(part.output)
+                    )
+                    results.append(
+                        ToolMessage(tool_call_id=part.tool_call_id, name=name, content=content)
+                    )
+                else:
+                    errored = part.error_text or "the call was not run"
+                    results.append(
+                        ToolMessage(
+                            tool_call_id=part.tool_call_id,
+                            name=name,
+                            content=errored,
+                            is_error=True,
+                        )
+                    )
+        _flush(out, text_parts, calls, results)
+    return out
+
+
+def _flush(
+    out: list[Message], text_parts: list[str], calls: list[ToolCall], results: list[ToolMessage]
+) -> None:
+    """Append one model answer (its text and calls) and its calls' results."""
+    if text_parts or calls:
+        out.append(AssistantMessage(content="".join(text_parts) or None, tool_calls=tuple(calls)))
+        out.extend(results)
+    text_parts.clear()
+    calls.clear()
+    results.clear()
+
+
+def to_ui_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """The chain's messages as UI messages (JSON objects): each user message one UI
+    message; the assistant's messages and tool results of a turn one assistant UI
+    message, a `step-start` part before each model answer, tool parts with their
+    output. System messages are left out."""
+    out: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    parts_by_call: dict[str, dict[str, Any]] = {}
+    for message in messages:
+        if isinstance(message, UserMessage):
+            current = None
+            out.append(
+                {
+                    "id": uuid.uuid4().hex,
+                    "role": "user",
+                    "parts": [{"type": "text", "text": message.text}],
+                }
+            )
+        elif isinstance(message, AssistantMessage):
+            if current is None:
+                current = {"id": uuid.uuid4().hex, "role": "assistant", "parts": []}
+                out.append(current)
+            current["parts"].append({"type": "step-start"})
+            if message.text:
+                current["parts"].append({"type": "text", "text": message.text, "state": "done"})
+            for call in message.tool_calls:
+                part = {
+                    "type": f"tool-{call.name}",
+                    "toolCallId": call.id,
+                    "state": "input-available",
+                    "input": tool_output(call.arguments),
+                }
+                parts_by_call[call.id] = part
+                current["parts"].append(part)
+        elif isinstance(message, ToolMessage):
+            found = parts_by_call.get(message.tool_call_id)
+            if found is None:
+                continue
+            if message.is_error:
+                found.update(state="output-error", errorText=message.text)
+            else:
+                found.update(state="output-available", output=tool_output(message.text))
+    return out
+
+
+class VercelChatApp:
+    """An ASGI app serving `chain` to the Vercel AI SDK (`useChat`, UI Message Stream v1).
+
+    `tools`, `tool_context` (a mapping, or a function of the ASGI scope) and
+    `system_prompt` (put before the client's messages) are the server's, given to
+    every turn and resume. Requests are checked before the turn
+    starts: `Origin`, body size, message count, the schema (a refused one gets a JSON
+    error status). Once the stream started, an error ends it with an `error` chunk. A
+    client that disconnects cancels the turn.
+    """
+
+    def __init__(
+        self,
+        chain: Chain,
+        *,
+        tools: Iterable[Tool] = (),
+        tool_context: ToolContext | None = None,
+        system_prompt: str | None = None,
+        limits: UiLimits | None = None,
+    ) -> None:
+        self.served = ServedChain(
+            chain=chain,
+            tools=tuple(tools),
+            tool_context=tool_context,
+            system_prompt=system_prompt,
+            limits=limits or UiLimits(),
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await serve_lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        limits = self.served.limits
+        try:
+            check_origin(scope, limits)
+            body = await read_json(receive, scope, limits)
+            events = self._events(_parse_body(body, limits), scope)
+        except RequestRejected as exc:
+            await send_json_error(send, exc.status, exc.message)
+            return
+        await stream_sse(
+            receive, send, lambda: _encode(events), headers=STREAM_HEADERS, done="[DONE]"
+        )
+
+    def _events(self, body: _ChatBody, scope: Scope) -> AsyncIterator[dict[str, Any]]:
+        served = self.served
+        turn = served.turn(scope)
+        last = body.messages[-1]
+        decisions = _decisions(last) if last.role == "assistant" else []
+        open_turn: Callable[[], AsyncIterator[StreamEvent]]
+        if decisions:
+            message_id = last.id
+
+            def open_turn() -> AsyncIterator[StreamEvent]:
+                return turn.resume(decisions)
+        else:
+            try:
+                messages = _convert(body.messages)
+            except ValueError as exc:
+                raise RequestRejected(422, str(exc)) from None
+            if not messages or not isinstance(messages[-1], UserMessage):
+                raise RequestRejected(422, "the last message must be the user's")
+            message_id = uuid.uuid4().hex
+
+            def open_turn() -> AsyncIterator[StreamEvent]:
+                return turn.start(served.transcript(messages))
+
+        return _chunks(message_id, open_turn, turn.waiting, decided_calls(decisions))
+
+
+def _parse_body(body: Any, limits: UiLimits) -> _ChatBody:
+    if isinstance(body, dict) and isinstance(body.get("messages"), list):
+        if len(body["messages"]) > limits.max_messages:
+            raise RequestRejected(413, "too many messages")
+    try:
+        return _ChatBody.model_validate(body)
+    except ValidationError as exc:
+        where = ", ".join(".".join(str(p) for p in e["loc"]) for e in exc.errors()[:3])
+        raise RequestRejected(422, f"not a useChat request body ({where})") from None
+
+
+def _decisions(message: _UIMessage) -> list[tuple[str, UiDecision]]:
+    found: list[tuple[str, UiDecision]] = []
+    for part in message.parts:
+        approval = part.approval
+        if part.state != "approval-responded" or approval is None or approval.approved is None:
+            continue
+        decision: UiDecision = (
+            Approve(by="ui")
+            if approval.approved
+            else Reject(approval.reason or "the user rejected the call", by="ui")
+        )
+        found.append((approval.id, decision))
+    return found
+
+
+async def _encode(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
+    async for chunk in chunks:
+        yield json.dumps(chunk, ensure_ascii=False, separators=(",", ":"))
+
+
+_FINISH = {"stop": "stop", "length": "length", "content_filter": "content-filter", "error": "error"}
+
+
+async def _chunks(
+    message_id: str,
+    open_turn: Callable[[], AsyncIterator[StreamEvent]],
+    waiting: Callable[[ChatResponse], tuple[WaitingCall, ...]],
+    announced: Iterable[str] = (),
+) -> AsyncIterator[dict[str, Any]]:
+    """The UI message chunks of one turn; see the module's docstring for the mapping.
+    `waiting` keeps a deferred end of the turn and gives its calls' approval ids."""
+    yield {"type": "start", "messageId": message_id}
+    yield {"type": "start-step"}
+    mapper = _Mapper(announced)
+    try:
+        async with closing_stream(open_turn()) as turn:
+            async for event in turn:
+                for out in mapper.map(event):
+                    yield out
+                if isinstance(event, ResponseCompleted):
+                    for out in _finished(event.response, waiting):
+                        yield out
+                    return
+    except DecisionError as exc:
+        yield {"type": "error", "errorText": str(exc)}
+    except Exception as exc:
+        for out in mapper.close():
+            yield out
+        yield {"type": "error", "errorText": safe_error(exc)[0]}
+
+
+def _finished(
+    response: ChatResponse, waiting_calls: Callable[[ChatResponse], tuple[WaitingCall, ...]]
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    waiting = waiting_calls(response)
+    for w in waiting:
+        out.append({"type": "tool-approval-request", "approvalId": w.id, "toolCallId": w.call.id})
+    usage = response.usage
+    out.append({"type": "finish-step"})
+    out.append(
+        {
+            "type": "finish",
+            "finishReason": "tool-calls"
+            if waiting
+            else _FINISH.get(response.finish_reason, "other"),
+            "messageMetadata": {
+                "usage": {
+                    "inputTokens": usage.input_tokens,
+                    "outputTokens": usage.output_tokens,
+                    "totalTokens": usage.total_tokens,
+                },
+                "model": response.model,
+                "modelCalls": usage.requests,
+                "finishReason": response.finish_reason,
+            },
+        }
+    )
+    return out
+
+
+class _Mapper:
+    """The chain's events as UI message chunks."""
+
+    def __init__(self, announced: Iterable[str] = ()) -> None:
+        self.text_id: str | None = None
+        self.reasoning_id: str | None = None
+        self.calls = CallFragments()
+        self.announced: set[str] = set(announced)  # calls the client has already
+
+    def close(self, keep: type | None = None) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if keep is not TextDelta and self.text_id is not None:
+            out.append({"type": "text-end", "id": self.text_id})
+            self.text_id = None
+        if keep is not ReasoningDelta and self.reasoning_id is not None:
+            out.append({"type": "reasoning-end", "id": self.reasoning_id})
+            self.reasoning_id = None
+        if keep is not ToolCallDelta:
+            for call_id, name, arguments in self.calls.close():
+                out.append(_input_available(call_id, name, arguments))
+        return out
+
+    def map(self, event: StreamEvent) -> list[dict[str, Any]]:
+        out = self.close(keep=type(event))
+        if isinstance(event, TextDelta):
+            if not event.text:
+                return out
+            if self.text_id is None:
+                self.text_id = uuid.uuid4().hex
+                out.append({"type": "text-start", "id": self.text_id})
+            out.append({"type": "text-delta", "id": self.text_id, "delta": event.text})
+        elif isinstance(event, ReasoningDelta):
+            if not event.text:
+                return out
+            if self.reasoning_id is None:
+                self.reasoning_id = uuid.uuid4().hex
+                out.append({"type": "reasoning-start", "id": self.reasoning_id})
+            out.append({"type": "reasoning-delta", "id": self.reasoning_id, "delta": event.text})
+        elif isinstance(event, ToolCallDelta):
+            for kind, call_id, value in self.calls.add(event):
+                if kind == "start":
+                    self.announced.add(call_id)
+                    out.append(
+                        {"type": "tool-input-start", "toolCallId": call_id, "toolName": value}
+                    )
+                elif value:
+                    out.append(
+                        {"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": value}
+                    )
+        elif isinstance(event, ToolCallStarted):
+            call = event.call
+            if call.id not in self.announced:  # the model did not stream it
+                self.announced.add(call.id)
+                out.append(
+                    {"type": "tool-input-start", "toolCallId": call.id, "toolName": call.name}
+                )
+                out.append(_input_available(call.id, call.name, call.arguments))
+            out.append(
+                _data(
+                    "tool-call", {"toolCallId": call.id, "toolName": call.name, "state": "started"}
+                )
+            )
+        elif isinstance(event, ToolCallFinished):
+            call_id = event.call.id
+            if event.outcome == "ok":
+                out.append(
+                    {
+                        "type": "tool-output-available",
+                        "toolCallId": call_id,
+                        "output": tool_output(event.result.text),
+                    }
+                )
+            elif event.outcome == "rejected":
+                out.append({"type": "tool-output-denied", "toolCallId": call_id})
+            else:
+                out.append(
+                    {
+                        "type": "tool-output-error",
+                        "toolCallId": call_id,
+                        "errorText": event.result.text,
+                    }
+                )
+            out.append(
+                _data(
+                    "tool-call",
+                    {
+                        "toolCallId": call_id,
+                        "toolName": event.call.name,
+                        "state": "finished",
+                        "outcome": event.outcome,
+                        "duration": event.duration,
+                    },
+                )
+            )
+        elif isinstance(event, ToolProgress):
+            progress: dict[str, Any] = {"toolCallId": event.call_id}
+            if event.progress is not None:
+                progress["progress"] = event.progress
+            if event.total is not None:
+                progress["total"] = event.total
+            if event.message is not None:
+                progress["message"] = event.message
+            out.append(_data("tool-progress", progress))
+        elif isinstance(event, AnswerDiscarded):
+            out.append(
+                _data("answer-discarded", {"reason": event.reason, "attempt": event.attempt})
+            )
+        return out
+
+
+def _input_available(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {
+            "type": "tool-input-error",
+            "toolCallId": call_id,
+            "toolName": name,
+            "input": arguments,
+            "errorText": "the arguments are not valid JSON",
+        }
+    return {
+        "type": "tool-input-available",
+        "toolCallId": call_id,
+        "toolName": name,
+        "input": parsed,
+    }
+
+
+def _data(name: str, value: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": f"data-{name}", "data": dict(value), "transient": True}
