@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TypeVar
 
 import anyio
-import sniffio
 from anyio.from_thread import start_blocking_portal
 
 from ._streams import closing_stream
@@ -25,18 +25,31 @@ class SyncInAsyncError(AdvisorChainError, RuntimeError):
 
 def refuse_in_loop(name: str, instead: str) -> None:
     """Raise `SyncInAsyncError` if this thread is running an async library's event loop."""
-    try:
-        library = sniffio.current_async_library()
-    except sniffio.AsyncLibraryNotFoundError:
-        try:
-            asyncio.get_running_loop()  # a loop's callback, outside any task
-        except RuntimeError:
-            return
-        library = "asyncio"
+    library = _running_library()
+    if library is None:
+        return
     raise SyncInAsyncError(
         f"{name} cannot run inside a running {library} event loop (it would block it): "
         f"use `{instead}` there"
     )
+
+
+def _running_library() -> str | None:
+    """The async library whose event loop runs in this thread (asyncio or trio), or `None`."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        return "asyncio"
+    trio = sys.modules.get("trio")  # only a program that imported trio can be running it
+    if trio is not None:
+        try:
+            trio.lowlevel.current_trio_token()
+        except RuntimeError:
+            return None
+        return "trio"
+    return None
 
 
 def run_sync(function: Callable[[], Awaitable[T]]) -> T:
