@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,10 +14,28 @@ from ..core.errors import AdvisorChainError
 from ..core.events import ToolCallDelta
 from ..core.messages import Message, SystemMessage
 from ..core.tools import Tool
-from ._http import Scope, UiLimits
+from ._http import (
+    Receive,
+    RequestRejected,
+    Scope,
+    Send,
+    UiLimits,
+    check_origin,
+    read_json,
+    send_json_error,
+    serve_lifespan,
+    stream_sse,
+)
 from .approvals import DeferredTurns, UiTurn
 
-__all__ = ["CallFragments", "ServedChain", "ToolContext", "safe_error", "tool_output"]
+__all__ = [
+    "CallFragments",
+    "ProtocolApp",
+    "ServedChain",
+    "ToolContext",
+    "safe_error",
+    "tool_output",
+]
 
 _log = logging.getLogger("advisorchain.ui")
 
@@ -125,3 +143,63 @@ def tool_output(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return text
+
+
+class ProtocolApp:
+    """The ASGI shell of a protocol app (`AgUiApp`, `VercelChatApp`): the server's chain,
+    tools, tool context, system prompt and limits; lifespan events answered; an HTTP
+    request checked (`Origin`, body size, JSON) and handed to `_events_for`, which parses
+    it and opens the turn's protocol events (raising `RequestRejected` before the stream
+    starts), each sent as one SSE frame of JSON, with `sse_headers` and `sse_done`."""
+
+    sse_headers: tuple[tuple[bytes, bytes], ...] = ()
+    sse_done: str | None = None
+
+    def __init__(
+        self,
+        chain: Chain,
+        *,
+        tools: Iterable[Tool] = (),
+        tool_context: ToolContext | None = None,
+        system_prompt: str | None = None,
+        limits: UiLimits | None = None,
+    ) -> None:
+        self.served = ServedChain(
+            chain=chain,
+            tools=tuple(tools),
+            tool_context=tool_context,
+            system_prompt=system_prompt,
+            limits=limits or UiLimits(),
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await serve_lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        limits = self.served.limits
+        try:
+            check_origin(scope, limits)
+            body = await read_json(receive, scope, limits)
+            events = self._events_for(body, scope)
+        except RequestRejected as exc:
+            await send_json_error(send, exc.status, exc.message)
+            return
+        await stream_sse(
+            receive,
+            send,
+            lambda: _json_frames(events),
+            headers=self.sse_headers,
+            done=self.sse_done,
+        )
+
+    def _events_for(self, body: Any, scope: Scope) -> AsyncIterator[dict[str, Any]]:
+        """The protocol events of the turn `body` asks for (`RequestRejected` if it is not
+        a valid request)."""
+        raise NotImplementedError
+
+
+async def _json_frames(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
+    async for event in events:
+        yield json.dumps(event, ensure_ascii=False, separators=(",", ":"))

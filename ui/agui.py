@@ -22,7 +22,6 @@ edited arguments) or `{"approved": false, "reason": "..."}`; `cancelled` rejects
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
@@ -31,7 +30,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core._streams import closing_stream
-from ..core.chain import Chain
 from ..core.deferred import Approve, Reject
 from ..core.events import (
     AnswerDiscarded,
@@ -46,20 +44,12 @@ from ..core.events import (
 )
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from ..core.response import ChatResponse
-from ..core.tools import Tool
 from ._http import (
-    Receive,
     RequestRejected,
     Scope,
-    Send,
     UiLimits,
-    check_origin,
-    read_json,
-    send_json_error,
-    serve_lifespan,
-    stream_sse,
 )
-from ._turns import CallFragments, ServedChain, ToolContext, safe_error
+from ._turns import CallFragments, ProtocolApp, safe_error
 from .approvals import DecisionError, UiDecision, WaitingCall, decided_calls
 
 __all__ = ["AgUiApp", "from_agui_messages", "to_agui_messages"]
@@ -232,7 +222,7 @@ def to_agui_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     return out
 
 
-class AgUiApp:
+class AgUiApp(ProtocolApp):
     """An ASGI app serving `chain` over AG-UI 1.0 (POST a `RunAgentInput`, read SSE).
 
     `tools`, `tool_context` (a mapping, or a function of the ASGI scope) and
@@ -245,39 +235,8 @@ class AgUiApp:
     A client that disconnects cancels the turn.
     """
 
-    def __init__(
-        self,
-        chain: Chain,
-        *,
-        tools: Iterable[Tool] = (),
-        tool_context: ToolContext | None = None,
-        system_prompt: str | None = None,
-        limits: UiLimits | None = None,
-    ) -> None:
-        self.served = ServedChain(
-            chain=chain,
-            tools=tuple(tools),
-            tool_context=tool_context,
-            system_prompt=system_prompt,
-            limits=limits or UiLimits(),
-        )
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await serve_lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        limits = self.served.limits
-        try:
-            check_origin(scope, limits)
-            body = await read_json(receive, scope, limits)
-            run = _parse_input(body, limits)
-            events = self._events(run, scope)
-        except RequestRejected as exc:
-            await send_json_error(send, exc.status, exc.message)
-            return
-        await stream_sse(receive, send, lambda: _encode(events))
+    def _events_for(self, body: Any, scope: Scope) -> AsyncIterator[dict[str, Any]]:
+        return self._events(_parse_input(body, self.served.limits), scope)
 
     def _events(self, run: _RunAgentInput, scope: Scope) -> AsyncIterator[dict[str, Any]]:
         served = self.served
@@ -326,11 +285,6 @@ def _decision(entry: _ResumeEntry) -> UiDecision:
     if payload.approved:
         return Approve(arguments=payload.arguments, by="ui")
     return Reject(payload.reason or "the user rejected the call", by="ui")
-
-
-async def _encode(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
-    async for event in events:
-        yield json.dumps(event, ensure_ascii=False, separators=(",", ":"))
 
 
 async def _run_events(

@@ -35,7 +35,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core._streams import closing_stream
-from ..core.chain import Chain
 from ..core.deferred import Approve, Reject
 from ..core.events import (
     AnswerDiscarded,
@@ -50,20 +49,12 @@ from ..core.events import (
 )
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from ..core.response import ChatResponse
-from ..core.tools import Tool
 from ._http import (
-    Receive,
     RequestRejected,
     Scope,
-    Send,
     UiLimits,
-    check_origin,
-    read_json,
-    send_json_error,
-    serve_lifespan,
-    stream_sse,
 )
-from ._turns import CallFragments, ServedChain, ToolContext, safe_error, tool_output
+from ._turns import CallFragments, ProtocolApp, safe_error, tool_output
 from .approvals import DecisionError, UiDecision, WaitingCall, decided_calls
 
 __all__ = ["STREAM_HEADERS", "VercelChatApp", "from_ui_messages", "to_ui_messages"]
@@ -233,7 +224,7 @@ def to_ui_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     return out
 
 
-class VercelChatApp:
+class VercelChatApp(ProtocolApp):
     """An ASGI app serving `chain` to the Vercel AI SDK (`useChat`, UI Message Stream v1).
 
     `tools`, `tool_context` (a mapping, or a function of the ASGI scope) and
@@ -244,40 +235,11 @@ class VercelChatApp:
     client that disconnects cancels the turn.
     """
 
-    def __init__(
-        self,
-        chain: Chain,
-        *,
-        tools: Iterable[Tool] = (),
-        tool_context: ToolContext | None = None,
-        system_prompt: str | None = None,
-        limits: UiLimits | None = None,
-    ) -> None:
-        self.served = ServedChain(
-            chain=chain,
-            tools=tuple(tools),
-            tool_context=tool_context,
-            system_prompt=system_prompt,
-            limits=limits or UiLimits(),
-        )
+    sse_headers = STREAM_HEADERS
+    sse_done = "[DONE]"
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await serve_lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        limits = self.served.limits
-        try:
-            check_origin(scope, limits)
-            body = await read_json(receive, scope, limits)
-            events = self._events(_parse_body(body, limits), scope)
-        except RequestRejected as exc:
-            await send_json_error(send, exc.status, exc.message)
-            return
-        await stream_sse(
-            receive, send, lambda: _encode(events), headers=STREAM_HEADERS, done="[DONE]"
-        )
+    def _events_for(self, body: Any, scope: Scope) -> AsyncIterator[dict[str, Any]]:
+        return self._events(_parse_body(body, self.served.limits), scope)
 
     def _events(self, body: _ChatBody, scope: Scope) -> AsyncIterator[dict[str, Any]]:
         served = self.served
@@ -329,11 +291,6 @@ def _decisions(message: _UIMessage) -> list[tuple[str, UiDecision]]:
         )
         found.append((approval.id, decision))
     return found
-
-
-async def _encode(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
-    async for chunk in chunks:
-        yield json.dumps(chunk, ensure_ascii=False, separators=(",", ":"))
 
 
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "content-filter", "error": "error"}
