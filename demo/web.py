@@ -12,7 +12,7 @@ from typing import Any
 
 from ..advisors.approval import DeferredApprover, InMemoryApprovalStore
 from ..core._extras import install_hint
-from ..core.model import ChatModel
+from ..core.model import ChatModel, model_name
 from ..core.options import ChatOptions
 from ..ui import AgUiApp, UiLimits
 from ..ui._http import Receive, Scope, Send, serve_lifespan
@@ -59,7 +59,7 @@ class WebDemo:
                 max_body_bytes=200_000, max_messages=60, allowed_origins=allowed_origins
             ),
         )
-        self.model_name = getattr(model, "model_name", None) or type(model).__name__
+        self.model_name = model_name(model) or type(model).__name__
         self._page = PAGE.replace("{{MODEL}}", _escape(self.model_name)).encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -13,7 +13,7 @@ from ...core.errors import AdvisorChainError, ChainConfigurationError
 from ...core.events import ResponseCompleted, StreamEvent
 from ...core.limits import after_model_call, before_model_call, enclosing_limits
 from ...core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
-from ...core.model import ChatModel
+from ...core.model import ChatModel, model_name
 from ...core.options import ChatOptions
 from ...core.parts import DocumentPart, ImagePart, ReasoningPart
 from ...core.request import ChatRequest
@@ -239,7 +239,7 @@ class CompactionAdvisor(Advisor):
         self.instructions = instructions
         self.max_summary_tokens = max_summary_tokens
         self.estimator = estimator
-        self.summarizer_name: str | None = getattr(summarizer, "model_name", None)
+        self.summarizer_name = model_name(summarizer)
         self._conversations: OrderedDict[str, _Conversation] = OrderedDict()
 
     def __repr__(self) -> str:
