@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
-TEST_EXTRAS := dev,postgres,mcp,embeddings,e5,local,ui
+TEST_EXTRAS := dev,postgres,mcp,embeddings,e5,local,ui,dbos
 ARGS ?=
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
