@@ -228,7 +228,159 @@ def _load_waiting(data: Any) -> Waiting:
     )
 
 
-class DBOSRunner:
+class _Turns:
+    """What a caller does with turns: start, wait, decide, read; the primitives differ
+    between a worker (`DBOSRunner`, through its launched DBOS) and a client in another
+    process (`DBOSTurnClient`, through `dbos.DBOSClient`)."""
+
+    name: str
+
+    async def _enqueue(self, workflow_id: str, payload: Payload) -> None:
+        raise NotImplementedError
+
+    async def _get_event(self, turn_id: str, key: str, wait_seconds: float) -> Any:
+        raise NotImplementedError
+
+    async def _send(self, turn_id: str, message: Payload, key: str) -> None:
+        raise NotImplementedError
+
+    async def _result(self, turn_id: str) -> Any:
+        raise NotImplementedError
+
+    def _read_stream(self, turn_id: str, offset: int) -> AsyncIterator[Any]:
+        raise NotImplementedError
+
+    async def start(
+        self,
+        prompt: Prompt = (),
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        conversation_id: str | None = None,
+        turn_id: str | None = None,
+        stream: bool = False,
+    ) -> str:
+        """Enqueue a turn (one worker of the runner's queue runs it) and return its
+        workflow id: `turn_id` if given (a second start of the same id starts nothing and
+        returns it), else a new one. `stream=True` writes its events for `events`.
+
+        The prompt and decisions are checked here (`InvalidPromptError`, `PayloadError`)."""
+        messages = to_messages(prompt)
+        payload: Payload = {
+            "v": 1,
+            "messages": dump_messages(list(messages)),
+            "decisions": None if decisions is None else dump_decisions(decisions),
+            "conversation_id": conversation_id,
+            "stream": stream,
+        }
+        workflow_id = turn_id or f"{self.name}-{uuid.uuid4().hex}"
+        await self._enqueue(workflow_id, payload)
+        return workflow_id
+
+    async def result(self, turn_id: str) -> ChatResponse:
+        """The turn's response once it ended: the whole turn (every segment's messages, the
+        usage summed); `finish_reason == "deferred"` if no decision came in time."""
+        return load_response(await self._result(turn_id))
+
+    async def waiting(self, turn_id: str, wait_seconds: float = 60.0) -> Waiting | None:
+        """What the turn waits on, or `None` if it did not wait within `wait_seconds`
+        (the latest wait; a turn that went on after it still shows it)."""
+        data = await self._get_event(turn_id, DEFERRED_EVENT, wait_seconds)
+        return None if data is None else _load_waiting(data)
+
+    async def decide(
+        self,
+        turn_id: str,
+        decisions: Mapping[str, Decision],
+        *,
+        shown: Sequence[DeferredCall] | None = None,
+        wait_seconds: float = 60.0,
+    ) -> None:
+        """Send decisions to a turn that waits, after checking them (`check_decisions`):
+        each id must name a call it waits on and, with `shown` (the calls the approver
+        saw), each shown call must have the waiting call's tool and arguments.
+        `InvalidDecisions` otherwise, and nothing is sent."""
+        payload = dump_decisions(decisions)
+        waiting = await self.waiting(turn_id, wait_seconds)
+        if waiting is None:
+            raise InvalidDecisions(f"turn {turn_id!r} is not waiting for decisions")
+        check_decisions(waiting, decisions, shown)
+        await self._send(
+            turn_id, {"v": 1, "round": waiting.round, "decisions": payload}, DECISIONS_TOPIC
+        )
+
+    async def events(
+        self, turn_id: str, *, offset: int = 0
+    ) -> AsyncIterator[tuple[int, StreamEvent]]:
+        """A streamed turn's events from `offset`, each with its offset, until the turn
+        ends: reconnect with the offset after the last one seen. A model step retried
+        after a failure yields `AnswerDiscarded` before its new attempt's deltas (drop the
+        text shown since the last one). Attempt markers take an offset and are not
+        yielded."""
+        attempts: dict[int, str] = {}
+        discarded = 0
+        position = offset
+        async for value in self._read_stream(turn_id, offset):
+            at = position
+            position += 1
+            if isinstance(value, Mapping) and value.get("type") == "attempt":
+                step, attempt = value["step"], value["attempt"]
+                seen = attempts.get(step)
+                attempts[step] = attempt
+                if seen is not None and seen != attempt:
+                    discarded += 1
+                    yield (
+                        at,
+                        AnswerDiscarded(
+                            "the model step was retried after a worker failed", discarded
+                        ),
+                    )
+                continue
+            yield at, load_event(value)
+
+
+class DBOSTurnClient(_Turns):
+    """Turns of the runner `name` from a process that runs no workflows (a web server, an
+    approver's tool): `start`, `waiting`, `decide`, `result`, `events`, through
+    `dbos.DBOSClient` on the workers' system database."""
+
+    def __init__(self, system_database_url: str, *, name: str = "advisorchain") -> None:
+        from dbos import DBOSClient
+
+        self.name = _check_name(name)
+        self._client = DBOSClient(system_database_url=system_database_url)
+
+    def __repr__(self) -> str:
+        return f"DBOSTurnClient({self.name!r})"
+
+    def close(self) -> None:
+        """Close the client's connections."""
+        self._client.destroy()
+
+    async def _enqueue(self, workflow_id: str, payload: Payload) -> None:
+        await self._client.enqueue_async(
+            {
+                "queue_name": f"{self.name}_turns",
+                "workflow_name": f"{self.name}.turn",
+                "workflow_id": workflow_id,
+            },
+            payload,
+        )
+
+    async def _get_event(self, turn_id: str, key: str, wait_seconds: float) -> Any:
+        return await self._client.get_event_async(turn_id, key, timeout_seconds=wait_seconds)
+
+    async def _send(self, turn_id: str, message: Payload, key: str) -> None:
+        await self._client.send_async(turn_id, message, key)
+
+    async def _result(self, turn_id: str) -> Any:
+        handle = await self._client.retrieve_workflow_async(turn_id)
+        return await handle.get_result(polling_interval_sec=0.1)
+
+    def _read_stream(self, turn_id: str, offset: int) -> AsyncIterator[Any]:
+        return self._client.read_stream_async(turn_id, STREAM, offset=offset)
+
+
+class DBOSRunner(_Turns):
     """Runs `chain`'s turns as DBOS workflows (see the module's docstring for the flow).
 
     Create it before `DBOS.launch()` in every worker (it registers the workflow
@@ -245,16 +397,16 @@ class DBOSRunner:
         name: str = "advisorchain",
         decision_timeout: float = DEFAULT_DECISION_TIMEOUT,
         worker_concurrency: int | None = None,
+        polling_interval: float = 1.0,
     ) -> None:
         if not isinstance(chain, Chain):
             raise TypeError(f"chain must be a Chain, not {type(chain).__name__}")
         if not isinstance(ledger, EffectLedger):
             raise TypeError(f"ledger must be an EffectLedger, not {type(ledger).__name__}")
-        if not name or not all(c.isalnum() or c in "_-." for c in name):
-            raise ValueError(f"invalid runner name {name!r}: use letters, digits, '_', '-', '.'")
         if not decision_timeout > 0:
             raise ValueError("decision_timeout must be a positive number of seconds")
-        self.name = name
+        self.name = _check_name(name)
+        self.polling_interval = polling_interval
         self.ledger = ledger
         self.decision_timeout = decision_timeout
         self.chain = durable_chain(chain, ledger)
@@ -270,6 +422,63 @@ class DBOSRunner:
 
     def __repr__(self) -> str:
         return f"DBOSRunner({self.name!r})"
+
+    async def _enqueue(self, workflow_id: str, payload: Payload) -> None:
+        if self._queue is None:  # registering a queue needs a launched DBOS
+            self._queue = await DBOS.register_queue_async(
+                self.queue_name,
+                worker_concurrency=self.worker_concurrency,
+                polling_interval_sec=self.polling_interval,
+            )
+        with SetWorkflowID(workflow_id):
+            await self._queue.enqueue_async(self._workflow, payload)
+
+    async def _get_event(self, turn_id: str, key: str, wait_seconds: float) -> Any:
+        return await DBOS.get_event_async(turn_id, key, timeout_seconds=wait_seconds)
+
+    async def _send(self, turn_id: str, message: Payload, key: str) -> None:
+        await DBOS.send_async(turn_id, message, key)
+
+    async def _result(self, turn_id: str) -> Any:
+        handle = await DBOS.retrieve_workflow_async(turn_id)
+        return await handle.get_result()
+
+    def _read_stream(self, turn_id: str, offset: int) -> AsyncIterator[Any]:
+        return DBOS.read_stream_async(turn_id, STREAM, offset=offset)
+
+    async def call(
+        self,
+        prompt: Prompt = (),
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        conversation_id: str | None = None,
+        turn_id: str | None = None,
+    ) -> ChatResponse:
+        """Run a turn durably and return its response (`start`, then `result`)."""
+        turn = await self.start(
+            prompt, decisions=decisions, conversation_id=conversation_id, turn_id=turn_id
+        )
+        return await self.result(turn)
+
+    async def stream(
+        self,
+        prompt: Prompt = (),
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        conversation_id: str | None = None,
+        turn_id: str | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Run a turn durably and yield its events (`start(stream=True)`, then `events`);
+        a deferred turn yields its `ResponseCompleted` and goes on when decisions come."""
+        turn = await self.start(
+            prompt,
+            decisions=decisions,
+            conversation_id=conversation_id,
+            turn_id=turn_id,
+            stream=True,
+        )
+        async for _, event in self.events(turn):
+            yield event
 
     # -- the workflow ----------------------------------------------------------------
 
@@ -338,132 +547,11 @@ class DBOSRunner:
         assert response is not None  # Chain.stream ends with exactly one
         return response
 
-    # -- callers ---------------------------------------------------------------------
 
-    async def start(
-        self,
-        prompt: Prompt = (),
-        *,
-        decisions: Mapping[str, Decision] | None = None,
-        conversation_id: str | None = None,
-        turn_id: str | None = None,
-        stream: bool = False,
-    ) -> str:
-        """Enqueue a turn (a worker of this runner's queue runs it) and return its workflow
-        id: `turn_id` if given (starting the same id twice starts one turn), else a new one.
-
-        The prompt and decisions are checked here (`InvalidPromptError`, `PayloadError`)."""
-        messages = to_messages(prompt)
-        payload: Payload = {
-            "v": 1,
-            "messages": dump_messages(list(messages)),
-            "decisions": None if decisions is None else dump_decisions(decisions),
-            "conversation_id": conversation_id,
-            "stream": stream,
-        }
-        workflow_id = turn_id or f"{self.name}-{uuid.uuid4().hex}"
-        if self._queue is None:  # registering a queue needs a launched DBOS
-            self._queue = await DBOS.register_queue_async(
-                self.queue_name, worker_concurrency=self.worker_concurrency
-            )
-        with SetWorkflowID(workflow_id):
-            await self._queue.enqueue_async(self._workflow, payload)
-        return workflow_id
-
-    async def result(self, turn_id: str) -> ChatResponse:
-        """The turn's response (the whole turn: every segment), once it ended."""
-        handle = await DBOS.retrieve_workflow_async(turn_id)
-        return load_response(await handle.get_result())
-
-    async def waiting(self, turn_id: str, timeout: float = 60.0) -> Waiting | None:
-        """What the turn waits on, or `None` if it did not wait within `timeout` seconds
-        (the latest wait; a turn that went on after it still shows it)."""
-        data = await DBOS.get_event_async(turn_id, DEFERRED_EVENT, timeout_seconds=timeout)
-        return None if data is None else _load_waiting(data)
-
-    async def decide(
-        self,
-        turn_id: str,
-        decisions: Mapping[str, Decision],
-        *,
-        shown: Sequence[DeferredCall] | None = None,
-        timeout: float = 60.0,
-    ) -> None:
-        """Send decisions to a turn that waits, after checking them: each id must name a
-        call it waits on, and with `shown` (the calls the approver saw), their fingerprints
-        must match the waiting calls' (`InvalidDecisions` otherwise, nothing sent)."""
-        payload = dump_decisions(decisions)
-        waiting = await self.waiting(turn_id, timeout)
-        if waiting is None:
-            raise InvalidDecisions(f"turn {turn_id!r} is not waiting for decisions")
-        check_decisions(waiting, decisions, shown)
-        await DBOS.send_async(
-            turn_id,
-            {"v": 1, "round": waiting.round, "decisions": payload},
-            DECISIONS_TOPIC,
-            idempotency_key=f"{turn_id}:{waiting.round}:{uuid.uuid4().hex}",
-        )
-
-    async def events(
-        self, turn_id: str, *, offset: int = 0
-    ) -> AsyncIterator[tuple[int, StreamEvent]]:
-        """A streamed turn's events from `offset` (reconnect with the offset after the last
-        one seen), each with its offset, until the turn ends. A model step retried after
-        a failure yields `AnswerDiscarded` before its new attempt's deltas."""
-        attempts: dict[int, str] = {}
-        discarded = 0
-        position = offset
-        async for value in DBOS.read_stream_async(turn_id, STREAM, offset=offset):
-            at = position
-            position += 1
-            if isinstance(value, Mapping) and value.get("type") == "attempt":
-                step, attempt = value["step"], value["attempt"]
-                seen = attempts.get(step)
-                attempts[step] = attempt
-                if seen is not None and seen != attempt:
-                    discarded += 1
-                    yield (
-                        at,
-                        AnswerDiscarded(
-                            "the model step was retried after a worker failed", discarded
-                        ),
-                    )
-                continue
-            yield at, load_event(value)
-
-    async def call(
-        self,
-        prompt: Prompt = (),
-        *,
-        decisions: Mapping[str, Decision] | None = None,
-        conversation_id: str | None = None,
-        turn_id: str | None = None,
-    ) -> ChatResponse:
-        """Run a turn durably and return its response (see `start` and `result`)."""
-        turn = await self.start(
-            prompt, decisions=decisions, conversation_id=conversation_id, turn_id=turn_id
-        )
-        return await self.result(turn)
-
-    async def stream(
-        self,
-        prompt: Prompt = (),
-        *,
-        decisions: Mapping[str, Decision] | None = None,
-        conversation_id: str | None = None,
-        turn_id: str | None = None,
-    ) -> AsyncIterator[StreamEvent]:
-        """Run a turn durably and yield its events as `events` reads them (a deferred turn
-        yields its `ResponseCompleted` and goes on once decisions arrive)."""
-        turn = await self.start(
-            prompt,
-            decisions=decisions,
-            conversation_id=conversation_id,
-            turn_id=turn_id,
-            stream=True,
-        )
-        async for _, event in self.events(turn):
-            yield event
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-" for c in name):
+        raise ValueError(f"invalid runner name {name!r}: use letters, digits, '_' or '-'")
+    return name
 
 
 def check_decisions(
@@ -496,6 +584,7 @@ __all__ = [
     "STREAM",
     "TOOL_STEP",
     "DBOSRunner",
+    "DBOSTurnClient",
     "Waiting",
     "check_decisions",
     "durable_chain",
