@@ -423,13 +423,20 @@ class DBOSRunner(_Turns):
     def __repr__(self) -> str:
         return f"DBOSRunner({self.name!r})"
 
-    async def _enqueue(self, workflow_id: str, payload: Payload) -> None:
-        if self._queue is None:  # registering a queue needs a launched DBOS
+    async def ready(self) -> None:
+        """Register the runner's queue (once `DBOS.launch()` ran: a queue needs a launched
+        DBOS), so that this worker takes turns from it. Call it in every worker after
+        launching; `start` calls it too."""
+        if self._queue is None:
             self._queue = await DBOS.register_queue_async(
                 self.queue_name,
                 worker_concurrency=self.worker_concurrency,
                 polling_interval_sec=self.polling_interval,
             )
+
+    async def _enqueue(self, workflow_id: str, payload: Payload) -> None:
+        await self.ready()
+        assert self._queue is not None
         with SetWorkflowID(workflow_id):
             await self._queue.enqueue_async(self._workflow, payload)
 

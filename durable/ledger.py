@@ -472,6 +472,7 @@ __all__ = [
     "PostgresLedger",
     "SQLLedger",
     "SQLiteLedger",
+    "StoredResult",
     "Unknown",
     "call_fingerprint",
     "needs_ledger",
