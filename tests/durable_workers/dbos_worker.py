@@ -60,7 +60,7 @@ async def main(args: argparse.Namespace) -> None:
         await runner.start(args.prompt, turn_id=args.start, stream=args.stream)
     results = {}
     for turn in args.wait:
-        while await DBOS.get_workflow_status_async(turn) is None:  # not enqueued yet
+        while await DBOS.get_workflow_status_async(turn) is None:  # noqa: ASYNC110 (polls the database)
             await asyncio.sleep(0.05)
         results[turn] = dump_response(await runner.result(turn))
     print(json.dumps({"turns": results}), flush=True)
