@@ -33,8 +33,8 @@ How a turn runs (`DBOSRunner`):
   a new turn). The workflow's result is the whole turn: every segment's messages, the
   usage summed.
 - Streaming: `stream` (or `start(..., stream=True)`) writes the turn to the DBOS stream
-  `advisorchain.events`. Text, reasoning and tool-call deltas are written live from the
-  model step; tool events and each segment's `ResponseCompleted` from the workflow
+  `advisorchain.events`. Text and reasoning deltas are written live from the model step;
+  tool events and each segment's `ResponseCompleted` from the workflow
   (recorded, so never twice). Each model step first writes an `attempt` marker; a
   reader (`events`) that meets a second attempt of one step yields `AnswerDiscarded`
   (the deltas of the failed attempt are to be dropped). `events(turn, offset=n)`
@@ -140,7 +140,7 @@ class _StepModel(WrapperModel):
             async for event in self.inner.stream(request):
                 if isinstance(event, ResponseCompleted):
                     response = event.response
-                else:
+                elif not isinstance(event, ToolCallDelta):  # the tool loop assembles those
                     await DBOS.write_stream_async(STREAM, dump_event(event))
             if response is None:
                 raise RuntimeError("the model's stream ended without a ResponseCompleted")
