@@ -10,17 +10,20 @@
 
 How a turn runs (`DBOSRunner`):
 
-- The workflow `{name}.turn` runs the chain's links as workflow code. The runner rebuilds
-  the chain with the same advisors, tools, context and options, around a model whose
-  `call` and `stream` are the steps `advisorchain.model.call` / `advisorchain.model.stream`,
-  and with one more `call_tool` hook, innermost, that runs each tool in the step
-  `advisorchain.tool.<name>`. DBOS records each step's result (a versioned JSON payload,
-  `durable.dbos_payloads`); a workflow recovered after its worker died runs its code
-  again and reads the recorded results instead of calling the model or the tools again.
+- The workflow `{name}.turn` runs the chain's links as workflow code, on the chain the
+  step seam rebuilds (`steps.durable_chain`: the same advisors, tools, context and
+  options; the model's calls and the tools' executions are the seam's steps,
+  `advisorchain.model.call`, `advisorchain.model.stream`, `advisorchain.tool.call`, ...).
+  `DBOSSteps` runs each as a DBOS step, done in the worker's process by a
+  `steps.StepExecutor` holding the real model and tools. DBOS records each step's output
+  (the seam's versioned JSON payloads); a workflow recovered after its worker died runs
+  its code again and reads the recorded outputs instead of calling the model or the tools
+  again.
 - A tool that is neither `idempotent` nor `read_only` runs through the effects-once
-  ledger (`durable.ledger.run_once`, keyed by the workflow id and the call id): a step
-  retried after it took effect answers the recorded result, or `unknown` when the worker
-  died between the effect and its record. Idempotent and read-only tools just run again.
+  ledger (`durable.ledger`, seen by the executor through `StepLedger`, keyed by the
+  workflow id and the call id): a step retried after it took effect answers the recorded
+  output, or `unknown` when the worker died between the effect and its record.
+  Idempotent and read-only tools just run again.
 - A turn that ends deferred (`finish_reason == "deferred"`) waits in the workflow: it
   publishes the waiting calls as the event `advisorchain.deferred` and receives decisions
   on the topic `advisorchain.decisions` (`DBOS.recv`, durable: a worker that dies while it
@@ -51,11 +54,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core._extras import install_hint
-from ..core.advisor import Advisor
 from ..core.chain import Chain
 from ..core.deferred import Decision, DeferredCall
 from ..core.errors import InvalidDecisions
@@ -67,29 +68,29 @@ from ..core.events import (
     TextDelta,
     ToolCallDelta,
 )
-from ..core.invocation import ToolInvocation, ToolNext, ToolResult
 from ..core.messages import Message
-from ..core.model import WrapperModel
 from ..core.prompt import Prompt, to_messages
-from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
-from .dbos_payloads import (
-    Payload,
-    dump_decisions,
-    dump_deferred,
-    dump_event,
-    dump_messages,
-    dump_response,
-    dump_tool_result,
-    load_decisions,
-    load_deferred,
-    load_event,
-    load_messages,
-    load_response,
-    load_tool_result,
+from .ledger import EffectLedger, StepLedger, call_fingerprint
+from .steps import (
+    SCHEMA_VERSION,
+    STEP_MODEL_STREAM,
+    StepExecutor,
+    StepPayload,
+    UnsupportedPayloadVersion,
+    decision_from_json,
+    decision_to_json,
+    deferred_from_json,
+    deferred_to_json,
+    durable_chain,
+    event_from_json,
+    event_to_json,
+    messages_from_json,
+    messages_to_json,
+    response_from_json,
+    response_to_json,
 )
-from .ledger import EffectLedger, call_fingerprint, needs_ledger, run_once
 
 try:
     from dbos import DBOS, Queue, SetWorkflowID
@@ -104,10 +105,6 @@ REFUSED_EVENT = "advisorchain.refused"
 """The workflow event holding why the last decisions were refused."""
 DECISIONS_TOPIC = "advisorchain.decisions"
 """The DBOS messaging topic decisions are sent on."""
-MODEL_CALL_STEP = "advisorchain.model.call"
-MODEL_STREAM_STEP = "advisorchain.model.stream"
-TOOL_STEP = "advisorchain.tool."
-"""Step names: the model's call and stream, and `advisorchain.tool.<tool name>`."""
 DEFAULT_DECISION_TIMEOUT = 7 * 24 * 3600.0
 """Seconds a turn waits for decisions before it ends deferred."""
 
@@ -122,73 +119,78 @@ class Waiting:
     fingerprints: Mapping[str, str]
 
 
-class _StepModel(WrapperModel):
-    """The chain's model with each call and stream a DBOS step."""
+Payload = dict[str, Any]
+"""A JSON object as DBOS stores it: `{"v": SCHEMA_VERSION, ...}`."""
 
-    async def call(self, request: ChatRequest) -> ChatResponse:
+P = TypeVar("P", bound=StepPayload)
+
+
+def _versioned(data: Mapping[str, Any]) -> Payload:
+    return {"v": SCHEMA_VERSION, **data}
+
+
+def read_payload(data: Any, what: str) -> Mapping[str, Any]:
+    """A stored payload, refused if a newer version than this one wrote it."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("v"), int):
+        raise UnsupportedPayloadVersion(f"a stored {what} is not a versioned payload")
+    if data["v"] > SCHEMA_VERSION:
+        raise UnsupportedPayloadVersion(
+            f"a stored {what} of version {data['v']}; this advisorchain reads up to "
+            f"{SCHEMA_VERSION}: upgrade the worker"
+        )
+    return data
+
+
+def dump_decisions(decisions: Mapping[str, Decision]) -> dict[str, Any]:
+    """Decisions as JSON (`steps.decision_to_json` each); `InvalidDecisions` for anything
+    that is no decision or holds a value JSON cannot."""
+    if not isinstance(decisions, Mapping):
+        raise InvalidDecisions(
+            f"decisions must map call ids to decisions, not {type(decisions).__name__}"
+        )
+    try:
+        return {str(k): decision_to_json(v) for k, v in decisions.items()}
+    except (TypeError, ValueError) as exc:
+        failure = InvalidDecisions(f"decisions that cannot be sent: {exc}")
+    raise failure
+
+
+def load_decisions(data: Mapping[str, Any]) -> dict[str, Decision]:
+    """The decisions `dump_decisions` wrote."""
+    return {k: decision_from_json(v) for k, v in data.items()}
+
+
+class DBOSSteps:
+    """A `steps.StepRunner` on DBOS: each step a DBOS step (`DBOS.run_step_async`) under the
+    seam's step name, done in this process by `executor`, its output recorded as JSON.
+
+    A streamed model call first writes an `attempt` marker to the turn's stream, then each
+    text or reasoning delta as it arrives (tool-call deltas are the tool loop's business);
+    a reader that meets a second marker of one step knows the first attempt's deltas are
+    to be dropped."""
+
+    def __init__(self, executor: StepExecutor) -> None:
+        self.executor = executor
+
+    async def run_step(self, name: str, payload: StepPayload, result_type: type[P]) -> P:
+        """Run step `name` as a DBOS step; its output (recorded, or read back on replay)."""
+
         async def step() -> Payload:
-            return dump_response(await self.inner.call(request))
+            publish = None
+            if name == STEP_MODEL_STREAM:
+                marker = {"type": "attempt", "step": DBOS.step_id, "attempt": uuid.uuid4().hex}
+                await DBOS.write_stream_async(STREAM, _versioned(marker))
+                publish = _publish
+            output = await self.executor.execute(name, payload, publish)
+            return output.model_dump(mode="json")
 
-        return load_response(await DBOS.run_step_async({"name": MODEL_CALL_STEP}, step))
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        async def step() -> Payload:
-            attempt = uuid.uuid4().hex
-            marker = {"v": 1, "type": "attempt", "step": DBOS.step_id, "attempt": attempt}
-            await DBOS.write_stream_async(STREAM, marker)
-            response: ChatResponse | None = None
-            async for event in self.inner.stream(request):
-                if isinstance(event, ResponseCompleted):
-                    response = event.response
-                elif not isinstance(event, ToolCallDelta):  # the tool loop assembles those
-                    await DBOS.write_stream_async(STREAM, dump_event(event))
-            if response is None:
-                raise RuntimeError("the model's stream ended without a ResponseCompleted")
-            return dump_response(response)
-
-        payload = await DBOS.run_step_async({"name": MODEL_STREAM_STEP}, step)
-        yield ResponseCompleted(load_response(payload))
+        data = await DBOS.run_step_async({"name": name}, step)
+        return result_type.model_validate(data)
 
 
-class _ToolSteps(Advisor):
-    """The innermost `call_tool` hook: each tool call a DBOS step, through the ledger
-    when the tool has effects."""
-
-    def __init__(self, ledger: EffectLedger) -> None:
-        self.ledger = ledger
-
-    async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
-        call = invocation.call
-        run_id = DBOS.workflow_id
-        if run_id is None:  # outside a workflow: the chain is being used in-process
-            return await next(invocation)
-        guarded = needs_ledger(invocation.tool)
-
-        async def step() -> Payload:
-            run = partial(next, invocation)
-            if guarded:
-                fingerprint = call_fingerprint(call.name, call.arguments)
-                result = await run_once(self.ledger, run_id, call.id, fingerprint, run)
-            else:
-                result = await run()
-            return dump_tool_result(result)
-
-        payload = await DBOS.run_step_async({"name": TOOL_STEP + call.name}, step)
-        return load_tool_result(payload)
-
-
-def durable_chain(chain: Chain, ledger: EffectLedger) -> Chain:
-    """`chain` rebuilt for a DBOS workflow: the same advisors, tools, context and options,
-    its model's calls as steps, its tools run in steps (through `ledger` when they have
-    effects)."""
-    advisor_tools = {id(t) for a in chain.advisors for t in a.tools}
-    return Chain(
-        [*chain.advisors, _ToolSteps(ledger)],
-        model=_StepModel(chain.model),
-        tools=[t for t in chain.tools if id(t) not in advisor_tools],
-        tool_context=chain.tool_context,
-        options=chain.options,
-    )
+async def _publish(values: dict[str, Any]) -> None:
+    if values.get("type") != "tool_call_delta":
+        await DBOS.write_stream_async(STREAM, _versioned(values))
 
 
 def _combined(segments: Sequence[ChatResponse]) -> ChatResponse:
@@ -210,21 +212,24 @@ def _combined(segments: Sequence[ChatResponse]) -> ChatResponse:
 
 
 def _waiting_payload(round: int, response: ChatResponse) -> Payload:
-    return {
-        "v": 1,
-        "round": round,
-        "deferred": [dump_deferred(d) for d in response.deferred],
-        "fingerprints": {
-            d.call.id: call_fingerprint(d.call.name, d.call.arguments) for d in response.deferred
-        },
-    }
+    return _versioned(
+        {
+            "round": round,
+            "deferred": [deferred_to_json(d) for d in response.deferred],
+            "fingerprints": {
+                d.call.id: call_fingerprint(d.call.name, d.call.arguments)
+                for d in response.deferred
+            },
+        }
+    )
 
 
 def _load_waiting(data: Any) -> Waiting:
+    found = read_payload(data, "wait")
     return Waiting(
-        round=data["round"],
-        calls=tuple(load_deferred(d) for d in data["deferred"]),
-        fingerprints=dict(data["fingerprints"]),
+        round=found["round"],
+        calls=tuple(deferred_from_json(d) for d in found["deferred"]),
+        fingerprints=dict(found["fingerprints"]),
     )
 
 
@@ -265,13 +270,14 @@ class _Turns:
 
         The prompt and decisions are checked here (`InvalidPromptError`, `PayloadError`)."""
         messages = to_messages(prompt)
-        payload: Payload = {
-            "v": 1,
-            "messages": dump_messages(list(messages)),
-            "decisions": None if decisions is None else dump_decisions(decisions),
-            "conversation_id": conversation_id,
-            "stream": stream,
-        }
+        payload = _versioned(
+            {
+                "messages": messages_to_json(messages),
+                "decisions": None if decisions is None else dump_decisions(decisions),
+                "conversation_id": conversation_id,
+                "stream": stream,
+            }
+        )
         workflow_id = turn_id or f"{self.name}-{uuid.uuid4().hex}"
         await self._enqueue(workflow_id, payload)
         return workflow_id
@@ -279,7 +285,7 @@ class _Turns:
     async def result(self, turn_id: str) -> ChatResponse:
         """The turn's response once it ended: the whole turn (every segment's messages, the
         usage summed); `finish_reason == "deferred"` if no decision came in time."""
-        return load_response(await self._result(turn_id))
+        return response_from_json(read_payload(await self._result(turn_id), "turn result"))
 
     async def waiting(self, turn_id: str, wait_seconds: float = 60.0) -> Waiting | None:
         """What the turn waits on, or `None` if it did not wait within `wait_seconds`
@@ -305,7 +311,7 @@ class _Turns:
             raise InvalidDecisions(f"turn {turn_id!r} is not waiting for decisions")
         check_decisions(waiting, decisions, shown)
         await self._send(
-            turn_id, {"v": 1, "round": waiting.round, "decisions": payload}, DECISIONS_TOPIC
+            turn_id, _versioned({"round": waiting.round, "decisions": payload}), DECISIONS_TOPIC
         )
 
     async def events(
@@ -335,7 +341,7 @@ class _Turns:
                         ),
                     )
                 continue
-            yield at, load_event(value)
+            yield at, event_from_json(read_payload(value, "stream event"))
 
 
 class DBOSTurnClient(_Turns):
@@ -409,7 +415,9 @@ class DBOSRunner(_Turns):
         self.polling_interval = polling_interval
         self.ledger = ledger
         self.decision_timeout = decision_timeout
-        self.chain = durable_chain(chain, ledger)
+        self.source = chain
+        self.executor = StepExecutor.from_chain(chain, ledger=StepLedger(ledger))
+        self.steps = DBOSSteps(self.executor)
         self.workflow_name = f"{name}.turn"
         self.queue_name = f"{name}_turns"
         self.worker_concurrency = worker_concurrency
@@ -489,8 +497,12 @@ class DBOSRunner(_Turns):
 
     # -- the workflow ----------------------------------------------------------------
 
-    async def _turn(self, payload: Payload) -> Payload:
-        messages = load_messages(payload["messages"])
+    async def _turn(self, data: Payload) -> Payload:
+        payload = read_payload(data, "turn")
+        run_id = DBOS.workflow_id
+        assert run_id is not None  # workflow code
+        chain = durable_chain(self.source, self.steps, run_id=run_id)
+        messages = messages_from_json(payload["messages"])
         decisions = load_decisions(payload["decisions"]) if payload["decisions"] else None
         streaming = bool(payload["stream"])
         conversation_id = payload["conversation_id"]
@@ -498,12 +510,14 @@ class DBOSRunner(_Turns):
         round = 0
         while True:
             try:
-                response = await self._segment(messages, decisions, conversation_id, streaming)
+                response = await self._segment(
+                    chain, messages, decisions, conversation_id, streaming
+                )
             except InvalidDecisions as exc:
                 if not segments:
                     raise  # the turn's own decisions: the caller's error
                 await DBOS.set_event_async(
-                    REFUSED_EVENT, {"v": 1, "round": round, "error": str(exc)}
+                    REFUSED_EVENT, _versioned({"round": round, "error": str(exc)})
                 )
                 decisions = await self._receive(round)
                 if decisions is None:
@@ -520,35 +534,37 @@ class DBOSRunner(_Turns):
                 break
         if streaming:
             await DBOS.close_stream_async(STREAM)
-        return dump_response(_combined(segments))
+        return _versioned(response_to_json(_combined(segments)))
 
     async def _receive(self, round: int) -> dict[str, Decision] | None:
         while True:
             message = await DBOS.recv_async(DECISIONS_TOPIC, timeout_seconds=self.decision_timeout)
             if message is None:
                 return None
-            if isinstance(message, Mapping) and message.get("round") == round:
-                return load_decisions(message["decisions"])
+            found = read_payload(message, "decisions")
+            if found.get("round") == round:
+                return load_decisions(found["decisions"])
             # a stale message (for an earlier wait): dropped
 
     async def _segment(
         self,
+        chain: Chain,
         messages: Sequence[Message],
         decisions: Mapping[str, Decision] | None,
         conversation_id: str | None,
         streaming: bool,
     ) -> ChatResponse:
         if not streaming:
-            return await self.chain.call(
+            return await chain.call(
                 list(messages), decisions=decisions, conversation_id=conversation_id
             )
         response: ChatResponse | None = None
-        async for event in self.chain.stream(
+        async for event in chain.stream(
             list(messages), decisions=decisions, conversation_id=conversation_id
         ):
             if isinstance(event, (TextDelta, ReasoningDelta, ToolCallDelta)):
                 continue  # written live by the model step
-            await DBOS.write_stream_async(STREAM, dump_event(event))
+            await DBOS.write_stream_async(STREAM, _versioned(event_to_json(event)))
             if isinstance(event, ResponseCompleted):
                 response = event.response
         assert response is not None  # Chain.stream ends with exactly one
@@ -585,14 +601,14 @@ __all__ = [
     "DECISIONS_TOPIC",
     "DEFAULT_DECISION_TIMEOUT",
     "DEFERRED_EVENT",
-    "MODEL_CALL_STEP",
-    "MODEL_STREAM_STEP",
     "REFUSED_EVENT",
     "STREAM",
-    "TOOL_STEP",
     "DBOSRunner",
+    "DBOSSteps",
     "DBOSTurnClient",
     "Waiting",
     "check_decisions",
-    "durable_chain",
+    "dump_decisions",
+    "load_decisions",
+    "read_payload",
 ]

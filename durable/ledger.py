@@ -55,6 +55,7 @@ from ..advisors.approval.types import StoredResult
 from ..core.errors import AdvisorChainError
 from ..core.invocation import ToolOutcome, ToolResult
 from ..core.tools import Tool
+from .steps import Claim as StepClaim
 
 T = TypeVar("T")
 
@@ -201,6 +202,42 @@ def _check_ids(run_id: str, call_id: str) -> None:
     for name, value in (("run_id", run_id), ("call_id", call_id)):
         if not isinstance(value, str) or not value or not storable(value):
             raise LedgerError(f"{name} must be a non-empty string without NUL or lone surrogates")
+
+
+class StepLedger:
+    """An `EffectLedger` seen as the step seam's `steps.EffectsLedger` (what
+    `steps.StepExecutor` takes): `claim(run_id, call_id)` answers a `steps.Claim` whose
+    status is `claimed`, `done` (with the step output recorded) or `unknown`;
+    `complete(run_id, call_id, result)` records a step output's JSON.
+
+    The seam claims without a fingerprint, so claims through it are bound to the call id
+    alone (`STEP_FINGERPRINT`); the executor keys calls by run and call id.
+    """
+
+    def __init__(self, ledger: EffectLedger) -> None:
+        if not isinstance(ledger, EffectLedger):
+            raise TypeError(f"ledger must be an EffectLedger, not {type(ledger).__name__}")
+        self.ledger = ledger
+
+    def __repr__(self) -> str:
+        return f"StepLedger({self.ledger!r})"
+
+    async def claim(self, run_id: str, call_id: str) -> StepClaim:
+        """The seam's `Claim` for this call (see `EffectLedger.claim`)."""
+        found = await self.ledger.claim(run_id, call_id, STEP_FINGERPRINT)
+        if isinstance(found, Claimed):
+            return StepClaim(status="claimed")
+        if isinstance(found, Done):
+            return StepClaim(status="done", result=str(found.result.content))
+        return StepClaim(status="unknown")
+
+    async def complete(self, run_id: str, call_id: str, result: str) -> None:
+        """Record the step output's JSON `result` (first writer wins)."""
+        await self.ledger.complete(run_id, call_id, StoredResult(content=result, outcome="ok"))
+
+
+STEP_FINGERPRINT = "step"
+"""The fingerprint of claims made through `StepLedger`."""
 
 
 # -- in memory -------------------------------------------------------------------------
@@ -471,7 +508,9 @@ __all__ = [
     "MemoryLedger",
     "PostgresLedger",
     "SQLLedger",
+    "STEP_FINGERPRINT",
     "SQLiteLedger",
+    "StepLedger",
     "StoredResult",
     "Unknown",
     "call_fingerprint",

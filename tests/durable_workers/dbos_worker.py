@@ -26,8 +26,8 @@ from bank import KillBeforeRecord, bank_chain  # noqa: E402
 from dbos import DBOS  # noqa: E402
 
 from advisorchain.durable.dbos import DBOSRunner  # noqa: E402
-from advisorchain.durable.dbos_payloads import dump_response  # noqa: E402
 from advisorchain.durable.ledger import EffectLedger, PostgresLedger, SQLiteLedger  # noqa: E402
+from advisorchain.durable.steps import response_to_json  # noqa: E402
 
 
 def open_ledger(spec: str) -> EffectLedger:
@@ -62,7 +62,7 @@ async def main(args: argparse.Namespace) -> None:
     for turn in args.wait:
         while await DBOS.get_workflow_status_async(turn) is None:  # noqa: ASYNC110 (polls the database)
             await asyncio.sleep(0.05)
-        results[turn] = dump_response(await runner.result(turn))
+        results[turn] = response_to_json(await runner.result(turn))
     print(json.dumps({"turns": results}), flush=True)
     DBOS.destroy()
 
