@@ -320,26 +320,27 @@ class _Turns:
         """A streamed turn's events from `offset`, each with its offset, until the turn
         ends: reconnect with the offset after the last one seen. A model step retried
         after a failure yields `AnswerDiscarded` before its new attempt's deltas (drop the
-        text shown since the last one). Attempt markers take an offset and are not
-        yielded."""
+        text shown since the last one), in the place of the retry's attempt marker.
+        Markers are read from the stream's start, so a reader that reconnects after the
+        failed attempt's deltas is told too."""
         attempts: dict[int, str] = {}
         discarded = 0
-        position = offset
-        async for value in self._read_stream(turn_id, offset):
-            at = position
-            position += 1
+        # read from the start: attempt markers before `offset` say which retries to report
+        at = -1
+        async for value in self._read_stream(turn_id, 0):
+            at += 1
             if isinstance(value, Mapping) and value.get("type") == "attempt":
                 step, attempt = value["step"], value["attempt"]
                 seen = attempts.get(step)
                 attempts[step] = attempt
                 if seen is not None and seen != attempt:
                     discarded += 1
-                    yield (
-                        at,
-                        AnswerDiscarded(
+                    if at >= offset:
+                        yield at, AnswerDiscarded(
                             "the model step was retried after a worker failed", discarded
-                        ),
-                    )
+                        )
+                continue
+            if at < offset:
                 continue
             yield at, event_from_json(read_payload(value, "stream event"))
 

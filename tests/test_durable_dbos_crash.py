@@ -33,7 +33,7 @@ from advisorchain.core.deferred import Approve  # noqa: E402
 from advisorchain.core.events import AnswerDiscarded, ResponseCompleted, TextDelta  # noqa: E402
 from advisorchain.core.messages import dump_messages  # noqa: E402
 from advisorchain.durable.dbos import DBOSTurnClient  # noqa: E402
-from advisorchain.durable.ledger import UNKNOWN_OUTCOME  # noqa: E402
+from advisorchain.durable.steps import UNKNOWN_OUTCOME  # noqa: E402
 from advisorchain.durable.steps import response_from_json as load_response  # noqa: E402
 
 from postgres_support import drop_tables, require_postgres_dsn  # noqa: E402
