@@ -336,8 +336,11 @@ class _Turns:
                 if seen is not None and seen != attempt:
                     discarded += 1
                     if at >= offset:
-                        yield at, AnswerDiscarded(
-                            "the model step was retried after a worker failed", discarded
+                        yield (
+                            at,
+                            AnswerDiscarded(
+                                "the model step was retried after a worker failed", discarded
+                            ),
                         )
                 continue
             if at < offset:
@@ -380,7 +383,7 @@ class DBOSTurnClient(_Turns):
         await self._client.send_async(turn_id, message, key)
 
     async def _result(self, turn_id: str) -> Any:
-        handle = await self._client.retrieve_workflow_async(turn_id)
+        handle: Any = await self._client.retrieve_workflow_async(turn_id)
         return await handle.get_result(polling_interval_sec=0.1)
 
     def _read_stream(self, turn_id: str, offset: int) -> AsyncIterator[Any]:
@@ -456,7 +459,7 @@ class DBOSRunner(_Turns):
         await DBOS.send_async(turn_id, message, key)
 
     async def _result(self, turn_id: str) -> Any:
-        handle = await DBOS.retrieve_workflow_async(turn_id)
+        handle: Any = await DBOS.retrieve_workflow_async(turn_id)
         return await handle.get_result()
 
     def _read_stream(self, turn_id: str, offset: int) -> AsyncIterator[Any]:

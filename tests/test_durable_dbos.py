@@ -1,6 +1,6 @@
 """The DBOS runner in one process: the same turn as in-process, decisions, streams, payloads.
 
-The bank chain (tests/durable_workers/bank.py) runs its three-round turn with a deferred
+The bank chain (tests/durable_bank.py) runs its three-round turn with a deferred
 approval in-process and as a DBOS workflow on a SQLite system database; transcript, usage
 and stream events must match. DBOS runs on asyncio only, so these tests do too. The
 crash tests are in test_durable_dbos_crash.py.
@@ -9,7 +9,6 @@ crash tests are in test_durable_dbos_crash.py.
 from __future__ import annotations
 
 import re
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ pytest.importorskip("dbos")
 from dbos import DBOS  # noqa: E402
 
 from advisorchain import Chain  # noqa: E402
-from advisorchain.core.deferred import Approve, DeferredCall, Reject, Result  # noqa: E402
+from advisorchain.core.deferred import Approve, Decision, DeferredCall, Reject, Result  # noqa: E402
 from advisorchain.core.errors import InvalidDecisions  # noqa: E402
 from advisorchain.core.events import (  # noqa: E402
     ResponseCompleted,
@@ -43,9 +42,7 @@ from advisorchain.durable.dbos import (  # noqa: E402
 from advisorchain.durable.ledger import MemoryLedger, SQLiteLedger  # noqa: E402
 from advisorchain.durable.steps import UnsupportedPayloadVersion  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).parent / "durable_workers"))
-
-from bank import bank_chain, transfers  # noqa: E402
+from durable_bank import bank_chain, transfers  # noqa: E402
 
 PROMPT = "Pay bob 5"
 
@@ -249,7 +246,7 @@ def test_check_decisions_without_shown_calls_checks_ids() -> None:
 
 
 def test_decisions_round_trip() -> None:
-    decisions = {
+    decisions: dict[str, Decision] = {
         "a": Approve(arguments={"to": "bob"}, by="ann", remember="tool"),
         "b": Reject("no", by="ann"),
         "c": Result({"job": [1, 2]}),

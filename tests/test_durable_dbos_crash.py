@@ -40,9 +40,8 @@ from postgres_support import drop_tables, require_postgres_dsn  # noqa: E402
 
 WORKERS = Path(__file__).parent / "durable_workers"
 WORKER = WORKERS / "dbos_worker.py"
-sys.path.insert(0, str(WORKERS))
 
-from bank import transfers  # noqa: E402
+from durable_bank import transfers  # noqa: E402
 
 DEADLINE = 120.0
 """Seconds a worker may take to get somewhere: a liveness bound, not a timing."""
@@ -107,8 +106,8 @@ def worker(site: Site, *args: str, kill_at: str | None = None) -> subprocess.Pop
 def finished(process: subprocess.Popen[str]) -> dict[str, Any]:
     out, err = process.communicate(timeout=DEADLINE)
     assert process.returncode == 0, err[-3000:]
-    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])["turns"]
-    return result
+    turns: dict[str, Any] = json.loads(out.strip().splitlines()[-1])["turns"]
+    return turns
 
 
 def killed(process: subprocess.Popen[str]) -> None:
@@ -139,7 +138,8 @@ def transcript(payload: dict[str, Any]) -> bytes:
 def run_uncrashed(site: Site, turn: str, *extra: str) -> dict[str, Any]:
     process = worker(site, "--start", turn, "--wait", turn, *extra)
     approve(site, turn)
-    return finished(process)[turn]
+    result: dict[str, Any] = finished(process)[turn]
+    return result
 
 
 BEFORE_APPROVAL = ["before-model-1", "after-model-1", "before-model-2", "after-model-2"]

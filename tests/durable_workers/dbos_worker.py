@@ -1,4 +1,4 @@
-"""A DBOS worker process running the bank chain (tests/durable_workers/bank.py).
+"""A DBOS worker process running the bank chain (tests/durable_bank.py).
 
     python dbos_worker.py SYSTEM_DB LEDGER [--start TURN [--prompt TEXT] [--stream]]
                           [--wait TURN ...] [--executor ID]
@@ -20,14 +20,15 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent))  # tests/: durable_bank
 
-from bank import KillBeforeRecord, bank_chain  # noqa: E402
 from dbos import DBOS  # noqa: E402
 
 from advisorchain.durable.dbos import DBOSRunner  # noqa: E402
 from advisorchain.durable.ledger import EffectLedger, PostgresLedger, SQLiteLedger  # noqa: E402
 from advisorchain.durable.steps import response_to_json  # noqa: E402
+
+from durable_bank import KillBeforeRecord, bank_chain  # noqa: E402
 
 
 def open_ledger(spec: str) -> EffectLedger:
