@@ -21,7 +21,7 @@ from advisorchain import (
     tool,
 )
 from advisorchain.advisors import ApprovalAdvisor, Approve
-from advisorchain.advisors.approval import DeferredApprover
+from advisorchain.advisors.approval import DeferredApprover, InMemoryApprovalStore
 from advisorchain.durable.steps import (
     SCHEMA_VERSION,
     STEP_MODEL_CALL,
@@ -126,7 +126,10 @@ async def test_deferred_approval_resumes_through_steps(path: str) -> None:
             return f"paid {amount}"
 
         return Chain(
-            [ApprovalAdvisor(DeferredApprover()), ToolCallingAdvisor()],
+            [
+                ApprovalAdvisor(DeferredApprover(), store=InMemoryApprovalStore()),
+                ToolCallingAdvisor(),
+            ],
             model=model,
             tools=[pay],
         )

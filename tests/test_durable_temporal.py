@@ -26,7 +26,7 @@ from advisorchain import (
     tool,
 )
 from advisorchain.advisors import ApprovalAdvisor, Approve, Reject
-from advisorchain.advisors.approval import DeferredApprover
+from advisorchain.advisors.approval import DeferredApprover, InMemoryApprovalStore
 from advisorchain.durable.steps import event_to_json
 from advisorchain.providers import ScriptedChatModel
 
@@ -192,7 +192,12 @@ def pay_chain(effects: list[int] | None = None) -> Callable[[], Chain]:
             ]
         )
         return Chain(
-            [ApprovalAdvisor(DeferredApprover()), ToolCallingAdvisor()], model=model, tools=[pay]
+            [
+                ApprovalAdvisor(DeferredApprover(), store=InMemoryApprovalStore()),
+                ToolCallingAdvisor(),
+            ],
+            model=model,
+            tools=[pay],
         )
 
     return factory
