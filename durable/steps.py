@@ -50,7 +50,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import pydantic_core
@@ -87,6 +87,7 @@ from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.tools import Tool, ToolContent
 from ..core.usage import Usage
+from ..providers.http import RetryPolicy
 
 SCHEMA_VERSION = 1
 """The version of every payload this code writes (and the newest it reads)."""
@@ -757,14 +758,37 @@ def _definition_tool(spec: ToolSpec) -> Tool:
     return Tool(spec.name, spec.description, spec.parameters)
 
 
+def without_http_retries(model: ChatModel) -> ChatModel:
+    """Turn off the HTTP retries of `model` (and of the models it wraps): inside a step the
+    engine's retry policy owns retries, so a provider error fails the attempt at once
+    instead of being retried twice under it. Changes the model in place; returns it."""
+    seen: set[int] = set()
+    pending: list[object] = [model]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        http = getattr(current, "_http", None)
+        retry = getattr(http, "retry", None)
+        if isinstance(retry, RetryPolicy) and retry.max_retries:
+            http.retry = replace(retry, max_retries=0)  # type: ignore[union-attr]
+        inner = getattr(current, "inner", None)
+        if inner is not None:
+            pending.append(inner)
+        pending.extend(getattr(current, "models", ()) or ())
+    return model
+
+
 class StepExecutor:
     """Does the work of every step on a worker, from its registry: models by key, tools by
     name, MCP toolsets, memory stores and embedders by key, the tool-context values its
     tools receive, and the effects ledger.
 
     `execute(name, payload)` validates the payload for the step and runs it: a model call
-    or stream (the model is called once: retries belong to the engine's policy, so build
-    HTTP models with `max_retries=0`), a tool call (claimed in the ledger first when the
+    or stream (the model is called once per attempt: its HTTP retries are turned off,
+    `without_http_retries`, unless `http_retries=True`: retries belong to the engine's
+    policy), a tool call (claimed in the ledger first when the
     tool has effects), a memory load or save, an embedding.
     """
 
@@ -777,8 +801,10 @@ class StepExecutor:
         ledger: EffectsLedger | None = None,
         memory_stores: Mapping[str, Any] | None = None,
         embedders: Mapping[str, Callable[[Sequence[str]], Any]] | None = None,
+        http_retries: bool = False,
     ) -> None:
-        self.models = dict(models)
+        self.models = {k: without_http_retries(m) if not http_retries else m
+                       for k, m in models.items()}  # fmt: skip
         self.tools = {t.name: t for t in tools}
         self.tool_context: Mapping[str, Any] = dict(tool_context or {})
         self.ledger = ledger
@@ -1042,4 +1068,5 @@ __all__ = [
     "response_to_json",
     "usage_from_json",
     "usage_to_json",
+    "without_http_retries",
 ]

@@ -11,6 +11,7 @@ import pytest
 
 from advisorchain import (
     Chain,
+    ChatRequest,
     ChatResponse,
     ResponseCompleted,
     StreamEvent,
@@ -37,6 +38,7 @@ from advisorchain.durable.steps import (
     StepPayload,
     ToolCallInput,
     durable_chain,
+    messages_to_json,
     event_from_json,
     event_to_json,
     response_from_json,
@@ -240,3 +242,35 @@ async def test_responses_and_events_round_trip() -> None:
     assert isinstance(last, ResponseCompleted)
     back = response_from_json(response_to_json(last.response))
     assert back.messages == last.response.messages and back.usage == last.response.usage
+
+
+async def test_provider_http_retries_are_off_inside_a_step() -> None:
+    import httpx
+
+    from advisorchain.durable.steps import without_http_retries
+    from advisorchain.providers import FallbackModel
+    from advisorchain.providers.openai import OpenAIChatModel
+
+    requests: list[httpx.Request] = []
+
+    def unavailable(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        return httpx.Response(503, json={"error": {"message": "busy"}})
+
+    def model() -> OpenAIChatModel:
+        client = httpx.AsyncClient(transport=httpx.MockTransport(unavailable))
+        return OpenAIChatModel(
+            "m", base_url="http://127.0.0.1:9/v1", api_key="k", http_client=client
+        )
+
+    payload = ModelCallInput(run_id="r", messages=messages_to_json([UserMessage(content="hi")]))
+    with pytest.raises(Exception, match="503|busy|unavailable"):
+        await StepExecutor(models={"model": model(), "other": model()}).model_call(payload)
+    assert len(requests) == 1  # one attempt: the engine's policy retries, not the provider
+    requests.clear()
+    with pytest.raises(Exception, match="503|busy|unavailable"):
+        await model().call(ChatRequest(messages=(UserMessage(content="hi"),)))
+    assert len(requests) == 3  # in process, the provider's own two retries
+    wrapped = FallbackModel([model(), model()])
+    without_http_retries(wrapped)
+    assert all(m._http.retry.max_retries == 0 for m in wrapped.models)  # type: ignore[attr-defined]

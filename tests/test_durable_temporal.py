@@ -289,3 +289,46 @@ async def test_stream_reconnects_from_an_offset(temporal_address: str) -> None:
                 break
         assert rest == seen[len(seen) // 2 + 1 :]
         assert json.dumps(_normal(rest[-1].event))
+
+
+async def test_tracing_exports_each_span_once_across_replays(temporal_address: str) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from advisorchain.advisors import TracingAdvisor
+    from advisorchain.durable.temporal import ReplaySafeSpanProcessor
+
+    def traced(replay_safe: bool) -> tuple[InMemorySpanExporter, Callable[[], Chain]]:
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        processor = SimpleSpanProcessor(exporter)
+        provider.add_span_processor(
+            ReplaySafeSpanProcessor(processor) if replay_safe else processor
+        )
+
+        def factory() -> Chain:
+            shop = shop_chain()
+            return Chain(
+                [TracingAdvisor(provider), *shop.advisors], model=shop.model, tools=shop.tools
+            )
+
+        return exporter, factory
+
+    local, local_factory = traced(False)
+    await local_factory().call("prices?")
+    expected = sorted(s.name for s in local.get_finished_spans())
+    client = await Client.connect(temporal_address, data_converter=data_converter())
+    for replay_safe in (True, False):
+        exporter, factory = traced(replay_safe)
+        queue = f"q-{uuid.uuid4().hex}"
+        # no workflow cache: every workflow task replays the history from its start
+        async with create_worker(client, queue, factory, max_cached_workflows=0):
+            conversation = TemporalConversation(client, f"c-{uuid.uuid4().hex}", task_queue=queue)
+            await conversation.start()
+            await conversation.call("prices?")
+        names = sorted(s.name for s in exporter.get_finished_spans())
+        if replay_safe:
+            assert names == expected
+        else:  # what the processor prevents: spans exported again on each replay
+            assert len(names) > len(expected)

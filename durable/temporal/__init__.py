@@ -15,6 +15,7 @@ from ._client import (
     TemporalConversation,
     data_converter,
 )
+from ._tracing import ReplaySafeSpanProcessor
 from ._worker import StepActivities, create_worker, deterministic_workflow_code
 from ._workflow import (
     DECIDE_UPDATE,
@@ -43,6 +44,7 @@ __all__ = [
     "DurableOptions",
     "FilePayloadStore",
     "LiveDelta",
+    "ReplaySafeSpanProcessor",
     "StepActivities",
     "StreamedEvent",
     "TemporalConversation",
