@@ -38,9 +38,9 @@ from advisorchain.durable.steps import (
     StepPayload,
     ToolCallInput,
     durable_chain,
-    messages_to_json,
     event_from_json,
     event_to_json,
+    messages_to_json,
     response_from_json,
     response_to_json,
 )
