@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -47,6 +48,7 @@ from advisorchain.durable.temporal import (  # noqa: E402
 __all__ = ["temporal_address"]
 
 pytestmark = pytest.mark.anyio
+ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 PATHS = pytest.mark.parametrize("path", ["call", "stream"])
 
 
@@ -332,3 +334,22 @@ async def test_tracing_exports_each_span_once_across_replays(temporal_address: s
             assert names == expected
         else:  # what the processor prevents: spans exported again on each replay
             assert len(names) > len(expected)
+
+
+async def test_the_benchmark_turn_takes_three_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(ROOT)
+    from benchmarks.durable import Measured, bench_chain, table
+
+    response = await bench_chain().call("prices?")
+    assert response.usage.requests == 3
+    assert [m.role for m in response.messages] == ["assistant", "tool"] * 2 + ["assistant"]
+    rates = {1: 2.0}
+    text = table(
+        {
+            "in process": Measured(1.0, 2.0),
+            "Temporal, hand-written floor": Measured(4.0, 8.0),
+            "Temporal, advisorchain: turns/s": rates,
+            "Temporal, hand-written floor: turns/s": rates,
+        }
+    )
+    assert "| in process | 1.00 | 2.00 | 0.25x |" in text
