@@ -705,7 +705,8 @@ def durable_chain(
     `DurableTool`, all running their I/O through `runner`. `run_id` keys the effects
     ledger (a conversation's id: call ids are unique within its transcript)."""
     contributed = {t.name for a in chain._links for t in a.tools}  # noqa: SLF001
-    advisors = [_durable_advisor(a) for a in chain.advisors]
+    memories: list[int] = []
+    advisors = [_durable_advisor(a, runner, memories) for a in chain.advisors]
     tools = [
         DurableTool.wrap(t, runner, run_id=run_id) for t in chain.tools if t.name not in contributed
     ]
@@ -718,16 +719,60 @@ def durable_chain(
     )
 
 
+class DurableMemoryStore:
+    """A `ChatMemoryStore` whose reads and writes run as steps: `load` as
+    `advisorchain.memory.load`, `append` as `advisorchain.memory.save`, on the worker's store
+    registered under `key`. `clear` is not a step: clear a conversation on the worker."""
+
+    def __init__(self, runner: StepRunner, *, key: str = "memory") -> None:
+        self.runner = runner
+        self.key = key
+
+    async def load(self, conversation_id: str) -> tuple[Message, ...]:
+        """The conversation's stored messages, through the step."""
+        payload = MemoryLoadInput(store=self.key, conversation_id=conversation_id)
+        output = await self.runner.run_step(STEP_MEMORY_LOAD, payload, MemoryLoadOutput)
+        return messages_from_json(output.messages)
+
+    async def append(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        """Append the messages, through the step."""
+        payload = MemorySaveInput(
+            store=self.key, conversation_id=conversation_id, messages=messages_to_json(messages)
+        )
+        await self.runner.run_step(STEP_MEMORY_SAVE, payload, MemorySaveOutput)
+
+    async def clear(self, conversation_id: str) -> None:
+        """Refused: clearing is no step of a turn."""
+        raise ChainConfigurationError("clear a durable conversation's memory on the worker")
+
+
+def memory_key(index: int) -> str:
+    """The registry key of the memory store of a chain's `index`-th `MemoryAdvisor`."""
+    return "memory" if index == 0 else f"memory-{index}"
+
+
 def _clock() -> float:
     return time.time()  # looked up on each call: a durable runner may route it
 
 
-def _durable_advisor(advisor: Advisor) -> Advisor:
+def _durable_advisor(advisor: Advisor, runner: StepRunner, memories: list[int]) -> Advisor:
     """`advisor` as it runs in workflow code. An `ApprovalAdvisor` keeps its records in the
     workflow (an `InMemoryApprovalStore`, rebuilt by replay: the engine is the durable
     store); one given a store of its own is refused, since the store's I/O would run as
-    workflow code."""
+    workflow code. A `MemoryAdvisor` reads and writes its store through steps
+    (`DurableMemoryStore`)."""
     from ..advisors.approval import ApprovalAdvisor, InMemoryApprovalStore
+    from ..advisors.memory import MemoryAdvisor
+
+    if type(advisor) is MemoryAdvisor:
+        key = memory_key(len(memories))
+        memories.append(1)
+        return MemoryAdvisor(
+            DurableMemoryStore(runner, key=key),
+            conversation_id_key=advisor.conversation_id_key,
+            max_messages=advisor.max_messages,
+            require_conversation_id=advisor.require_conversation_id,
+        )
 
     if type(advisor) is ApprovalAdvisor:
         if advisor._store is not None and not isinstance(  # noqa: SLF001
@@ -820,7 +865,13 @@ class StepExecutor:
         model_key: str = DEFAULT_MODEL,
         **registry: Any,
     ) -> StepExecutor:
-        """An executor for `chain`: its model under `model_key`, its tools, its tool context."""
+        """An executor for `chain`: its model under `model_key`, its tools, its tool context,
+        the stores of its `MemoryAdvisor`s (`memory_key`)."""
+        from ..advisors.memory import MemoryAdvisor
+
+        stores = [a.store for a in chain.advisors if type(a) is MemoryAdvisor]
+        if stores and "memory_stores" not in registry:
+            registry["memory_stores"] = {memory_key(i): s for i, s in enumerate(stores)}
         return cls(
             models={model_key: chain.model},
             tools=chain.tools,
@@ -1027,6 +1078,7 @@ __all__ = [
     "UNKNOWN_OUTCOME",
     "Claim",
     "LocalStepRunner",
+    "DurableMemoryStore",
     "DurableModel",
     "DurableTool",
     "EffectsLedger",
@@ -1060,6 +1112,7 @@ __all__ = [
     "durable_chain",
     "event_from_json",
     "event_to_json",
+    "memory_key",
     "messages_from_json",
     "messages_to_json",
     "options_from_json",

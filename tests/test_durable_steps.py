@@ -274,3 +274,25 @@ async def test_provider_http_retries_are_off_inside_a_step() -> None:
     wrapped = FallbackModel([model(), model()])
     without_http_retries(wrapped)
     assert all(m._http.retry.max_retries == 0 for m in wrapped.models)  # type: ignore[attr-defined]
+
+
+@PATHS
+async def test_memory_loads_and_saves_through_steps(path: str) -> None:
+    from advisorchain.advisors import MemoryAdvisor
+    from advisorchain.advisors.memory import InMemoryChatMemoryStore
+    from advisorchain.durable.steps import STEP_MEMORY_LOAD, STEP_MEMORY_SAVE
+
+    def chain_for(model: ScriptedChatModel) -> Chain:
+        store = InMemoryChatMemoryStore()
+        return Chain([MemoryAdvisor(store), ToolCallingAdvisor()], model=model)
+
+    worker = chain_for(ScriptedChatModel(["one", "two"]))
+    runner = Recording(StepExecutor.from_chain(worker))
+    chain = durable_chain(chain_for(ScriptedChatModel([])), runner, run_id="m")
+    await turn(path, chain, "first", conversation_id="c")
+    second, _ = await turn(path, chain, "second", conversation_id="c")
+    assert second.text == "two"
+    stored = await worker.advisors[0].store.load("c")  # type: ignore[attr-defined]
+    assert [m.text for m in stored] == ["first", "one", "second", "two"]
+    assert runner.steps.count(STEP_MEMORY_LOAD) == 2
+    assert runner.steps.count(STEP_MEMORY_SAVE) == 2
