@@ -6,7 +6,7 @@ import time
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextvars import Context, copy_context
-from typing import Any, ClassVar, TypeAlias, cast
+from typing import Any, ClassVar, TypeAlias
 
 from ._streams import closing_stream
 from .advisor import Advisor, CallNext, StreamNext
@@ -249,7 +249,7 @@ class _InContext:
 @types.coroutine
 def _run_in(context: Context, step: Awaitable[Any]) -> Generator[Any, Any, Any]:
     """Await `step` with each of its steps run in `context` (as a task runs its own)."""
-    coro = cast(Generator[Any, Any, Any], step.__await__())
+    coro = step.__await__()
     sent: Any = None
     thrown: BaseException | None = None
     while True:

@@ -12,8 +12,8 @@ import anyio.lowlevel
 import pytest
 
 from advisorchain import (
-    AnswerDiscarded,
     Advisor,
+    AnswerDiscarded,
     AssistantMessage,
     CallNext,
     Chain,
