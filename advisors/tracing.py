@@ -87,8 +87,6 @@ class TracingAdvisor(TurnAdvisor):
     SDK the API's no-op tracer and meter make all of this nearly free.
     """
 
-    scoped_context = True  # the turn's span is current only while the rest of the chain runs
-
     def __init__(
         self,
         tracer_provider: TracerProvider | None = None,
@@ -140,12 +138,20 @@ class TracingAdvisor(TurnAdvisor):
 
     # -- the turn ---------------------------------------------------------------------
 
+    def scoped(self, request: ChatRequest) -> bool:
+        """A turn that opens a span streams in a context of its own: the span is current
+        while the rest of the chain runs, never while the caller holds an event."""
+        return self._turn_spans and not self._unseen()
+
     async def around(self, request: ChatRequest, proceed: Proceed) -> ChatResponse:
         """The turn's span around the rest of the chain (current while it runs; on the
-        stream path never while the caller holds an event: `scoped_context`)."""
-        if not self._turn_spans or self._unseen():
-            return await proceed(request)
+        stream path never while the caller holds an event: `scoped`)."""
         streamed = proceed if isinstance(proceed, StreamProceed) else None
+        if streamed is not None:
+            if not streamed.scoped:  # `scoped` found no span to open
+                return await proceed(request)
+        elif not self._turn_spans or self._unseen():
+            return await proceed(request)
         span = self._start_turn(request, stream=streamed is not None)
         start = time.perf_counter()
         token = _enter(span)

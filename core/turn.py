@@ -6,7 +6,7 @@ import time
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextvars import Context, copy_context
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, TypeAlias
 
 from ._streams import closing_stream
 from .advisor import Advisor, CallNext, StreamNext
@@ -55,8 +55,8 @@ class TurnAdvisor(Advisor):
     recording time to first chunk), the stream path's `proceed` is a `StreamProceed`.
 
     Context variables `around` sets stay set on the stream path while the caller holds an
-    event, as in a hand-written `stream`, unless the class sets `scoped_context = True`:
-    then, on the stream path, `around` and every step of the rest of the chain run in a
+    event, as in a hand-written `stream`, unless `scoped(request)` says otherwise for the
+    turn: then, on the stream path, `around` and every step of the rest of the chain run in a
     context of the turn's own (copied from the caller's when the stream starts, as a task
     does), so what `around` sets (a current span) is seen by the rest of the chain and
     never by the caller between events. On the call path the caller resumes only once
@@ -64,9 +64,13 @@ class TurnAdvisor(Advisor):
     either. Call `proceed` from `around` itself, not from a task it starts.
     """
 
-    scoped_context: ClassVar[bool] = False
-    """Run `around` and the rest of the chain in the turn's own context on the stream path
-    (see the class docstring)."""
+    def scoped(self, request: ChatRequest) -> bool:
+        """Whether this turn's stream runs `around` and the rest of the chain in a context
+        of the turn's own (see the class docstring); asked once as the stream starts.
+        The default, `False`, costs nothing; override it to return `True` for the turns
+        whose `around` sets a context variable the caller must not see (scoping costs a
+        `Context.run` per step of the stream)."""
+        return False
 
     async def around(self, request: ChatRequest, proceed: Proceed) -> ChatResponse:
         """Wrap the rest of the turn; see the class docstring. The default passes through."""
@@ -88,11 +92,15 @@ class TurnAdvisor(Advisor):
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
         proceed = StreamProceed()
+        context = None
+        if self.scoped(request):
+            context, proceed.scoped = copy_context(), True
         turn = self.around(request, proceed)
-        context = copy_context() if self.scoped_context else None
         sent: Any = None
         thrown: BaseException | None = None
         closing = False
+        last: ChatResponse | None = None  # the rest's last response, and its event
+        last_event: ResponseCompleted | None = None
         try:
             while True:
                 # Drive `around` by hand: what it awaits goes on to the event loop; when
@@ -132,6 +140,7 @@ class TurnAdvisor(Advisor):
                     )
                     continue
                 completed: ChatResponse | None = None
+                completed_event: ResponseCompleted | None = None
                 streamed = False
                 try:
                     if context is None:
@@ -141,7 +150,7 @@ class TurnAdvisor(Advisor):
                     async with closing_stream(rest) as events:
                         async for event in events:
                             if isinstance(event, ResponseCompleted):
-                                completed = event.response
+                                completed, completed_event = event.response, event
                                 if not streamed:
                                     proceed.first_event_at = time.perf_counter()
                                 continue
@@ -158,14 +167,17 @@ class TurnAdvisor(Advisor):
                 except BaseException as exc:
                     thrown = exc
                 else:
-                    sent = completed
+                    sent = last = completed
+                    last_event = completed_event
         finally:
             if context is None:
                 turn.close()
             else:
                 context.run(turn.close)
         if not closing:
-            yield ResponseCompleted(response)
+            if response is not last or last_event is None:  # around replaced it
+                last_event = ResponseCompleted(response)
+            yield last_event
 
 
 class StreamProceed:
@@ -175,16 +187,18 @@ class StreamProceed:
     and read `first_event_at`: the `time.perf_counter()` of the first event of the rest
     of the chain (its `ResponseCompleted` if it streamed nothing else), `None` before it;
     `streamed` says whether events of the rest reached the caller since the turn started
-    or since the last `TurnAdvisor.discard` (a `proceed` now would raise `TurnReplayError`).
+    or since the last `TurnAdvisor.discard` (a `proceed` now would raise `TurnReplayError`);
+    `scoped` what `TurnAdvisor.scoped` answered for the turn.
     """
 
-    __slots__ = ("_request", "_streamed", "first_event_at")
+    __slots__ = ("_request", "_streamed", "first_event_at", "scoped")
 
     _request: ChatRequest  # set by each call, read by `TurnAdvisor.stream`
 
     def __init__(self) -> None:
         self._streamed = False
         self.first_event_at: float | None = None
+        self.scoped = False
 
     @property
     def streamed(self) -> bool:

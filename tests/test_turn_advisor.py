@@ -365,7 +365,8 @@ async def test_closing_the_stream_at_the_discarded_event_closes_around() -> None
 
 
 class Scoped(Recorder):
-    scoped_context = True
+    def scoped(self, request: ChatRequest) -> bool:
+        return True
 
 
 class Peeks(Advisor):
