@@ -138,20 +138,20 @@ class TracingAdvisor(TurnAdvisor):
 
     # -- the turn ---------------------------------------------------------------------
 
-    def scoped(self, request: ChatRequest) -> bool:
-        """A turn that opens a span streams in a context of its own: the span is current
-        while the rest of the chain runs, never while the caller holds an event."""
+    def applies(self, request: ChatRequest) -> bool:
+        """Whether the turn gets a span: the link sits outside the tool loop and an SDK
+        or a current span could see it (else the turn passes through, nothing paid)."""
         return self._turn_spans and not self._unseen()
+
+    def scoped(self, request: ChatRequest) -> bool:
+        """The turn's span is current while the rest of the chain runs, never while the
+        caller holds an event: the stream runs in a context of its own."""
+        return True
 
     async def around(self, request: ChatRequest, proceed: Proceed) -> ChatResponse:
         """The turn's span around the rest of the chain (current while it runs; on the
         stream path never while the caller holds an event: `scoped`)."""
         streamed = proceed if isinstance(proceed, StreamProceed) else None
-        if streamed is not None:
-            if not streamed.scoped:  # `scoped` found no span to open
-                return await proceed(request)
-        elif not self._turn_spans or self._unseen():
-            return await proceed(request)
         span = self._start_turn(request, stream=streamed is not None)
         start = time.perf_counter()
         token = _enter(span)

@@ -27,7 +27,8 @@ class TurnAdvisor(Advisor):
     Override `around(request, proceed)`: do what comes before, `response = await
     proceed(request)` (the rest of the chain; on the stream path its deltas reach the
     caller as they come), do what comes after, and return the final response. Do not
-    override `call` or `stream`: this class derives both from `around`.
+    override `call` or `stream`: this class derives both from `around`. A turn for which
+    `applies(request)` is false skips the link altogether (no `around`, nothing paid).
 
     Control flow, the same on both paths:
 
@@ -64,6 +65,13 @@ class TurnAdvisor(Advisor):
     either. Call `proceed` from `around` itself, not from a task it starts.
     """
 
+    def applies(self, request: ChatRequest) -> bool:
+        """Whether `around` has anything to do in this turn (default `True`); asked once
+        as the turn starts. When it says `False`, the rest of the chain runs as if this
+        link were not there, on both paths: no `around`, no stream driver, nothing paid
+        (a tracer with nothing to record, a link configured off)."""
+        return True
+
     def scoped(self, request: ChatRequest) -> bool:
         """Whether this turn's stream runs `around` and the rest of the chain in a context
         of the turn's own (see the class docstring); asked once as the stream starts.
@@ -88,13 +96,18 @@ class TurnAdvisor(Advisor):
             await _announce(proceed, event)
 
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+        if not self.applies(request):
+            return await next(request)
         return await self.around(request, next)
 
-    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
+        if not self.applies(request):
+            return next(request)
+        return self._drive(request, next)
+
+    async def _drive(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
         proceed = StreamProceed()
-        context = None
-        if self.scoped(request):
-            context, proceed.scoped = copy_context(), True
+        context = copy_context() if self.scoped(request) else None
         turn = self.around(request, proceed)
         sent: Any = None
         thrown: BaseException | None = None
@@ -187,18 +200,16 @@ class StreamProceed:
     and read `first_event_at`: the `time.perf_counter()` of the first event of the rest
     of the chain (its `ResponseCompleted` if it streamed nothing else), `None` before it;
     `streamed` says whether events of the rest reached the caller since the turn started
-    or since the last `TurnAdvisor.discard` (a `proceed` now would raise `TurnReplayError`);
-    `scoped` what `TurnAdvisor.scoped` answered for the turn.
+    or since the last `TurnAdvisor.discard` (a `proceed` now would raise `TurnReplayError`).
     """
 
-    __slots__ = ("_request", "_streamed", "first_event_at", "scoped")
+    __slots__ = ("_request", "_streamed", "first_event_at")
 
     _request: ChatRequest  # set by each call, read by `TurnAdvisor.stream`
 
     def __init__(self) -> None:
         self._streamed = False
         self.first_event_at: float | None = None
-        self.scoped = False
 
     @property
     def streamed(self) -> bool:

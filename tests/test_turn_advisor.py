@@ -420,3 +420,16 @@ async def test_a_scoped_turn_closed_early_runs_around_s_finally_in_its_context()
     # `_seen.reset(token)` in around's finally would raise in another context
     assert scoped.log == ["before Hi", "raised GeneratorExit", "finally"]
     assert _seen.get() == "unset"
+
+
+@PATHS
+@pytest.mark.parametrize("applies", [False, True])
+async def test_a_turn_the_link_does_not_apply_to_skips_around(path: Path, applies: bool) -> None:
+    class Sometimes(Replaces):
+        def applies(self, request: ChatRequest) -> bool:
+            return applies
+
+    response, deltas = await run(Chain([Sometimes()], model=ScriptedChatModel(["Hi."])), path)
+    assert response.text == ("HI." if applies else "Hi.")
+    if path == "stream":
+        assert deltas == ["Hi."]
