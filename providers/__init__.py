@@ -3,7 +3,7 @@
 from ..core._assembly import StreamAssembler
 from ..core._exports import publish
 from ..core.options import OutputSchema
-from ..providers.text_tool_calls import TextToolCallModel
+from ..core.text_tool_calls import TextToolCallModel
 from .anthropic import AnthropicChatModel, AnthropicWire
 from .errors import (
     AuthenticationError,

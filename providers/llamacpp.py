@@ -4,7 +4,7 @@ Needs the `local` extra. Inference runs in worker threads, so the event loop nev
 blocks; a stream pulls one chunk per worker-thread call, which works the same on asyncio
 and trio and stops generating as soon as the consumer stops reading. One inference runs
 at a time per loaded model. Tool calls the model writes as text (Qwen's `<tool_call>`)
-become real tool calls (see `providers.text_tool_calls`). Chat templates read text only:
+become real tool calls (see `core.text_tool_calls`). Chat templates read text only:
 an image or a document, in a user message or a tool result, is sent as a stand-in line
 (`[image 1 (image/png): not shown: tool results take text only here]`, as
 `OpenAIChatModel(tool_media="omit")` writes it), never dropped without a word.
@@ -43,7 +43,7 @@ from ..core.parts import DocumentPart, ImagePart, TextPart
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
-from ..providers.text_tool_calls import (
+from ..core.text_tool_calls import (
     apply_text_tool_calls,
     parse_text_tool_call_stream,
     tool_names_for,

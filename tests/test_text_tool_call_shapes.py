@@ -25,7 +25,7 @@ from advisorchain import (
 )
 from advisorchain.core.events import StreamEvent
 from advisorchain.providers import ScriptedChatModel
-from advisorchain.providers.text_tool_calls import (
+from advisorchain.core.text_tool_calls import (
     TextToolCallModel,
     TextToolCallParser,
     apply_text_tool_calls,

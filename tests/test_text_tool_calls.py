@@ -18,7 +18,7 @@ from advisorchain import (
     tool,
 )
 from advisorchain.providers import ScriptedChatModel
-from advisorchain.providers.text_tool_calls import (
+from advisorchain.core.text_tool_calls import (
     TextToolCallModel,
     TextToolCallParser,
     apply_text_tool_calls,

@@ -26,16 +26,16 @@ import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
-from ..core._arguments import ArgumentsError, parse_arguments
-from ..core._call_ids import CallIds
-from ..core._streams import closing_stream
-from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
-from ..core.messages import AssistantMessage, ToolCall
-from ..core.model import ChatModel, WrapperModel
-from ..core.options import OutputSchema
-from ..core.parts import TextPart, assistant_content
-from ..core.request import ChatRequest
-from ..core.response import ChatResponse
+from ._arguments import ArgumentsError, parse_arguments
+from ._call_ids import CallIds
+from ._streams import closing_stream
+from .events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
+from .messages import AssistantMessage, ToolCall
+from .model import ChatModel, WrapperModel
+from .options import OutputSchema
+from .parts import TextPart, assistant_content
+from .request import ChatRequest
+from .response import ChatResponse
 
 _OPEN_TAG = "<tool_call>"
 _CLOSE_TAG = "</tool_call>"
