@@ -16,7 +16,9 @@ the user as the answer. Anything else stays text.
   user as text, and releases it as soon as it turns out to be plain text.
 - `apply_text_tool_calls(response, names)` / `parse_text_tool_call_stream(events, names)`:
   the same over a `ChatResponse` / a stream of events.
-- `TextToolCallModel(model)`: wraps any `ChatModel` with both.
+
+Both an advisor (`SmallModelAdvisor`) and a provider wrapper
+(`providers.text_tool_calls.TextToolCallModel`) use it, so it lives in core.
 """
 
 from __future__ import annotations
@@ -31,8 +33,6 @@ from ._call_ids import CallIds
 from ._streams import closing_stream
 from .events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from .messages import AssistantMessage, ToolCall
-from .model import ChatModel, WrapperModel
-from .options import OutputSchema
 from .parts import TextPart, assistant_content
 from .request import ChatRequest
 from .response import ChatResponse
@@ -605,44 +605,8 @@ async def parse_text_tool_call_stream(
                 yield event
 
 
-class TextToolCallModel(WrapperModel):
-    """Wraps a `ChatModel` so that tool calls it writes as text become real tool calls.
-
-    Names of tools attached to the request are recognized (with `any_name`, any name, so
-    that a call to a tool that is not attached reaches the tool loop, which reports it to
-    the model, instead of the user); nothing is parsed when `tool_choice` is `"none"`.
-    Structured tool calls from the model pass through.
-    """
-
-    def __init__(self, model: ChatModel, *, any_name: bool = False) -> None:
-        super().__init__(model)
-        self.model = model
-        self.any_name = any_name
-
-    def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
-        """Never: a native schema would keep the model from writing tool calls as text."""
-        return False
-
-    def __repr__(self) -> str:
-        return f"TextToolCallModel({self.model!r})"
-
-    async def call(self, request: ChatRequest) -> ChatResponse:
-        """Call the wrapped model and parse its text for tool calls."""
-        response = await self.model.call(request)
-        return apply_text_tool_calls(response, tool_names_for(request), any_name=self.any_name)
-
-    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """Stream the wrapped model, holding back and parsing text that is a tool call."""
-        names = tool_names_for(request)
-        if not names:
-            return self.model.stream(request)
-        events = self.model.stream(request)
-        return parse_text_tool_call_stream(events, names, any_name=self.any_name)
-
-
 __all__ = [
     "ParsedText",
-    "TextToolCallModel",
     "TextToolCallParser",
     "apply_text_tool_calls",
     "parse_text_tool_call_stream",

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.model import ChatModel
-from ..core.text_tool_calls import TextToolCallModel
+from ..providers import TextToolCallModel
 from .scripted import scripted_order_model
 
 MODEL_HELP = (

@@ -2,8 +2,7 @@
 
 from ..core._assembly import StreamAssembler
 from ..core._exports import publish
-from ..core.options import OutputSchema
-from ..core.text_tool_calls import TextToolCallModel
+from ..core.options import NativeToolSearch, OutputSchema
 from .anthropic import AnthropicChatModel, AnthropicWire
 from .errors import (
     AuthenticationError,
@@ -27,6 +26,7 @@ from .llamacpp import LlamaCppChatModel
 from .openai import OpenAIChatModel, OpenAIChatWire
 from .openai_responses import OpenAIResponsesChatModel, OpenAIResponsesWire
 from .scripted import Reply, ScriptedChatModel, ScriptExhaustedError
+from .text_tool_calls import TextToolCallModel
 from .wire import StreamReader, WireCall, WireFormat
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "InvalidAPIKeyError",
     "InvalidResponseError",
     "LlamaCppChatModel",
+    "NativeToolSearch",
     "OpenAIChatModel",
     "OpenAIChatWire",
     "OpenAIResponsesChatModel",

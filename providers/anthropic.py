@@ -69,7 +69,7 @@ from ..core.response import ChatResponse
 from ..core.usage import Usage
 from ._structured import anthropic_output_config, anthropic_supports
 from .anthropic_cache import PromptCache, place_breakpoints
-from .anthropic_tool_search import NATIVE_KEY, anthropic_tool_search
+from .anthropic_tool_search import ANTHROPIC_SEARCH_TOOLS, anthropic_tool_search
 from .errors import BadRequestError, ProviderError
 from .http import (
     PARSE_ERRORS,
@@ -126,6 +126,7 @@ class AnthropicWire(WireFormat):
 
     provider = "anthropic"
     endpoint = "/v1/messages"
+    native_tool_search = frozenset(ANTHROPIC_SEARCH_TOOLS)
 
     def __init__(
         self,
@@ -195,8 +196,8 @@ class AnthropicWire(WireFormat):
         if options.output_schema is not None:
             output = anthropic_output_config(options.output_schema, body.get("output_config"))
             body["output_config"] = output
-        if NATIVE_KEY in body:  # ToolSearchAdvisor(native=...): defer tools
-            anthropic_tool_search(body)
+        if options.native_tool_search is not None:  # ToolSearchAdvisor(native=...)
+            anthropic_tool_search(body, options.native_tool_search)
         if self.prompt_cache is not None:
             place_breakpoints(body, self.prompt_cache)
         return body

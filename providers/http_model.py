@@ -15,9 +15,10 @@ from ..core._checks import require_mapping, require_number
 from ..core._scrub import safe_str
 from ..core.errors import AdvisorChainError, StreamInterruptedError
 from ..core.events import ResponseCompleted, StreamEvent
+from ..core.options import NativeSearchVariant
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from .errors import InvalidResponseError, ProviderError, ProviderStreamError
+from .errors import BadRequestError, InvalidResponseError, ProviderError, ProviderStreamError
 from .http import (
     PARSE_ERRORS,
     HTTPClient,
@@ -154,6 +155,10 @@ class HTTPChatModel:
         """Close the HTTP client this model created (an injected one is left open)."""
         await self._http.aclose()
 
+    def supports_native_tool_search(self, variant: NativeSearchVariant) -> bool:
+        """Whether the wire format writes `ChatOptions.native_tool_search` of `variant`."""
+        return variant in self.wire.native_tool_search
+
     def _key(self) -> str | None:
         if self._api_key is None and self._api_key_env:
             self._api_key = api_key_from_env(
@@ -165,6 +170,13 @@ class HTTPChatModel:
         self, request: ChatRequest, *, stream: bool
     ) -> tuple[str, dict[str, str], dict[str, Any], str | None]:
         """The URL, headers, body and key of one request, built by the wire format."""
+        search = request.options.native_tool_search
+        if search is not None and not self.supports_native_tool_search(search.variant):
+            raise BadRequestError(
+                f"{self.provider_name}: this provider has no {search.variant!r} tool search "
+                "(ChatOptions.native_tool_search); use ToolSearchAdvisor's own search",
+                provider=self.provider_name,
+            )
         key = self._key()
         call = WireCall(
             request=request,

@@ -110,7 +110,9 @@ class WireFormat:
     defaults: `url` is `{base_url}{endpoint}` for both paths; `headers` sends the key as
     `Authorization: Bearer <key>` (nothing without a key); `error_detail` reads the
     human message of an error body in the common shapes (`{"error": {"message": ...}}`,
-    `{"message": ...}`, `{"detail": ...}`).
+    `{"message": ...}`, `{"detail": ...}`). `native_tool_search` names the tool-search
+    variants the format writes for `ChatOptions.native_tool_search` (none by default:
+    `HTTPChatModel` then refuses that option before sending).
 
     A wire format holds only its own settings (say, which body field carries
     `max_tokens`); it is shared by every request of its model and must not keep
@@ -119,6 +121,7 @@ class WireFormat:
 
     provider: str = "http"
     endpoint: str = ""
+    native_tool_search: frozenset[str] = frozenset()
 
     def url(self, call: WireCall) -> str:
         """The URL to POST `call` to (the model may be part of the path)."""

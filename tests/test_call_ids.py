@@ -40,8 +40,8 @@ from advisorchain.core._call_ids import (
 from advisorchain.core.advisor import CallNext, StreamNext
 from advisorchain.core.events import ToolCallDelta
 from advisorchain.providers import AnthropicChatModel, ScriptedChatModel
+from advisorchain.providers import TextToolCallModel
 from advisorchain.core.text_tool_calls import (
-    TextToolCallModel,
     apply_text_tool_calls,
     parse_text_tool_calls,
 )

@@ -29,7 +29,8 @@ from advisorchain.core._arguments import (
 )
 from advisorchain.providers import AnthropicChatModel, ScriptedChatModel
 from advisorchain.providers.anthropic import RAW_ARGUMENTS_KEY, wire_messages
-from advisorchain.core.text_tool_calls import TextToolCallModel, parse_text_tool_calls
+from advisorchain.core.text_tool_calls import parse_text_tool_calls
+from advisorchain.providers import TextToolCallModel
 
 DEEP = "[" * 10_000 + "]" * 10_000
 DEEP_OBJECT = '{"text": ' + "[" * 10_000 + "]" * 10_000 + "}"

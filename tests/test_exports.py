@@ -160,6 +160,7 @@ PROVIDERS = {
     "InvalidResponseError",
     "OutputSchemaRefusedError",
     "LlamaCppChatModel",
+    "NativeToolSearch",
     "OpenAIChatModel",
     "OpenAIChatWire",
     "OpenAIResponsesChatModel",

@@ -44,7 +44,7 @@ from advisorchain.advisors.small_model import (
 )
 from advisorchain.core.messages import Message
 from advisorchain.providers import Reply, ScriptedChatModel
-from advisorchain.core.text_tool_calls import TextToolCallModel
+from advisorchain.providers import TextToolCallModel
 
 Path = Literal["call", "stream"]
 PATHS: list[Path] = ["call", "stream"]

@@ -25,8 +25,8 @@ from advisorchain import (
 )
 from advisorchain.core.events import StreamEvent
 from advisorchain.providers import ScriptedChatModel
+from advisorchain.providers import TextToolCallModel
 from advisorchain.core.text_tool_calls import (
-    TextToolCallModel,
     TextToolCallParser,
     apply_text_tool_calls,
     parse_text_tool_call_stream,

@@ -18,8 +18,8 @@ from advisorchain import (
     tool,
 )
 from advisorchain.providers import ScriptedChatModel
+from advisorchain.providers import TextToolCallModel
 from advisorchain.core.text_tool_calls import (
-    TextToolCallModel,
     TextToolCallParser,
     apply_text_tool_calls,
     parse_text_tool_calls,
