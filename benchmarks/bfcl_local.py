@@ -183,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--queries", type=int, default=30)
     args = parser.parse_args(argv)
     from advisorchain.providers.llamacpp import LlamaCppChatModel
-    from advisorchain.providers.local_weights import ensure_local_model
+    from advisorchain.providers.local.weights import ensure_local_model
 
     path = ensure_local_model()
     model = LlamaCppChatModel(path, n_ctx=2048)

@@ -88,7 +88,7 @@ class LlamaCppChatModel:
     `model_path` defaults to an embedded model chosen by `local_model`: `"0.5b"`
     (Qwen2.5-Coder-0.5B-Instruct, the `local` extra) or `"1.5b"` (Qwen2.5-Coder-1.5B-Instruct,
     the `local-1.5b` extra), assembled from its weight packages and verified on first use
-    (`providers.local_weights.LOCAL_MODELS`). The model is loaded lazily, on
+    (`providers.local.weights.LOCAL_MODELS`). The model is loaded lazily, on
     the first call or on `await load()`. The chat template embedded in the GGUF file
     formats the prompt and the tools. A named `tool_choice` makes llama.cpp return a
     grammar-constrained structured call; otherwise tool calls written as text are
@@ -137,7 +137,7 @@ class LlamaCppChatModel:
     ) -> None:
         if tools_when_none not in ("keep", "drop"):
             raise ValueError("tools_when_none must be 'keep' or 'drop'")
-        from .local_weights import LOCAL_MODELS
+        from .local.weights import LOCAL_MODELS
 
         if local_model not in LOCAL_MODELS:
             raise ValueError(
@@ -194,10 +194,10 @@ class LlamaCppChatModel:
             ) from exc
         path = self.model_path
         if path is None:
-            from .local_weights import ensure_local_model
+            from .local.weights import ensure_local_model
 
             path = ensure_local_model(name=self.local_model)
-        from .preflight import ensure_preflight
+        from .local.preflight import ensure_preflight
 
         ensure_preflight(Path(path), self.n_threads)  # a SIGILL kills a child, not this process
         options: dict[str, Any] = {"n_ctx": self.n_ctx, "verbose": False}
