@@ -77,8 +77,8 @@ def run(argv: list[str]) -> int:
         if status is not None:
             return status
         if args.command == "prepare-model":
-            from .providers.local.weights import ensure_local_model
             from .providers.local.preflight import ensure_preflight
+            from .providers.local.weights import ensure_local_model
 
             path = ensure_local_model()
             ensure_preflight(path)

@@ -86,7 +86,9 @@ class NativeToolSearch:
 
     def __post_init__(self) -> None:
         if self.variant not in ("bm25", "regex"):
-            raise ValueError(f'native tool search variant must be "bm25" or "regex": {self.variant!r}')
+            raise ValueError(
+                f'native tool search variant must be "bm25" or "regex": {self.variant!r}'
+            )
         deferred = tuple(self.deferred)
         if not all(isinstance(name, str) for name in deferred):
             raise TypeError("native tool search's deferred must be tool names (strings)")
@@ -100,8 +102,11 @@ class ChatOptions:
     `output_schema` asks the model for an answer whose text is JSON matching a schema
     (`OutputSchema`; set by `StructuredOutputAdvisor` when the model supports it).
     `native_tool_search` asks the provider to search a deferred tool catalog itself
-    (`NativeToolSearch`; set by `ToolSearchAdvisor(native=...)`). `extra` is passed through to the provider's request body unchanged, for options
-    this library does not model.
+    (`NativeToolSearch`; set by `ToolSearchAdvisor(native=...)`). `native_compaction`
+    maps a provider's name to what it sends for its own context management (set by
+    `CompactionAdvisor(native=...)`; each provider reads its own entry only). `extra` is passed
+    through to the provider's request body unchanged, for options this library does not
+    model.
     """
 
     model: str | None = None
@@ -113,6 +118,7 @@ class ChatOptions:
     parallel_tool_calls: bool | None = None
     output_schema: OutputSchema | None = None
     native_tool_search: NativeToolSearch | None = None
+    native_compaction: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
 
     def __post_init__(self) -> None:

@@ -20,7 +20,8 @@ from .errors import (
 from .factory import model_from_name, register_provider
 from .fallback import FallbackAfterEffectsError, FallbackModel
 from .gemini import GeminiChatModel, GeminiWire
-from .http import RetryPolicy
+from .http.connection import Connection, ConnectionOptions, OfficialAPI
+from .http.retry import RetryPolicy
 from .http_model import HTTPChatModel
 from .llamacpp import LlamaCppChatModel
 from .openai import OpenAIChatModel, OpenAIChatWire
@@ -34,6 +35,8 @@ __all__ = [
     "AnthropicWire",
     "AuthenticationError",
     "BadRequestError",
+    "Connection",
+    "ConnectionOptions",
     "FallbackAfterEffectsError",
     "FallbackModel",
     "GeminiChatModel",
@@ -43,6 +46,7 @@ __all__ = [
     "InvalidResponseError",
     "LlamaCppChatModel",
     "NativeToolSearch",
+    "OfficialAPI",
     "OpenAIChatModel",
     "OpenAIChatWire",
     "OpenAIResponsesChatModel",

@@ -44,11 +44,8 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-import httpx
+from typing import Any, Unpack
 
 from ..core._arguments import ArgumentsError, parse_argument_object, parse_arguments
 from ..core._assembly import StreamAssembler
@@ -71,21 +68,21 @@ from ._structured import anthropic_output_config, anthropic_supports
 from .anthropic_cache import PromptCache, place_breakpoints
 from .anthropic_tool_search import ANTHROPIC_SEARCH_TOOLS, anthropic_tool_search
 from .errors import BadRequestError, ProviderError
-from .http import (
-    PARSE_ERRORS,
-    RetryPolicy,
-    error_for_status,
-    error_type_for_code,
-    json_dumps,
-    json_excerpt,
-    plain,
-    token_count,
-)
+from .http.connection import Connection, ConnectionOptions, OfficialAPI
+from .http.error_mapping import error_for_status, error_type_for_code
+from .http.json_values import PARSE_ERRORS, json_dumps, json_excerpt, plain, token_count
 from .http_model import HTTPChatModel
-from .native_compaction import ANTHROPIC_BETAS, asks, take_native
+from .native_compaction import ANTHROPIC_BETAS, native_compaction
 from .wire import WireCall, WireFormat, event_object, merge_extra
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_API = OfficialAPI(
+    url=ANTHROPIC_BASE_URL,
+    key_env="ANTHROPIC_API_KEY",
+    url_env="ANTHROPIC_BASE_URL",
+    key_everywhere=True,
+)
+"""Anthropic's own API; its key is read (and required) whatever the base URL."""
 """The official API's base URL."""
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -127,6 +124,7 @@ class AnthropicWire(WireFormat):
     provider = "anthropic"
     endpoint = "/v1/messages"
     native_tool_search = frozenset(ANTHROPIC_SEARCH_TOOLS)
+    official = ANTHROPIC_API
 
     def __init__(
         self,
@@ -147,7 +145,7 @@ class AnthropicWire(WireFormat):
 
     def headers(self, call: WireCall, api_key: str | None) -> dict[str, str]:
         headers = {"x-api-key": api_key or "", "anthropic-version": ANTHROPIC_VERSION}
-        if asks(call.request.options.extra, "anthropic"):  # CompactionAdvisor(native=...)
+        if native_compaction(call.request.options, "anthropic") is not None:
             headers["anthropic-beta"] = ANTHROPIC_BETAS
         return headers
 
@@ -190,7 +188,7 @@ class AnthropicWire(WireFormat):
         if call.stream:
             body["stream"] = True
         body = merge_extra(body, options.extra)
-        native = take_native(body, "anthropic")
+        native = native_compaction(options, "anthropic")  # CompactionAdvisor(native=...)
         if native is not None:
             body["context_management"] = native
         if options.output_schema is not None:
@@ -288,36 +286,18 @@ class AnthropicChatModel(HTTPChatModel):
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
+        connection: Connection | None = None,
         max_tokens: int = 4096,
-        timeout: float | httpx.Timeout | None = None,
-        max_retries: int = 2,
-        retry_policy: RetryPolicy | None = None,
-        headers: Mapping[str, str] | None = None,
         thinking: Mapping[str, Any] | None = None,
         prompt_cache: PromptCache | bool = True,
+        **options: Unpack[ConnectionOptions],
     ) -> None:
         if prompt_cache is True:
             prompt_cache = PromptCache()
-        super().__init__(
-            model,
-            wire=AnthropicWire(
-                max_tokens=max_tokens,
-                thinking=thinking,
-                prompt_cache=prompt_cache or None,
-            ),
-            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL,
-            api_key=api_key,
-            api_key_env="ANTHROPIC_API_KEY",
-            key_required=True,
-            http_client=http_client,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_policy=retry_policy,
-            headers=headers,
+        wire = AnthropicWire(
+            max_tokens=max_tokens, thinking=thinking, prompt_cache=prompt_cache or None
         )
+        super().__init__(model, wire=wire, connection=Connection.of(connection, options))
 
     @property
     def max_tokens(self) -> int:

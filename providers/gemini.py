@@ -58,10 +58,8 @@ Wire notes:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, Unpack
 from urllib.parse import quote
-
-import httpx
 
 from ..core._arguments import ArgumentsError, parse_arguments
 from ..core.errors import ChainConfigurationError, StreamInterruptedError
@@ -87,22 +85,15 @@ from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
 from .errors import AuthenticationError, ProviderError, ProviderUnavailableError, RateLimitError
-from .http import (
-    PARSE_ERRORS,
-    RetryPolicy,
-    error_for_status,
-    error_message,
-    error_type_for_code,
-    json_dumps,
-    json_excerpt,
-    plain,
-    token_count,
-)
+from .http.connection import Connection, ConnectionOptions, OfficialAPI
+from .http.error_mapping import error_for_status, error_message, error_type_for_code
+from .http.json_values import PARSE_ERRORS, json_dumps, json_excerpt, plain, token_count
 from .http_model import HTTPChatModel
-from .native_compaction import take_native
 from .wire import WireCall, WireFormat, event_object
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+GEMINI_API = OfficialAPI(url=GEMINI_BASE_URL, key_env="GEMINI_API_KEY")
+"""Google's Gemini API (`v1beta`); no variable moves its URL."""
 """The Gemini API's base URL."""
 
 PROVIDER = "gemini"
@@ -168,6 +159,7 @@ class GeminiWire(WireFormat):
     """
 
     provider = PROVIDER
+    official = GEMINI_API
 
     def __init__(
         self, *, schema_mode: SchemaMode = "openapi", thinking: Mapping[str, Any] | None = None
@@ -221,34 +213,15 @@ class GeminiChatModel(HTTPChatModel):
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        timeout: float | httpx.Timeout | None = None,
-        max_retries: int = 2,
-        retry_policy: RetryPolicy | None = None,
-        headers: Mapping[str, str] | None = None,
+        connection: Connection | None = None,
         schema_mode: SchemaMode = "openapi",
         thinking: Mapping[str, Any] | None = None,
+        **options: Unpack[ConnectionOptions],
     ) -> None:
-        key_required = api_key_env is not None
-        if base_url is None or base_url.rstrip("/") == GEMINI_BASE_URL:
-            base_url = base_url or GEMINI_BASE_URL
-            api_key_env = api_key_env or "GEMINI_API_KEY"
-            key_required = True
         super().__init__(
             model,
             wire=GeminiWire(schema_mode=schema_mode, thinking=thinking),
-            base_url=base_url,
-            api_key=api_key,
-            api_key_env=api_key_env,
-            key_required=key_required,
-            http_client=http_client,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_policy=retry_policy,
-            headers=headers,
+            connection=Connection.of(connection, options),
         )
 
     def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
@@ -311,108 +284,142 @@ def gemini_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]
         found = schema.get(key)
         if isinstance(found, Mapping):
             definitions.update({f"#/{key}/{name}": value for name, value in found.items()})
-    dropped: list[str] = []
-    translated = _node(schema, "$", definitions, (), dropped)
-    return translated, dropped
+    translation = _Translation(definitions)
+    translated = translation.node(schema, "$", ())
+    return translated, translation.dropped
 
 
-def _node(
-    schema: Any,
-    path: str,
-    definitions: Mapping[str, Any],
-    expanding: tuple[str, ...],
-    dropped: list[str],
-) -> dict[str, Any]:
-    if not isinstance(schema, Mapping) or path.count(".") + path.count("[") > MAX_SCHEMA_DEPTH:
-        dropped.append(path)
-        return {}
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        target = definitions.get(ref)
-        if not isinstance(target, Mapping) or ref in expanding:
-            dropped.append(f"{path}.$ref")
-            return {"type": "OBJECT"}
-        siblings = {k: v for k, v in schema.items() if k != "$ref"}
-        return _node({**target, **siblings}, path, definitions, (*expanding, ref), dropped)
-    out: dict[str, Any] = {}
-    nullable = False
-    for key, value in schema.items():
+class _Translation:
+    """One schema's translation: the `$defs` it may reference and the paths dropped."""
+
+    def __init__(self, definitions: Mapping[str, Any]) -> None:
+        self.definitions = definitions
+        self.dropped: list[str] = []
+
+    def node(self, schema: Any, path: str, expanding: tuple[str, ...]) -> dict[str, Any]:
+        """The Gemini form of the subschema at `path` (`expanding`: the `$ref`s being
+        inlined around it, so a recursive one is cut, not followed)."""
+        if not isinstance(schema, Mapping) or path.count(".") + path.count("[") > MAX_SCHEMA_DEPTH:
+            self.dropped.append(path)
+            return {}
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            target = self.definitions.get(ref)
+            if not isinstance(target, Mapping) or ref in expanding:
+                self.dropped.append(f"{path}.$ref")
+                return {"type": "OBJECT"}
+            siblings = {k: v for k, v in schema.items() if k != "$ref"}
+            return self.node({**target, **siblings}, path, (*expanding, ref))
+        out: dict[str, Any] = {}
+        nullable = False
+        for key, value in schema.items():
+            nullable = self._keyword(out, key, value, path, expanding) or nullable
+        return self._finish(out, path, nullable)
+
+    def _keyword(
+        self, out: dict[str, Any], key: str, value: Any, path: str, expanding: tuple[str, ...]
+    ) -> bool:
+        """Translate one keyword of the schema at `path` into `out`; whether it makes the
+        value nullable."""
         at = f"{path}.{key}"
         if key in _KEPT:
             out[key] = plain(value)
         elif key == "type":
-            types = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-            nullable = nullable or "null" in types
-            names = [t.upper() for t in types if isinstance(t, str) and t != "null"]
-            if len(names) == 1 and names[0] in _TYPES:
-                out["type"] = names[0]
-            elif names and all(n in _TYPES for n in names):
-                out["anyOf"] = [{"type": n} for n in names]
-            elif names or not isinstance(value, (str, list)):
-                dropped.append(at)
+            return self._type(out, value, at)
         elif key == "properties" and isinstance(value, Mapping):
             properties = {
-                name: _node(sub, f"{at}.{name}", definitions, expanding, dropped)
-                for name, sub in value.items()
+                name: self.node(sub, f"{at}.{name}", expanding) for name, sub in value.items()
             }
             if properties:
                 out["properties"] = properties
         elif key in ("anyOf", "oneOf") and isinstance(value, Sequence):
-            branches = []
-            for i, sub in enumerate(value):
-                if isinstance(sub, Mapping) and sub.get("type") == "null" and len(sub) == 1:
-                    nullable = True
-                    continue
-                branches.append(_node(sub, f"{at}[{i}]", definitions, expanding, dropped))
-            if len(branches) == 1:
-                out.update({k: v for k, v in branches[0].items() if k not in out})
-            elif branches:
-                out["anyOf"] = branches
+            return self._any_of(out, value, at, expanding)
         elif key == "allOf" and isinstance(value, Sequence):
-            for i, sub in enumerate(value):
-                merged = _node(sub, f"{at}[{i}]", definitions, expanding, dropped)
-                for k, v in merged.items():
-                    if k == "properties":
-                        out["properties"] = {**out.get("properties", {}), **v}
-                    elif k == "required":
-                        out["required"] = [*out.get("required", []), *v]
-                    else:
-                        out.setdefault(k, v)
+            self._all_of(out, value, at, expanding)
         elif key == "items":
-            out["items"] = _node(value, at, definitions, expanding, dropped)
+            out["items"] = self.node(value, at, expanding)
         elif key == "required" and isinstance(value, Sequence) and not isinstance(value, str):
             out["required"] = [name for name in value if isinstance(name, str)]
         elif key == "enum" and isinstance(value, Sequence) and not isinstance(value, str):
-            values = [v for v in value if v is not None]
-            nullable = nullable or len(values) < len(value)
-            if values and all(isinstance(v, str) for v in values):
-                out["enum"] = values
-            else:
-                dropped.append(at)
-        elif key == "const":
-            if isinstance(value, str):
-                out["enum"] = [value]
-            else:
-                dropped.append(at)
+            return self._enum(out, value, at)
+        elif key == "const" and isinstance(value, str):
+            out["enum"] = [value]
         elif key == "format":
-            out["format"] = value  # checked against the type below
+            out["format"] = value  # checked against the type in `_finish`
         elif key in ("$defs", "definitions") and path == "$":
-            continue  # inlined where referenced
+            pass  # inlined where referenced
         else:
-            dropped.append(at)
-    if "format" in out and out["format"] not in _FORMATS.get(out.get("type", ""), ()):
-        del out["format"]
-        dropped.append(f"{path}.format")
-    if "required" in out:
-        present = out.get("properties", {})
-        out["required"] = [n for n in dict.fromkeys(out["required"]) if n in present]
-        if not out["required"]:
-            del out["required"]
-    if "enum" in out and "type" not in out:
-        out["type"] = "STRING"
-    if nullable:
-        out["nullable"] = True
-    return out
+            self.dropped.append(at)
+        return False
+
+    def _type(self, out: dict[str, Any], value: Any, at: str) -> bool:
+        """`type`: one type, or a list of them (an `anyOf`); `"null"` makes it nullable."""
+        types = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        names = [t.upper() for t in types if isinstance(t, str) and t != "null"]
+        if len(names) == 1 and names[0] in _TYPES:
+            out["type"] = names[0]
+        elif names and all(n in _TYPES for n in names):
+            out["anyOf"] = [{"type": n} for n in names]
+        elif names or not isinstance(value, (str, list)):
+            self.dropped.append(at)
+        return "null" in types
+
+    def _any_of(
+        self, out: dict[str, Any], value: Sequence[Any], at: str, expanding: tuple[str, ...]
+    ) -> bool:
+        """`anyOf` / `oneOf`: a `{"type": "null"}` branch makes it nullable; one branch
+        left is merged in, several stay an `anyOf`."""
+        nullable = False
+        branches = []
+        for i, sub in enumerate(value):
+            if isinstance(sub, Mapping) and sub.get("type") == "null" and len(sub) == 1:
+                nullable = True
+                continue
+            branches.append(self.node(sub, f"{at}[{i}]", expanding))
+        if len(branches) == 1:
+            out.update({k: v for k, v in branches[0].items() if k not in out})
+        elif branches:
+            out["anyOf"] = branches
+        return nullable
+
+    def _all_of(
+        self, out: dict[str, Any], value: Sequence[Any], at: str, expanding: tuple[str, ...]
+    ) -> None:
+        """`allOf`: every branch merged in (properties and required lists joined)."""
+        for i, sub in enumerate(value):
+            for k, v in self.node(sub, f"{at}[{i}]", expanding).items():
+                if k == "properties":
+                    out["properties"] = {**out.get("properties", {}), **v}
+                elif k == "required":
+                    out["required"] = [*out.get("required", []), *v]
+                else:
+                    out.setdefault(k, v)
+
+    def _enum(self, out: dict[str, Any], value: Sequence[Any], at: str) -> bool:
+        """`enum`: string values only (Gemini's rule); a `None` among them makes it nullable."""
+        values = [v for v in value if v is not None]
+        if values and all(isinstance(v, str) for v in values):
+            out["enum"] = values
+        else:
+            self.dropped.append(at)
+        return len(values) < len(value)
+
+    def _finish(self, out: dict[str, Any], path: str, nullable: bool) -> dict[str, Any]:
+        """What depends on several keywords: a format its type allows, `required` naming
+        present properties only, an `enum`'s implied `STRING` type, `nullable`."""
+        if "format" in out and out["format"] not in _FORMATS.get(out.get("type", ""), ()):
+            del out["format"]
+            self.dropped.append(f"{path}.format")
+        if "required" in out:
+            present = out.get("properties", {})
+            out["required"] = [n for n in dict.fromkeys(out["required"]) if n in present]
+            if not out["required"]:
+                del out["required"]
+        if "enum" in out and "type" not in out:
+            out["type"] = "STRING"
+        if nullable:
+            out["nullable"] = True
+        return out
 
 
 def function_declaration(
@@ -508,7 +515,6 @@ def request_body(
             body[key] = {**body[key], **value}
         else:
             body[key] = value
-    take_native(body, "gemini")  # a compaction mark is for other providers
     return body
 
 

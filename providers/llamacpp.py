@@ -42,14 +42,13 @@ from ..core.options import OutputSchema
 from ..core.parts import DocumentPart, ImagePart, TextPart
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.usage import Usage
 from ..core.text_tool_calls import (
     apply_text_tool_calls,
     parse_text_tool_call_stream,
     tool_names_for,
 )
+from ..core.usage import Usage
 from ._structured import llamacpp_response_format
-from .native_compaction import take_native
 
 DEFAULT_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 _DONE = object()
@@ -330,7 +329,6 @@ class LlamaCppChatModel:
                 options.output_schema, with_tools=with_tools
             )
         kwargs.update(options.extra)
-        take_native(kwargs, "llamacpp")  # a compaction mark is for other providers
         return kwargs
 
 

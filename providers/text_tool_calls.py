@@ -13,7 +13,11 @@ from ..core.model import ChatModel, WrapperModel
 from ..core.options import OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.text_tool_calls import apply_text_tool_calls, parse_text_tool_call_stream, tool_names_for
+from ..core.text_tool_calls import (
+    apply_text_tool_calls,
+    parse_text_tool_call_stream,
+    tool_names_for,
+)
 
 __all__ = ["TextToolCallModel"]
 

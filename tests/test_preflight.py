@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from advisorchain import cli
-from advisorchain.providers.local import preflight as preflight_module
 from advisorchain.providers.llamacpp import LlamaCppChatModel
+from advisorchain.providers.local import preflight as preflight_module
 from advisorchain.providers.local.preflight import PreflightError, ensure_preflight, preflight
 
 SIGILL_CHILD = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGILL)"]

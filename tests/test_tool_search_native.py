@@ -10,6 +10,7 @@ import pytest
 
 from advisorchain import (
     Chain,
+    ChainConfigurationError,
     ChatRequest,
     ResponseCompleted,
     Tool,
@@ -18,7 +19,6 @@ from advisorchain import (
     UserMessage,
 )
 from advisorchain.advisors import ToolSearchAdvisor
-from advisorchain.errors import ChainConfigurationError
 from advisorchain.providers import (
     AnthropicChatModel,
     BadRequestError,
@@ -200,9 +200,7 @@ async def test_a_provider_without_tool_search_refuses_the_option_before_sending(
     stream: bool,
 ) -> None:
     recorder = Recorder(httpx.Response(200, json={}))
-    model = OpenAIChatModel(
-        "m", base_url="http://127.0.0.1:9/v1", http_client=recorder.client()
-    )
+    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", http_client=recorder.client())
     request = ChatRequest(messages=(UserMessage(content="hi"),)).with_options(
         native_tool_search=NativeToolSearch(variant="bm25", deferred=("a",))
     )
