@@ -28,6 +28,7 @@ from advisorchain.providers import (
     OpenAIChatWire,
     OpenAIResponsesChatModel,
     RetryPolicy,
+    WireFormat,
 )
 from advisorchain.providers.anthropic import ANTHROPIC_API, ANTHROPIC_BASE_URL
 from advisorchain.providers.gemini import GEMINI_API, GEMINI_BASE_URL
@@ -137,8 +138,8 @@ def test_the_official_url_rule(
     assert resolved.for_api(official) == resolved  # applying it again changes nothing
 
 
-class _NoOfficialWire(OpenAIChatWire):
-    official = None
+class _NoOfficialWire(WireFormat):
+    """A wire format that names no official API (the base class's default)."""
 
 
 def test_without_an_official_api_a_base_url_is_required() -> None:
