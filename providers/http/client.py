@@ -141,93 +141,23 @@ class HTTPClient:
         `body` is encoded once, at the first attempt, and every attempt sends those
         bytes; the mapping is not referenced after that, so a caller that drops its own
         reference (`HTTPChatModel` does) does not keep it alive while the answer is
-        awaited.
+        awaited. Each attempt is `_attempt`; a failure it reports retryable waits
+        `RetryPolicy.delay` (the response's `Retry-After` when it sent one), any other,
+        or the last, is raised.
         """
         client = self.client
-        timeout = self._timeout if self._timeout is not None else httpx.USE_CLIENT_DEFAULT
         target: httpx.URL | str = url
         content: bytes | None = None
         attempt = 0
         while True:
-            wait: float | None = None
-            cause: BaseException | None = None
-            unsent: ProviderError | None = None
-            try:
-                if content is None:
-                    target = self._url(url)
-                    content = json_body(body)
-                    body = _SENT
-                request = client.build_request(
-                    "POST", target, content=content, headers=_json_headers(headers), timeout=timeout
-                )
-            except httpx.InvalidURL as exc:
-                cause = exc
-                unsent = ProviderRequestError(
-                    f"{self.provider}: invalid URL: {redact(str(exc), secret)}",
-                    provider=self.provider,
-                )
-            except (TypeError, ValueError, RecursionError) as exc:
-                cause = exc
-                unsent = BadRequestError(
-                    f"{self.provider}: the request cannot be sent as JSON: "
-                    f"{redact(str(exc), secret)}",
-                    provider=self.provider,
-                )
-            if unsent is not None:  # raised here, not in `except`, to chain only a safe cause
-                raise unsent from safe_cause(cause, secret) if cause else None
-            try:
-                response = await client.send(request, stream=stream)
-                if not response.is_success:
-                    try:
-                        await response.aread()
-                    finally:
-                        await response.aclose()
-            except httpx.TimeoutException as exc:
-                cause = exc
-                error: ProviderError = ProviderTimeoutError(
-                    f"{self.provider}: no response within the timeout ({type(exc).__name__})",
-                    provider=self.provider,
-                )
-                retryable = True
-            except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
-                cause = exc
-                error = ProviderUnavailableError(
-                    f"{self.provider}: cannot reach {request.url.host}: "
-                    f"{redact(str(exc), secret) or type(exc).__name__}",
-                    provider=self.provider,
-                )
-                retryable = True
-            except httpx.DecodingError as exc:
-                cause = exc
-                error = InvalidResponseError(
-                    f"{self.provider}: the response body cannot be decoded ({type(exc).__name__})",
-                    provider=self.provider,
-                )
-                retryable = False
-            except (httpx.HTTPError, httpx.InvalidURL) as exc:
-                # LocalProtocolError (an invalid header value: its message quotes the value),
-                # UnsupportedProtocol, TooManyRedirects, ...: never chained as they are.
-                cause = None if isinstance(exc, httpx.LocalProtocolError) else exc
-                error = ProviderRequestError(
-                    f"{self.provider}: the request could not be sent ({type(exc).__name__})",
-                    provider=self.provider,
-                )
-                retryable = False
-            else:
-                if response.is_success:
-                    return response
-                error = error_from_response(
-                    response,
-                    provider=self.provider,
-                    secret=secret,
-                    error_detail=self._error_detail,
-                    error_type=self._error_type,
-                )
-                # a refused output schema fails the same way again (llama-cpp-python: 500)
-                retryable = should_retry(response) and not isinstance(
-                    error, OutputSchemaRefusedError
-                )
-                wait = retry_after(response.headers)
+            if content is None:
+                target, content = self._encode(url, body, secret)
+                body = _SENT
+            request = self._request(client, target, content, headers, secret)
+            outcome = await self._attempt(client, request, secret, stream)
+            if isinstance(outcome, httpx.Response):
+                return outcome
+            error, cause, retryable, wait = outcome
             delay = self.retry.delay(attempt, wait) if retryable else None
             if delay is None:
                 raise error from safe_cause(cause, secret) if cause else None
@@ -241,3 +171,102 @@ class HTTPClient:
                 delay,
             )
             await _sleep(delay)
+
+    def _encode(
+        self, url: str, body: Mapping[str, Any], secret: Secrets
+    ) -> tuple[httpx.URL, bytes]:
+        """The parsed URL and the JSON bytes of `body` (`_unsendable` when they cannot be
+        had)."""
+        try:
+            return self._url(url), json_body(body)
+        except (httpx.InvalidURL, TypeError, ValueError, RecursionError) as exc:
+            cause: BaseException = exc
+        raise self._unsendable(cause, secret) from safe_cause(cause, secret)
+
+    def _request(
+        self,
+        client: httpx.AsyncClient,
+        target: httpx.URL | str,
+        content: bytes,
+        headers: Mapping[str, str],
+        secret: Secrets,
+    ) -> httpx.Request:
+        """One attempt's request (built again for each: httpx requests are single-use)."""
+        timeout = self._timeout if self._timeout is not None else httpx.USE_CLIENT_DEFAULT
+        try:
+            return client.build_request(
+                "POST", target, content=content, headers=_json_headers(headers), timeout=timeout
+            )
+        except (httpx.InvalidURL, TypeError, ValueError, RecursionError) as exc:
+            cause: BaseException = exc
+        raise self._unsendable(cause, secret) from safe_cause(cause, secret)
+
+    def _unsendable(self, cause: BaseException, secret: Secrets) -> ProviderError:
+        """The error for a request that cannot be built: `ProviderRequestError` for an
+        invalid URL, else `BadRequestError` (not JSON). Raised by the callers outside
+        their `except`, so that only a cause that shows no secret is chained."""
+        if isinstance(cause, httpx.InvalidURL):
+            return ProviderRequestError(
+                f"{self.provider}: invalid URL: {redact(str(cause), secret)}",
+                provider=self.provider,
+            )
+        return BadRequestError(
+            f"{self.provider}: the request cannot be sent as JSON: {redact(str(cause), secret)}",
+            provider=self.provider,
+        )
+
+    async def _attempt(
+        self, client: httpx.AsyncClient, request: httpx.Request, secret: Secrets, stream: bool
+    ) -> httpx.Response | tuple[ProviderError, BaseException | None, bool, float | None]:
+        """Send `request` once: the successful response, or the typed error with the
+        cause it may chain, whether it is worth retrying and the wait the server asked for.
+
+        Timeouts and connection failures are retryable; a failed status is when the
+        server's `x-should-retry` or the status says so (a refused output schema never:
+        it fails the same way again)."""
+        try:
+            response = await client.send(request, stream=stream)
+            if not response.is_success:
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+        except httpx.TimeoutException as exc:
+            timeout = ProviderTimeoutError(
+                f"{self.provider}: no response within the timeout ({type(exc).__name__})",
+                provider=self.provider,
+            )
+            return timeout, exc, True, None
+        except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
+            unreachable = ProviderUnavailableError(
+                f"{self.provider}: cannot reach {request.url.host}: "
+                f"{redact(str(exc), secret) or type(exc).__name__}",
+                provider=self.provider,
+            )
+            return unreachable, exc, True, None
+        except httpx.DecodingError as exc:
+            undecodable = InvalidResponseError(
+                f"{self.provider}: the response body cannot be decoded ({type(exc).__name__})",
+                provider=self.provider,
+            )
+            return undecodable, exc, False, None
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            # LocalProtocolError (an invalid header value: its message quotes the value),
+            # UnsupportedProtocol, TooManyRedirects, ...: never chained as they are.
+            unsent = ProviderRequestError(
+                f"{self.provider}: the request could not be sent ({type(exc).__name__})",
+                provider=self.provider,
+            )
+            cause = None if isinstance(exc, httpx.LocalProtocolError) else exc
+            return unsent, cause, False, None
+        if response.is_success:
+            return response
+        error = error_from_response(
+            response,
+            provider=self.provider,
+            secret=secret,
+            error_detail=self._error_detail,
+            error_type=self._error_type,
+        )
+        retryable = should_retry(response) and not isinstance(error, OutputSchemaRefusedError)
+        return error, None, retryable, retry_after(response.headers)
