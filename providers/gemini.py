@@ -489,6 +489,21 @@ def request_body(
         ]
         if options.tool_choice is not None:
             body["toolConfig"] = {"functionCallingConfig": _tool_choice(options.tool_choice)}
+    config = _generation_config(request, thinking)
+    if config:
+        body["generationConfig"] = config
+    for key, value in plain(options.extra).items():
+        if isinstance(value, dict) and isinstance(body.get(key), dict):
+            body[key] = {**body[key], **value}
+        else:
+            body[key] = value
+    return body
+
+
+def _generation_config(request: ChatRequest, thinking: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`generationConfig`: sampling, limits, thinking and the response schema (refused
+    beside tools: Gemini takes one only on requests without them)."""
+    options = request.options
     config: dict[str, Any] = {}
     if options.temperature is not None:
         config["temperature"] = options.temperature
@@ -508,14 +523,7 @@ def request_body(
             )
         config["responseMimeType"] = "application/json"
         config["responseJsonSchema"] = plain(options.output_schema.schema)
-    if config:
-        body["generationConfig"] = config
-    for key, value in plain(options.extra).items():
-        if isinstance(value, dict) and isinstance(body.get(key), dict):
-            body[key] = {**body[key], **value}
-        else:
-            body[key] = value
-    return body
+    return config
 
 
 def _tool_choice(choice: str) -> dict[str, Any]:
