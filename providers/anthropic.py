@@ -258,9 +258,12 @@ _THINKING_EXAMPLE = '{"type": "enabled", "budget_tokens": 2048}'
 class AnthropicChatModel(HTTPChatModel):
     """A chat model behind `POST {base_url}/v1/messages` (`AnthropicWire`).
 
-    The API key is `api_key`, else `ANTHROPIC_API_KEY`, read at the first call; the base
-    URL is `base_url`, else `ANTHROPIC_BASE_URL`, else the official API. The API requires
-    `max_tokens`: `ChatOptions.max_tokens` when set, else the `max_tokens` given here.
+    How it connects is a `Connection` (`connection=`, and/or its fields as keywords,
+    applied over it; `ANTHROPIC_API`): the API key is `api_key`, else `ANTHROPIC_API_KEY`
+    (or the variable `api_key_env` names), read at the first call and required whatever
+    the URL; the base URL is `base_url`, else `ANTHROPIC_BASE_URL`, else the official
+    API. The API requires `max_tokens`: `ChatOptions.max_tokens` when set, else the
+    `max_tokens` given here.
     `headers` are added to every request (for `anthropic-beta`, say).
 
     `thinking` turns on extended thinking for every request:

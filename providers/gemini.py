@@ -194,7 +194,9 @@ class GeminiWire(WireFormat):
 class GeminiChatModel(HTTPChatModel):
     """A Gemini model behind the Gemini API (`GeminiWire`).
 
-    `base_url` defaults to `GEMINI_BASE_URL` (the official API, `v1beta`). The key is
+    How it connects is a `Connection` (`connection=`, and/or its fields as keywords,
+    applied over it; `GEMINI_API`): `base_url` defaults to `GEMINI_BASE_URL` (the
+    official API, `v1beta`). The key is
     `api_key`, else the variable `api_key_env` names (by default `GEMINI_API_KEY`, but
     not when `base_url` is passed explicitly), read at the first call and required by
     the official API; it is sent in the `x-goog-api-key` header only. `schema_mode` and

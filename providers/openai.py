@@ -181,12 +181,15 @@ class OpenAIChatWire(WireFormat):
 class OpenAIChatModel(HTTPChatModel):
     """A chat model behind `POST {base_url}/chat/completions` (`OpenAIChatWire`).
 
-    `base_url` defaults to `OPENAI_BASE_URL` from the environment, else the official
-    API. The API key is `api_key`, else the variable named by `api_key_env`, read at the
-    first call. `api_key_env` defaults to `OPENAI_API_KEY`, except when `base_url` is
-    passed explicitly: then no variable is read unless named, so an OpenAI key is never
-    sent to another server by accident. A key is required by the official API and when
-    `api_key_env` is named; other servers (vLLM, llama.cpp, Ollama) get no key if none is set.
+    How it connects is a `Connection` (`connection=`, and/or its fields as keywords,
+    applied over it), under the official-URL rule every provider shares (`OPENAI_API`,
+    `providers/http/connection.py`): `base_url` defaults to `OPENAI_BASE_URL` from the
+    environment, else the official API. The API key is `api_key`, else the variable named
+    by `api_key_env`, read at the first call. `api_key_env` defaults to `OPENAI_API_KEY`,
+    except when `base_url` is passed explicitly: then no variable is read unless named, so
+    an OpenAI key is never sent to another server by accident. A key is required by the
+    official API and when `api_key_env` is named; other servers (vLLM, llama.cpp, Ollama)
+    get no key if none is set.
 
     `max_tokens_param` is the body field for `ChatOptions.max_tokens`: by default
     `max_completion_tokens` for the official API (its reasoning models reject the other)
