@@ -20,7 +20,7 @@ from ..core._arguments import (
 )
 from ..core.advisor import Placement
 from ..core.chain import Chain
-from ..core.errors import AdvisorChainError, ChainConfigurationError
+from ..core.errors import AdvisorChainError, ChainConfigurationError, OutputSchemaRefused
 from ..core.events import AnswerDiscarded
 from ..core.messages import AssistantMessage, Message, SystemMessage, UserMessage
 from ..core.model import supports_output_schema
@@ -29,7 +29,6 @@ from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.turn import Proceed, StreamProceed, TurnAdvisor
 from ..core.usage import Usage
-from ..providers.errors import OutputSchemaRefusedError
 from .text_transform import TextTransformAdvisor
 
 T = TypeVar("T")
@@ -116,8 +115,9 @@ class StructuredOutputAdvisor(TurnAdvisor, Generic[T]):
        the turn's transcript. A refusal (`finish_reason="content_filter"`) that does not
        validate is raised at once: asking again would not change it.
 
-    A server that refuses the schema on the wire (`OutputSchemaRefusedError`:
-    llama-cpp-python's server answers `json_schema` with HTTP 500) under `mode="auto"`
+    A server that refuses the schema on the wire (`core.errors.OutputSchemaRefused`, a
+    provider's `OutputSchemaRefusedError`: llama-cpp-python's server answers
+    `json_schema` with HTTP 500) under `mode="auto"`
     gets the first attempt again with the schema in the prompt, before anything was
     streamed, and this advisor asks in the prompt from then on; under `mode="native"`
     the error is raised.
@@ -222,7 +222,7 @@ class StructuredOutputAdvisor(TurnAdvisor, Generic[T]):
         while True:
             try:
                 response = await proceed(attempts.request)
-            except OutputSchemaRefusedError:
+            except OutputSchemaRefused:
                 streamed = isinstance(proceed, StreamProceed) and proceed.streamed
                 if not self._fall_back(attempts, streamed=streamed):
                     raise
