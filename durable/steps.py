@@ -87,7 +87,7 @@ from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.tools import Tool, ToolContent
 from ..core.usage import Usage
-from ..providers.http import RetryPolicy
+from ..providers.http.retry import RetryPolicy
 
 SCHEMA_VERSION = 1
 """The version of every payload this code writes (and the newest it reads)."""
