@@ -9,7 +9,8 @@ process's CPU time (`time.process_time`, every thread) per turn; the Temporal de
 (`temporal server start-dev`, from the `temporal` extra) runs in its own process and is
 not counted. Each durable turn starts a workflow and ends it: advisorchain's is a
 conversation started, one turn (an update), closed; the floor's a workflow run to its
-result. Medians over `--rounds` blocks of `--turns` turns.
+result. Another row measures a turn (an update) of one running conversation, whose
+transcript grows by six messages a turn. Medians over `--rounds` blocks of `--turns` turns.
 
     python -m benchmarks.durable [--turns 20] [--rounds 3] [--concurrency 1,10,50]
 """
@@ -39,7 +40,8 @@ from advisorchain.providers import ScriptedChatModel
 def reply(request: Any) -> Any:
     """The scripted model: look up A1, then B2, then answer (a function of the request, so
     every turn and every worker answers alike)."""
-    results = [m for m in request.messages if m.role == "tool"]
+    last_user = max(i for i, m in enumerate(request.messages) if m.role == "user")
+    results = [m for m in request.messages[last_user:] if m.role == "tool"]
     if len(results) == 0:
         return ToolCall.from_arguments("lookup", {"sku": "A1"})
     if len(results) == 1:
@@ -152,6 +154,18 @@ async def run(turns: int, rounds: int, concurrency: list[int]) -> dict[str, Any]
                 return response
 
             results["Temporal, advisorchain"] = await measure(durable, turns, rounds)
+            running = TemporalConversation(
+                client, f"bench-{uuid.uuid4().hex}", task_queue="bench-advisorchain"
+            )
+            await running.start()
+
+            async def next_turn() -> Any:
+                return await running.call("prices of A1 and B2?")
+
+            results["Temporal, advisorchain, a turn of a running conversation"] = await measure(
+                next_turn, turns, rounds
+            )
+            await running.close()
             results["Temporal, advisorchain: turns/s"] = {
                 n: await throughput(durable, n) for n in concurrency
             }

@@ -13,7 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateStage
+from temporalio.client import (
+    Client,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateStage,
+)
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
@@ -227,9 +232,16 @@ class TemporalConversation:
         turn_id: str | None = None,
     ) -> ChatResponse:
         """Run one turn on `prompt` (new messages), or resume with `decisions`; the turn's
-        response. A refused turn raises `temporalio.client.WorkflowUpdateFailedError`."""
+        response. A refused or failed turn raises `temporalio.client.WorkflowUpdateFailedError`
+        (its `cause` says why), after this handle read the conversation's state again."""
         name, payload = self._turn(prompt, decisions, turn_id, False)
-        output: TurnOutput = await self.handle.execute_update(name, payload, result_type=TurnOutput)
+        try:
+            output: TurnOutput = await self.handle.execute_update(
+                name, payload, result_type=TurnOutput
+            )
+        except WorkflowUpdateFailedError:
+            await self.refresh()  # a refused or failed turn: read where the conversation is
+            raise
         return self._done(output)
 
     async def stream(
