@@ -15,12 +15,13 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from advisorchain import ChatResponse, Message, UserMessage
+from advisorchain import ChatResponse, Message, ResponseCompleted, UserMessage
 from advisorchain.advisors import Approve
 
 from durable_bank import bank_chain, transfers
@@ -144,9 +145,21 @@ KILL_POINTS = [
 ]
 
 
-@pytest.mark.parametrize("kill_at", KILL_POINTS)
+async def streamed(conversation: TemporalConversation, *args: Any, **kw: Any) -> ChatResponse:
+    """A streamed turn's response (its last event)."""
+    events = [event async for event in conversation.stream(*args, **kw)]
+    last = events[-1]
+    assert isinstance(last, ResponseCompleted)
+    return last.response
+
+
+@pytest.mark.parametrize(
+    ("kill_at", "path"),
+    [(point, "call") for point in KILL_POINTS]
+    + [("after-model-2", "stream"), ("after-tool", "stream")],
+)
 async def test_a_killed_worker_is_replaced_and_the_transfer_happens_at_most_once(
-    kill_at: str, workers: Workers, temporal_address: str
+    kill_at: str, path: str, workers: Workers, temporal_address: str
 ) -> None:
     os.environ["BANK_EFFECTS"] = str(workers.folder / "effects.db")
     first = workers.start(None if kill_at == "waiting" else kill_at)
@@ -155,14 +168,13 @@ async def test_a_killed_worker_is_replaced_and_the_transfer_happens_at_most_once
         client, f"bank-{uuid.uuid4().hex}", task_queue=workers.queue
     )
     await conversation.start()
-    deferred = await _finish(workers, first, asyncio.ensure_future(conversation.call("Pay bob 5")))
+    run = conversation.call if path == "call" else partial(streamed, conversation)
+    deferred = await _finish(workers, first, asyncio.ensure_future(run("Pay bob 5")))
     assert deferred.finish_reason == "deferred" and [d.id for d in deferred.deferred] == ["c2"]
     if kill_at == "waiting":  # the workflow waits for the decision: its worker dies
         first.send_signal(signal.SIGKILL)
         first.wait()
-    done = await _finish(
-        workers, first, asyncio.ensure_future(conversation.call(decisions={"c2": Approve()}))
-    )
+    done = await _finish(workers, first, asyncio.ensure_future(run(decisions={"c2": Approve()})))
     assert first.poll() is not None, "the worker was never killed: the kill point is dead code"
     transcript = await conversation.transcript()
     assert transfers() <= 1
