@@ -460,7 +460,7 @@ class DBOSRunner(_Turns):
 
     async def _result(self, turn_id: str) -> Any:
         handle: Any = await DBOS.retrieve_workflow_async(turn_id)
-        return await handle.get_result()
+        return await handle.get_result(polling_interval_sec=self.polling_interval)
 
     def _read_stream(self, turn_id: str, offset: int) -> AsyncIterator[Any]:
         return DBOS.read_stream_async(turn_id, STREAM, offset=offset)
