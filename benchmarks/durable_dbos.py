@@ -11,7 +11,9 @@ after a warm-up (CPU: `time.process_time`, which includes DBOS's own threads):
 - `dbos-floor`: a hand-written DBOS workflow doing the same three model calls and two
   tool calls as DBOS steps (the model called directly, no chain, no ledger), started on the
   same kind of queue: what DBOS itself costs;
-- with `--postgres DSN`, `dbos` and `dbos-floor` again on a PostgreSQL system database.
+- `pydantic-ai on dbos`: PydanticAI (pydantic-ai-slim, when installed) with its
+  `DBOSDurability` capability, its tools DBOS steps, in a workflow on the same queue;
+- with `--postgres DSN`, all of them again on a PostgreSQL system database.
 
 `--ledger memory` puts the runner's effects ledger in memory, to tell what the SQLite
 ledger's two commits per call with effects cost from what the runner costs.
@@ -31,7 +33,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +143,7 @@ async def on_dbos(
                 messages.append(ToolMessage(tool_call_id=call.id, name=call.name, content=text))
         return str(messages[-1].text)
 
+    pydantic_ai_turn = pydantic_ai_on_dbos()
     DBOS.launch()
     try:
         await runner.ready()
@@ -154,12 +157,79 @@ async def on_dbos(
             handle = await queue.enqueue_async(floor, "Pay bob 5")
             assert await handle.get_result(polling_interval_sec=polling) == "Done."
 
-        return {
+        found = {
             "dbos": await measure(runner_turn, turns),
             "dbos-floor": await measure(floor_turn, turns),
         }
+        if pydantic_ai_turn is not None:
+            workflow = pydantic_ai_turn
+
+            async def peer_turn() -> None:
+                handle = await queue.enqueue_async(workflow, "Pay bob 5")
+                assert await handle.get_result(polling_interval_sec=polling) == "Done."
+
+            found["pydantic-ai on dbos"] = await measure(peer_turn, turns)
+        return found
     finally:
         DBOS.destroy(destroy_registry=True)
+
+
+def pydantic_ai_on_dbos() -> Callable[[str], Coroutine[Any, Any, str]] | None:
+    """PydanticAI's agent with its `DBOSDurability` capability, run in a DBOS workflow, on
+    the same turn (its tools made DBOS steps, as PydanticAI's guide says for tools with
+    I/O); `None` when pydantic-ai-slim is not installed."""
+    try:
+        from pydantic_ai import Agent
+        from pydantic_ai.durable_exec.dbos import DBOSDurability
+        from pydantic_ai.messages import (
+            ModelMessage,
+            ModelRequest,
+            ModelResponse,
+            TextPart,
+            ToolCallPart,
+            ToolReturnPart,
+        )
+        from pydantic_ai.models.function import AgentInfo, FunctionModel
+    except ImportError:
+        return None
+
+    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        done = sum(
+            isinstance(p, ToolReturnPart)
+            for m in messages
+            if isinstance(m, ModelRequest)
+            for p in m.parts
+        )
+        if done == 0:
+            return ModelResponse(parts=[ToolCallPart("pai_balance", '{"who": "me"}', "c1")])
+        if done == 1:
+            arguments = '{"to": "bob", "amount": 5}'
+            return ModelResponse(parts=[ToolCallPart("pai_transfer", arguments, "c2")])
+        return ModelResponse(parts=[TextPart("Done.")])
+
+    @DBOS.step(name="pai.balance")
+    async def pai_balance(who: str) -> str:
+        """The balance of an account."""
+        return f"{who} has 10"
+
+    @DBOS.step(name="pai.transfer")
+    async def pai_transfer(to: str, amount: int) -> str:
+        """Send money."""
+        EFFECTS.append(to)
+        return f"sent {amount} to {to}"
+
+    agent = Agent(
+        FunctionModel(reply),
+        name="bench_agent",
+        tools=[pai_balance, pai_transfer],
+        capabilities=[DBOSDurability()],
+    )
+
+    @DBOS.workflow(name="pai.turn")
+    async def pai_turn(prompt: str) -> str:
+        return str((await agent.run(prompt)).output)
+
+    return pai_turn
 
 
 async def main(args: argparse.Namespace) -> None:
