@@ -48,6 +48,7 @@ idempotent tools may run again on a retry.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
@@ -55,10 +56,11 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from ..core.advisor import Advisor
 from ..core.chain import Chain
 from ..core.context import ToolContext
 from ..core.deferred import Approve, DecisionKind, DeferredCall, Reject, Result
-from ..core.errors import AdvisorChainError
+from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import (
     AnswerDiscarded,
     ReasoningDelta,
@@ -702,16 +704,47 @@ def durable_chain(
     `DurableTool`, all running their I/O through `runner`. `run_id` keys the effects
     ledger (a conversation's id: call ids are unique within its transcript)."""
     contributed = {t.name for a in chain._links for t in a.tools}  # noqa: SLF001
+    advisors = [_durable_advisor(a) for a in chain.advisors]
     tools = [
         DurableTool.wrap(t, runner, run_id=run_id) for t in chain.tools if t.name not in contributed
     ]
     return Chain(
-        chain.advisors,
+        advisors,
         model=DurableModel(chain.model, runner, run_id=run_id, key=model_key),
         tools=tools,
         tool_context=chain.tool_context,
         options=chain.options,
     )
+
+
+def _clock() -> float:
+    return time.time()  # looked up on each call: a durable runner may route it
+
+
+def _durable_advisor(advisor: Advisor) -> Advisor:
+    """`advisor` as it runs in workflow code. An `ApprovalAdvisor` keeps its records in the
+    workflow (an `InMemoryApprovalStore`, rebuilt by replay: the engine is the durable
+    store); one given a store of its own is refused, since the store's I/O would run as
+    workflow code."""
+    from ..advisors.approval import ApprovalAdvisor, InMemoryApprovalStore
+
+    if type(advisor) is ApprovalAdvisor:
+        if advisor._store is not None and not isinstance(  # noqa: SLF001
+            advisor._store,  # noqa: SLF001
+            InMemoryApprovalStore,
+        ):
+            raise ChainConfigurationError(
+                "a durable chain's ApprovalAdvisor keeps its records in the workflow: build "
+                "it without a store (the engine's history is the durable store)"
+            )
+        return ApprovalAdvisor(
+            advisor.approver,
+            policy=advisor.policy,
+            store=InMemoryApprovalStore(clock=_clock),
+            timeout=advisor.timeout,
+            auto_approve_read_only=advisor.auto_approve_read_only,
+        )
+    return advisor
 
 
 # -- the worker side: what each step does -----------------------------------------------------

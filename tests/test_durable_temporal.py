@@ -1,0 +1,286 @@
+"""Durable turns on Temporal: one chain, run in process and on Temporal, gives the same
+transcript, events and usage; turns and decisions are validated updates; deferred calls
+wait in the workflow; the stream reconnects from an offset."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any, Protocol
+
+import pytest
+
+from advisorchain import (
+    Chain,
+    ChatResponse,
+    ResponseCompleted,
+    StreamEvent,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallingAdvisor,
+    UserMessage,
+    tool,
+)
+from advisorchain.advisors import ApprovalAdvisor, Approve, Reject
+from advisorchain.advisors.approval import DeferredApprover
+from advisorchain.durable.steps import event_to_json
+from advisorchain.providers import ScriptedChatModel
+
+from temporal_support import temporal_address
+
+if os.environ.get("CI") != "true":
+    pytest.importorskip("temporalio")
+
+from temporalio.client import Client, WorkflowUpdateFailedError  # noqa: E402
+
+from advisorchain.durable.temporal import (  # noqa: E402
+    DurableOptions,
+    TemporalConversation,
+    create_worker,
+    data_converter,
+)
+
+__all__ = ["temporal_address"]
+
+pytestmark = pytest.mark.anyio
+PATHS = pytest.mark.parametrize("path", ["call", "stream"])
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Temporal's SDK runs on asyncio only."""
+    return "asyncio"
+
+
+SCRIPT: list[Any] = [
+    ToolCall.from_arguments("lookup", {"sku": "A1"}, id="c1"),
+    [
+        ToolCall.from_arguments("lookup", {"sku": "B2"}, id="c2"),
+        ToolCall.from_arguments("broken", {}, id="c3"),
+    ],
+    "A1 and B2 cost 3 each.",
+]
+
+
+def shop_chain() -> Chain:
+    """The chain every runner runs: three rounds, a read-only tool and one that fails."""
+
+    @tool(read_only=True)
+    def lookup(sku: str) -> str:
+        """Price of a sku."""
+        return f"{sku}: 3"
+
+    @tool
+    def broken() -> str:
+        """Always fails."""
+        raise ValueError("no stock service")
+
+    return Chain(
+        [ToolCallingAdvisor()], model=ScriptedChatModel(list(SCRIPT)), tools=[lookup, broken]
+    )
+
+
+class Runner(Protocol):
+    async def call(self, prompt: Any = (), *, decisions: Any = None) -> ChatResponse: ...
+    def stream(self, prompt: Any = (), *, decisions: Any = None) -> AsyncIterator[StreamEvent]: ...
+
+
+@asynccontextmanager
+async def temporal_runner(
+    address: str, factory: Callable[[], Chain], **options: Any
+) -> AsyncIterator[TemporalConversation]:
+    client = await Client.connect(address, data_converter=data_converter())
+    queue = f"q-{uuid.uuid4().hex}"
+    worker = create_worker(client, queue, factory, options=DurableOptions(**options))
+    async with worker:
+        conversation = TemporalConversation(client, f"conv-{uuid.uuid4().hex}", task_queue=queue)
+        await conversation.start()
+        yield conversation
+
+
+@asynccontextmanager
+async def in_process(factory: Callable[[], Chain]) -> AsyncIterator[Runner]:
+    class Local:
+        def __init__(self) -> None:
+            self.chain = factory()
+            self.messages: list[Any] = []
+
+        async def call(self, prompt: Any = (), **kw: Any) -> ChatResponse:
+            new = [UserMessage(content=prompt)] if isinstance(prompt, str) else []
+            response = await self.chain.call([*self.messages, *new], **kw)
+            self.messages += [*new, *response.messages]
+            return response
+
+        async def stream(self, prompt: Any = (), **kw: Any) -> AsyncIterator[StreamEvent]:
+            new = [UserMessage(content=prompt)] if isinstance(prompt, str) else []
+            async for event in self.chain.stream([*self.messages, *new], **kw):
+                if isinstance(event, ResponseCompleted):
+                    self.messages += [*new, *event.response.messages]
+                yield event
+
+    yield Local()
+
+
+RUNNERS = pytest.mark.parametrize("runner", ["in_process", "temporal"])
+
+
+@asynccontextmanager
+async def open_runner(
+    runner: str, address: str, factory: Callable[[], Chain], **options: Any
+) -> AsyncIterator[Runner]:
+    if runner == "in_process":
+        async with in_process(factory) as local:
+            yield local
+    else:
+        async with temporal_runner(address, factory, **options) as durable:
+            yield durable
+
+
+async def run_turn(
+    path: str, runner: Runner, prompt: Any = (), **kw: Any
+) -> tuple[ChatResponse, list[Any]]:
+    if path == "call":
+        return await runner.call(prompt, **kw), []
+    events = [e async for e in runner.stream(prompt, **kw)]
+    last = events[-1]
+    assert isinstance(last, ResponseCompleted)
+    return last.response, [_normal(e) for e in events]
+
+
+def _normal(event: StreamEvent) -> Any:
+    values = event_to_json(event)
+    if isinstance(event, ToolCallFinished):
+        values["duration"] = 0
+    return values
+
+
+@PATHS
+async def test_one_chain_same_transcript_events_usage_on_every_runner(
+    path: str, temporal_address: str
+) -> None:
+    results = {}
+    for runner in ("in_process", "temporal"):
+        async with open_runner(runner, temporal_address, shop_chain) as opened:
+            results[runner] = await run_turn(path, opened, "prices of A1 and B2?")
+    (expected, expected_events), (got, events) = results["in_process"], results["temporal"]
+    assert got.messages == expected.messages
+    assert got.usage == expected.usage and got.usage.requests == 3
+    assert got.finish_reason == expected.finish_reason == "stop"
+    assert events == expected_events
+    assert got.messages[4].text == "Error: ValueError: no stock service"
+
+
+def pay_chain(effects: list[int] | None = None) -> Callable[[], Chain]:
+    def factory() -> Chain:
+        @tool(requires_approval=True)
+        def pay(amount: int) -> str:
+            """Pay."""
+            if effects is not None:
+                effects.append(amount)
+            return f"paid {amount}"
+
+        model = ScriptedChatModel(
+            [
+                ToolCall.from_arguments("pay", {"amount": 5}, id="p1"),
+                "paid.",
+                ToolCall.from_arguments("pay", {"amount": 9}, id="p2"),
+                "not paid.",
+            ]
+        )
+        return Chain(
+            [ApprovalAdvisor(DeferredApprover()), ToolCallingAdvisor()], model=model, tools=[pay]
+        )
+
+    return factory
+
+
+@PATHS
+@RUNNERS
+async def test_approval_through_an_update(path: str, runner: str, temporal_address: str) -> None:
+    effects: list[int] = []
+    async with open_runner(runner, temporal_address, pay_chain(effects)) as opened:
+        first, _ = await run_turn(path, opened, "pay 5")
+        assert first.finish_reason == "deferred" and [d.id for d in first.deferred] == ["p1"]
+        assert effects == []
+        second, _ = await run_turn(path, opened, decisions={"p1": Approve()})
+        assert effects == [5] and second.text == "paid."
+        assert second.messages[0].text == "paid 5"
+        third, _ = await run_turn(path, opened, "pay 9")
+        fourth, _ = await run_turn(path, opened, decisions={"p2": Reject("no")})
+        assert effects == [5] and fourth.text == "not paid."
+        assert "rejected" in fourth.messages[0].text
+
+
+async def test_updates_refuse_duplicate_stale_and_mismatched_turns(temporal_address: str) -> None:
+    async with temporal_runner(temporal_address, pay_chain()) as conversation:
+        await conversation.call("pay 5", turn_id="t1")
+        # a turn while calls wait, a duplicate id, decisions for ids that do not wait
+        with pytest.raises(WorkflowUpdateFailedError) as waiting:
+            await conversation.call("hello", turn_id="t2")
+        assert "wait for decisions" in str(waiting.value.cause)
+        with pytest.raises(WorkflowUpdateFailedError) as duplicate:
+            await conversation.call(decisions={"p1": Approve()}, turn_id="t1")
+        assert "duplicate turn" in str(duplicate.value.cause)
+        with pytest.raises(WorkflowUpdateFailedError) as unknown:
+            await conversation.call(decisions={"nope": Approve()})
+        assert "not a call that waits" in str(unknown.value.cause)
+        # decisions bound to other arguments than the workflow's waiting call
+        conversation.fingerprints["p1"] = "pay:" + "0" * 64
+        with pytest.raises(WorkflowUpdateFailedError) as changed:
+            await conversation.call(decisions={"p1": Approve()})
+        assert "other arguments" in str(changed.value.cause)
+        await conversation.refresh()
+        done = await conversation.call(decisions={"p1": Approve()})
+        assert done.text == "paid."
+        # a stale caller: another handle ran a turn since this one looked
+        other = TemporalConversation(
+            conversation.client, conversation.id, task_queue=conversation.task_queue
+        )
+        await other.refresh()
+        await other.call("pay 9")
+        with pytest.raises(WorkflowUpdateFailedError) as stale:
+            await conversation.call("again")
+        assert "stale turn" in str(stale.value.cause)
+        transcript = await conversation.transcript()
+        assert [m.role for m in transcript][:4] == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_deferred_calls_expire_on_a_durable_timer(temporal_address: str) -> None:
+    async with temporal_runner(
+        temporal_address, pay_chain(), decision_timeout=timedelta(seconds=1)
+    ) as conversation:
+        first = await conversation.call("pay 5")
+        assert first.finish_reason == "deferred"
+        for _ in range(100):
+            await conversation.refresh()
+            if not conversation.fingerprints:
+                break
+            await __import__("anyio").sleep(0.1)
+        transcript = await conversation.transcript()
+        assert "the decision expired" in transcript[2].text
+        assert transcript[-1].text == "paid."
+
+
+async def test_stream_reconnects_from_an_offset(temporal_address: str) -> None:
+    async with temporal_runner(temporal_address, shop_chain) as conversation:
+        start = await conversation.offset()
+        events = [e async for e in conversation.stream("prices?")]
+        seen = []
+        async for item in conversation.events(from_offset=start):
+            seen.append(item)
+            if isinstance(item.event, ResponseCompleted):
+                break
+        assert [_normal(s.event) for s in seen] == [_normal(e) for e in events]
+        # a client that read up to some event reconnects after it and misses nothing
+        middle = seen[len(seen) // 2]
+        rest = []
+        async for item in conversation.events(from_offset=middle.offset + 1):
+            rest.append(item)
+            if isinstance(item.event, ResponseCompleted):
+                break
+        assert rest == seen[len(seen) // 2 + 1 :]
+        assert json.dumps(_normal(rest[-1].event))
