@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -129,12 +130,42 @@ RUNNERS = pytest.mark.parametrize("runner", ["in_process", "temporal"])
 
 
 @asynccontextmanager
+async def dbos_runner(factory: Callable[[], Chain]) -> AsyncIterator[Runner]:
+    """The chain on DBOS (a SQLite system database in a temporary folder), one turn a
+    workflow."""
+    dbos = pytest.importorskip("dbos")
+    from advisorchain.durable.dbos import DBOSRunner
+    from advisorchain.durable.ledger import MemoryLedger
+
+    with tempfile.TemporaryDirectory() as folder:
+        dbos.DBOS(
+            config={
+                "name": "runners",
+                "system_database_url": f"sqlite:///{folder}/dbos.sqlite",
+                "notification_listener_polling_interval_sec": 0.02,
+                "log_level": "WARNING",
+            }
+        )
+        runner = DBOSRunner(
+            factory(), ledger=MemoryLedger(), name=f"r{uuid.uuid4().hex[:8]}", polling_interval=0.02
+        )
+        dbos.DBOS.launch()
+        try:
+            yield runner
+        finally:
+            dbos.DBOS.destroy(destroy_registry=True)
+
+
+@asynccontextmanager
 async def open_runner(
     runner: str, address: str, factory: Callable[[], Chain], **options: Any
 ) -> AsyncIterator[Runner]:
     if runner == "in_process":
         async with in_process(factory) as local:
             yield local
+    elif runner == "dbos":
+        async with dbos_runner(factory) as on_dbos:
+            yield on_dbos
     else:
         async with temporal_runner(address, factory, **options) as durable:
             yield durable
@@ -163,15 +194,17 @@ async def test_one_chain_same_transcript_events_usage_on_every_runner(
     path: str, temporal_address: str
 ) -> None:
     results = {}
-    for runner in ("in_process", "temporal"):
+    for runner in ("in_process", "temporal", "dbos"):
         async with open_runner(runner, temporal_address, shop_chain) as opened:
             results[runner] = await run_turn(path, opened, "prices of A1 and B2?")
-    (expected, expected_events), (got, events) = results["in_process"], results["temporal"]
-    assert got.messages == expected.messages
-    assert got.usage == expected.usage and got.usage.requests == 3
-    assert got.finish_reason == expected.finish_reason == "stop"
-    assert events == expected_events
-    assert got.messages[4].text == "Error: ValueError: no stock service"
+    expected, expected_events = results["in_process"]
+    for durable in ("temporal", "dbos"):
+        got, events = results[durable]
+        assert got.messages == expected.messages, durable
+        assert got.usage == expected.usage and got.usage.requests == 3, durable
+        assert got.finish_reason == expected.finish_reason == "stop", durable
+        assert events == expected_events, durable
+        assert got.messages[4].text == "Error: ValueError: no stock service", durable
 
 
 def pay_chain(effects: list[int] | None = None) -> Callable[[], Chain]:
