@@ -21,7 +21,12 @@ from ..core._arguments import (
 from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, Placement, StreamNext
 from ..core.chain import Chain
-from ..core.errors import AdvisorChainError, ChainConfigurationError, StreamInterruptedError
+from ..core.errors import (
+    AdvisorChainError,
+    ChainConfigurationError,
+    OutputSchemaRefused,
+    StreamInterruptedError,
+)
 from ..core.events import AnswerDiscarded, ResponseCompleted, StreamEvent
 from ..core.messages import AssistantMessage, Message, SystemMessage, UserMessage
 from ..core.model import supports_output_schema
@@ -29,7 +34,6 @@ from ..core.options import ChatOptions, OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
-from ..providers.errors import OutputSchemaRefusedError
 from .text_transform import TextTransformAdvisor
 
 T = TypeVar("T")
@@ -114,8 +118,9 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
        the turn's transcript. A refusal (`finish_reason="content_filter"`) that does not
        validate is raised at once: asking again would not change it.
 
-    A server that refuses the schema on the wire (`OutputSchemaRefusedError`:
-    llama-cpp-python's server answers `json_schema` with HTTP 500) under `mode="auto"`
+    A server that refuses the schema on the wire (`core.errors.OutputSchemaRefused`, a
+    provider's `OutputSchemaRefusedError`: llama-cpp-python's server answers
+    `json_schema` with HTTP 500) under `mode="auto"`
     gets the first attempt again with the schema in the prompt, before anything was
     streamed, and this advisor asks in the prompt from then on; under `mode="native"`
     the error is raised.
@@ -218,7 +223,7 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
         while True:
             try:
                 response = await next(attempts.request)
-            except OutputSchemaRefusedError:
+            except OutputSchemaRefused:
                 if not self._fall_back(attempts, streamed=False):
                     raise
                 attempts.request = self._prepared(request)
@@ -240,7 +245,7 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
                         else:
                             streamed = True
                             yield event
-            except OutputSchemaRefusedError:
+            except OutputSchemaRefused:
                 if not self._fall_back(attempts, streamed=streamed):
                     raise
                 attempts.request = self._prepared(request)
