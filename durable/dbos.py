@@ -58,7 +58,7 @@ from typing import Any, TypeVar
 
 from ..core._extras import install_hint
 from ..core.chain import Chain
-from ..core.deferred import Decision, DeferredCall
+from ..core.deferred import Approve, Decision, DeferredCall, Reject, Result
 from ..core.errors import InvalidDecisions
 from ..core.events import (
     AnswerDiscarded,
@@ -581,17 +581,35 @@ def _check_name(name: str) -> str:
     return name
 
 
+def _kind(decision: Decision) -> str:
+    if isinstance(decision, Approve):
+        return "approve"
+    if isinstance(decision, Reject):
+        return "reject"
+    if isinstance(decision, Result):
+        return "result"
+    return "decisions"
+
+
 def check_decisions(
     waiting: Waiting,
     decisions: Mapping[str, Decision],
     shown: Sequence[DeferredCall] | None = None,
 ) -> None:
-    """`InvalidDecisions` unless every decision names a call `waiting` holds and, with
-    `shown`, each shown call has the waiting call's tool and arguments."""
-    ids = {c.call.id for c in waiting.calls}
-    unknown = sorted(set(decisions) - ids)
+    """`InvalidDecisions` unless every decision names a call `waiting` holds, is of a kind
+    that call accepts (`Approve` and `Reject` for an approval, ...) and, with `shown`, each
+    shown call has the waiting call's tool and arguments. (The workflow checks the
+    decisions again, nested ones included, before anything runs.)"""
+    calls = {c.call.id: c for c in waiting.calls}
+    unknown = sorted(set(decisions) - set(calls))
     if unknown:
         raise InvalidDecisions(f"no call waits with the id(s) {', '.join(map(repr, unknown))}")
+    for call_id, decision in decisions.items():
+        kind = _kind(decision)
+        if kind not in calls[call_id].accepts:
+            raise InvalidDecisions(
+                f"call {call_id!r} takes {' or '.join(calls[call_id].accepts)}, not {kind}"
+            )
     for call in shown or ():
         expected = waiting.fingerprints.get(call.call.id)
         if expected != call_fingerprint(call.call.name, call.call.arguments):
