@@ -28,7 +28,7 @@ How a turn runs (`DBOSRunner`):
   publishes the waiting calls as the event `advisorchain.deferred` and receives decisions
   on the topic `advisorchain.decisions` (`DBOS.recv`, durable: a worker that dies while it
   waits is recovered and keeps waiting). `decide` checks decisions against the waiting
-  calls (ids, round, and the arguments' fingerprints the approver was shown) before
+  calls (ids, kinds, round, and the arguments' fingerprints the approver was shown) before
   sending; the workflow checks them again (`InvalidDecisions` is published as the event
   `advisorchain.refused` and the workflow keeps waiting). With decisions it resumes the
   turn (`chain.call(transcript, decisions=...)`), and so on until the turn ends or no
