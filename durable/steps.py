@@ -50,7 +50,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import pydantic_core
@@ -87,6 +87,7 @@ from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.tools import Tool, ToolContent
 from ..core.usage import Usage
+from ..providers.http.retry import RetryPolicy
 
 SCHEMA_VERSION = 1
 """The version of every payload this code writes (and the newest it reads)."""
@@ -704,7 +705,8 @@ def durable_chain(
     `DurableTool`, all running their I/O through `runner`. `run_id` keys the effects
     ledger (a conversation's id: call ids are unique within its transcript)."""
     contributed = {t.name for a in chain._links for t in a.tools}  # noqa: SLF001
-    advisors = [_durable_advisor(a) for a in chain.advisors]
+    memories: list[int] = []
+    advisors = [_durable_advisor(a, runner, memories) for a in chain.advisors]
     tools = [
         DurableTool.wrap(t, runner, run_id=run_id) for t in chain.tools if t.name not in contributed
     ]
@@ -717,16 +719,60 @@ def durable_chain(
     )
 
 
+class DurableMemoryStore:
+    """A `ChatMemoryStore` whose reads and writes run as steps: `load` as
+    `advisorchain.memory.load`, `append` as `advisorchain.memory.save`, on the worker's store
+    registered under `key`. `clear` is not a step: clear a conversation on the worker."""
+
+    def __init__(self, runner: StepRunner, *, key: str = "memory") -> None:
+        self.runner = runner
+        self.key = key
+
+    async def load(self, conversation_id: str) -> tuple[Message, ...]:
+        """The conversation's stored messages, through the step."""
+        payload = MemoryLoadInput(store=self.key, conversation_id=conversation_id)
+        output = await self.runner.run_step(STEP_MEMORY_LOAD, payload, MemoryLoadOutput)
+        return messages_from_json(output.messages)
+
+    async def append(self, conversation_id: str, messages: Sequence[Message]) -> None:
+        """Append the messages, through the step."""
+        payload = MemorySaveInput(
+            store=self.key, conversation_id=conversation_id, messages=messages_to_json(messages)
+        )
+        await self.runner.run_step(STEP_MEMORY_SAVE, payload, MemorySaveOutput)
+
+    async def clear(self, conversation_id: str) -> None:
+        """Refused: clearing is no step of a turn."""
+        raise ChainConfigurationError("clear a durable conversation's memory on the worker")
+
+
+def memory_key(index: int) -> str:
+    """The registry key of the memory store of a chain's `index`-th `MemoryAdvisor`."""
+    return "memory" if index == 0 else f"memory-{index}"
+
+
 def _clock() -> float:
     return time.time()  # looked up on each call: a durable runner may route it
 
 
-def _durable_advisor(advisor: Advisor) -> Advisor:
+def _durable_advisor(advisor: Advisor, runner: StepRunner, memories: list[int]) -> Advisor:
     """`advisor` as it runs in workflow code. An `ApprovalAdvisor` keeps its records in the
     workflow (an `InMemoryApprovalStore`, rebuilt by replay: the engine is the durable
     store); one given a store of its own is refused, since the store's I/O would run as
-    workflow code."""
+    workflow code. A `MemoryAdvisor` reads and writes its store through steps
+    (`DurableMemoryStore`)."""
     from ..advisors.approval import ApprovalAdvisor, InMemoryApprovalStore
+    from ..advisors.memory import MemoryAdvisor
+
+    if type(advisor) is MemoryAdvisor:
+        key = memory_key(len(memories))
+        memories.append(1)
+        return MemoryAdvisor(
+            DurableMemoryStore(runner, key=key),
+            conversation_id_key=advisor.conversation_id_key,
+            max_messages=advisor.max_messages,
+            require_conversation_id=advisor.require_conversation_id,
+        )
 
     if type(advisor) is ApprovalAdvisor:
         if advisor._store is not None and not isinstance(  # noqa: SLF001
@@ -757,14 +803,37 @@ def _definition_tool(spec: ToolSpec) -> Tool:
     return Tool(spec.name, spec.description, spec.parameters)
 
 
+def without_http_retries(model: ChatModel) -> ChatModel:
+    """Turn off the HTTP retries of `model` (and of the models it wraps): inside a step the
+    engine's retry policy owns retries, so a provider error fails the attempt at once
+    instead of being retried twice under it. Changes the model in place; returns it."""
+    seen: set[int] = set()
+    pending: list[object] = [model]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        http = getattr(current, "_http", None)
+        retry = getattr(http, "retry", None)
+        if isinstance(retry, RetryPolicy) and retry.max_retries:
+            http.retry = replace(retry, max_retries=0)  # type: ignore[union-attr]
+        inner = getattr(current, "inner", None)
+        if inner is not None:
+            pending.append(inner)
+        pending.extend(getattr(current, "models", ()) or ())
+    return model
+
+
 class StepExecutor:
     """Does the work of every step on a worker, from its registry: models by key, tools by
     name, MCP toolsets, memory stores and embedders by key, the tool-context values its
     tools receive, and the effects ledger.
 
     `execute(name, payload)` validates the payload for the step and runs it: a model call
-    or stream (the model is called once: retries belong to the engine's policy, so build
-    HTTP models with `max_retries=0`), a tool call (claimed in the ledger first when the
+    or stream (the model is called once per attempt: its HTTP retries are turned off,
+    `without_http_retries`, unless `http_retries=True`: retries belong to the engine's
+    policy), a tool call (claimed in the ledger first when the
     tool has effects), a memory load or save, an embedding.
     """
 
@@ -777,8 +846,10 @@ class StepExecutor:
         ledger: EffectsLedger | None = None,
         memory_stores: Mapping[str, Any] | None = None,
         embedders: Mapping[str, Callable[[Sequence[str]], Any]] | None = None,
+        http_retries: bool = False,
     ) -> None:
-        self.models = dict(models)
+        self.models = {k: without_http_retries(m) if not http_retries else m
+                       for k, m in models.items()}  # fmt: skip
         self.tools = {t.name: t for t in tools}
         self.tool_context: Mapping[str, Any] = dict(tool_context or {})
         self.ledger = ledger
@@ -794,7 +865,13 @@ class StepExecutor:
         model_key: str = DEFAULT_MODEL,
         **registry: Any,
     ) -> StepExecutor:
-        """An executor for `chain`: its model under `model_key`, its tools, its tool context."""
+        """An executor for `chain`: its model under `model_key`, its tools, its tool context,
+        the stores of its `MemoryAdvisor`s (`memory_key`)."""
+        from ..advisors.memory import MemoryAdvisor
+
+        stores = [a.store for a in chain.advisors if type(a) is MemoryAdvisor]
+        if stores and "memory_stores" not in registry:
+            registry["memory_stores"] = {memory_key(i): s for i, s in enumerate(stores)}
         return cls(
             models={model_key: chain.model},
             tools=chain.tools,
@@ -1001,6 +1078,7 @@ __all__ = [
     "UNKNOWN_OUTCOME",
     "Claim",
     "LocalStepRunner",
+    "DurableMemoryStore",
     "DurableModel",
     "DurableTool",
     "EffectsLedger",
@@ -1034,6 +1112,7 @@ __all__ = [
     "durable_chain",
     "event_from_json",
     "event_to_json",
+    "memory_key",
     "messages_from_json",
     "messages_to_json",
     "options_from_json",
@@ -1042,4 +1121,5 @@ __all__ = [
     "response_to_json",
     "usage_from_json",
     "usage_to_json",
+    "without_http_retries",
 ]

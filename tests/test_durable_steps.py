@@ -11,6 +11,7 @@ import pytest
 
 from advisorchain import (
     Chain,
+    ChatRequest,
     ChatResponse,
     ResponseCompleted,
     StreamEvent,
@@ -21,7 +22,7 @@ from advisorchain import (
     tool,
 )
 from advisorchain.advisors import ApprovalAdvisor, Approve
-from advisorchain.advisors.approval import DeferredApprover
+from advisorchain.advisors.approval import DeferredApprover, InMemoryApprovalStore
 from advisorchain.durable.steps import (
     SCHEMA_VERSION,
     STEP_MODEL_CALL,
@@ -39,6 +40,7 @@ from advisorchain.durable.steps import (
     durable_chain,
     event_from_json,
     event_to_json,
+    messages_to_json,
     response_from_json,
     response_to_json,
 )
@@ -126,7 +128,10 @@ async def test_deferred_approval_resumes_through_steps(path: str) -> None:
             return f"paid {amount}"
 
         return Chain(
-            [ApprovalAdvisor(DeferredApprover()), ToolCallingAdvisor()],
+            [
+                ApprovalAdvisor(DeferredApprover(), store=InMemoryApprovalStore()),
+                ToolCallingAdvisor(),
+            ],
             model=model,
             tools=[pay],
         )
@@ -237,3 +242,57 @@ async def test_responses_and_events_round_trip() -> None:
     assert isinstance(last, ResponseCompleted)
     back = response_from_json(response_to_json(last.response))
     assert back.messages == last.response.messages and back.usage == last.response.usage
+
+
+async def test_provider_http_retries_are_off_inside_a_step() -> None:
+    import httpx
+
+    from advisorchain.durable.steps import without_http_retries
+    from advisorchain.providers import FallbackModel
+    from advisorchain.providers.openai import OpenAIChatModel
+
+    requests: list[httpx.Request] = []
+
+    def unavailable(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        return httpx.Response(503, json={"error": {"message": "busy"}})
+
+    def model() -> OpenAIChatModel:
+        client = httpx.AsyncClient(transport=httpx.MockTransport(unavailable))
+        return OpenAIChatModel(
+            "m", base_url="http://127.0.0.1:9/v1", api_key="k", http_client=client
+        )
+
+    payload = ModelCallInput(run_id="r", messages=messages_to_json([UserMessage(content="hi")]))
+    with pytest.raises(Exception, match="503|busy|unavailable"):
+        await StepExecutor(models={"model": model(), "other": model()}).model_call(payload)
+    assert len(requests) == 1  # one attempt: the engine's policy retries, not the provider
+    requests.clear()
+    with pytest.raises(Exception, match="503|busy|unavailable"):
+        await model().call(ChatRequest(messages=(UserMessage(content="hi"),)))
+    assert len(requests) == 3  # in process, the provider's own two retries
+    wrapped = FallbackModel([model(), model()])
+    without_http_retries(wrapped)
+    assert all(m._http.retry.max_retries == 0 for m in wrapped.models)  # type: ignore[attr-defined]
+
+
+@PATHS
+async def test_memory_loads_and_saves_through_steps(path: str) -> None:
+    from advisorchain.advisors import MemoryAdvisor
+    from advisorchain.advisors.memory import InMemoryChatMemoryStore
+    from advisorchain.durable.steps import STEP_MEMORY_LOAD, STEP_MEMORY_SAVE
+
+    def chain_for(model: ScriptedChatModel) -> Chain:
+        store = InMemoryChatMemoryStore()
+        return Chain([MemoryAdvisor(store), ToolCallingAdvisor()], model=model)
+
+    worker = chain_for(ScriptedChatModel(["one", "two"]))
+    runner = Recording(StepExecutor.from_chain(worker))
+    chain = durable_chain(chain_for(ScriptedChatModel([])), runner, run_id="m")
+    await turn(path, chain, "first", conversation_id="c")
+    second, _ = await turn(path, chain, "second", conversation_id="c")
+    assert second.text == "two"
+    stored = await worker.advisors[0].store.load("c")  # type: ignore[attr-defined]
+    assert [m.text for m in stored] == ["first", "one", "second", "two"]
+    assert runner.steps.count(STEP_MEMORY_LOAD) == 2
+    assert runner.steps.count(STEP_MEMORY_SAVE) == 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -27,7 +28,7 @@ from advisorchain import (
     tool,
 )
 from advisorchain.advisors import ApprovalAdvisor, Approve, Reject
-from advisorchain.advisors.approval import DeferredApprover
+from advisorchain.advisors.approval import DeferredApprover, InMemoryApprovalStore
 from advisorchain.durable.steps import event_to_json
 from advisorchain.providers import ScriptedChatModel
 
@@ -48,6 +49,7 @@ from advisorchain.durable.temporal import (  # noqa: E402
 __all__ = ["temporal_address"]
 
 pytestmark = pytest.mark.anyio
+ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 PATHS = pytest.mark.parametrize("path", ["call", "stream"])
 
 
@@ -225,7 +227,12 @@ def pay_chain(effects: list[int] | None = None) -> Callable[[], Chain]:
             ]
         )
         return Chain(
-            [ApprovalAdvisor(DeferredApprover()), ToolCallingAdvisor()], model=model, tools=[pay]
+            [
+                ApprovalAdvisor(DeferredApprover(), store=InMemoryApprovalStore()),
+                ToolCallingAdvisor(),
+            ],
+            model=model,
+            tools=[pay],
         )
 
     return factory
@@ -317,3 +324,65 @@ async def test_stream_reconnects_from_an_offset(temporal_address: str) -> None:
                 break
         assert rest == seen[len(seen) // 2 + 1 :]
         assert json.dumps(_normal(rest[-1].event))
+
+
+async def test_tracing_exports_each_span_once_across_replays(temporal_address: str) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from advisorchain.advisors import TracingAdvisor
+    from advisorchain.durable.temporal import ReplaySafeSpanProcessor
+
+    def traced(replay_safe: bool) -> tuple[InMemorySpanExporter, Callable[[], Chain]]:
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        processor = SimpleSpanProcessor(exporter)
+        provider.add_span_processor(
+            ReplaySafeSpanProcessor(processor) if replay_safe else processor
+        )
+
+        def factory() -> Chain:
+            shop = shop_chain()
+            return Chain(
+                [TracingAdvisor(provider), *shop.advisors], model=shop.model, tools=shop.tools
+            )
+
+        return exporter, factory
+
+    local, local_factory = traced(False)
+    await local_factory().call("prices?")
+    expected = sorted(s.name for s in local.get_finished_spans())
+    client = await Client.connect(temporal_address, data_converter=data_converter())
+    for replay_safe in (True, False):
+        exporter, factory = traced(replay_safe)
+        queue = f"q-{uuid.uuid4().hex}"
+        # no workflow cache: every workflow task replays the history from its start
+        async with create_worker(client, queue, factory, max_cached_workflows=0):
+            conversation = TemporalConversation(client, f"c-{uuid.uuid4().hex}", task_queue=queue)
+            await conversation.start()
+            await conversation.call("prices?")
+        names = sorted(s.name for s in exporter.get_finished_spans())
+        if replay_safe:
+            assert names == expected
+        else:  # what the processor prevents: spans exported again on each replay
+            assert len(names) > len(expected)
+
+
+async def test_the_benchmark_turn_takes_three_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(ROOT)
+    from benchmarks.durable import Measured, bench_chain, table
+
+    response = await bench_chain().call("prices?")
+    assert response.usage.requests == 3
+    assert [m.role for m in response.messages] == ["assistant", "tool"] * 2 + ["assistant"]
+    rates = {1: 2.0}
+    text = table(
+        {
+            "in process": Measured(1.0, 2.0),
+            "Temporal, hand-written floor": Measured(4.0, 8.0),
+            "Temporal, advisorchain: turns/s": rates,
+            "Temporal, hand-written floor: turns/s": rates,
+        }
+    )
+    assert "| in process | 1.00 | 2.00 | 0.25x |" in text

@@ -8,7 +8,14 @@ validated update, every model and tool call an activity named after its step
 - `data_converter()`: what the client and the workers connect with.
 """
 
-from ._client import LiveDelta, StreamedEvent, TemporalConversation, data_converter
+from ._client import (
+    FilePayloadStore,
+    LiveDelta,
+    StreamedEvent,
+    TemporalConversation,
+    data_converter,
+)
+from ._tracing import ReplaySafeSpanProcessor
 from ._worker import StepActivities, create_worker, deterministic_workflow_code
 from ._workflow import (
     DECIDE_UPDATE,
@@ -35,7 +42,9 @@ __all__ = [
     "ConversationWorkflow",
     "DecideInput",
     "DurableOptions",
+    "FilePayloadStore",
     "LiveDelta",
+    "ReplaySafeSpanProcessor",
     "StepActivities",
     "StreamedEvent",
     "TemporalConversation",

@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import os
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateStage
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
-from temporalio.converter import DataConverter
+from temporalio.converter import (
+    DataConverter,
+    ExternalStorage,
+    StorageDriver,
+    StorageDriverClaim,
+    StorageDriverRetrieveContext,
+    StorageDriverStoreContext,
+)
 
 from ...core.deferred import Decision
 from ...core.events import StreamEvent
@@ -42,9 +54,73 @@ from ._workflow import (
 )
 
 
-def data_converter() -> DataConverter:
-    """The data converter clients and workers of durable conversations use (pydantic)."""
-    return pydantic_data_converter
+class FilePayloadStore(StorageDriver):
+    """Where payloads over the threshold go instead of the workflow's history: files in
+    `folder` (a directory every worker and client can read: a shared volume), one per
+    payload, named by the SHA-256 of its bytes (so storing twice is harmless). The
+    history keeps the reference. Files are never deleted by advisorchain: expire them
+    after the conversations' retention period."""
+
+    def __init__(self, folder: str | Path, *, name: str = "advisorchain-files") -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._name = name
+
+    def name(self) -> str:
+        """The driver's name, recorded in each reference."""
+        return self._name
+
+    async def store(
+        self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
+    ) -> list[StorageDriverClaim]:
+        """Write each payload to its file; its claim names the file's digest."""
+        claims = []
+        for payload in payloads:
+            data = payload.SerializeToString()
+            digest = hashlib.sha256(data).hexdigest()
+            path = self.folder / digest
+            if not path.exists():
+                partial = path.with_suffix(f".{uuid.uuid4().hex}.tmp")
+                partial.write_bytes(data)
+                os.replace(partial, path)
+            claims.append(StorageDriverClaim(claim_data={"sha256": digest}))
+        return claims
+
+    async def retrieve(
+        self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
+    ) -> list[Payload]:
+        """Read each claimed payload back (checking its digest)."""
+        payloads = []
+        for claim in claims:
+            digest = claim.claim_data["sha256"]
+            if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+                raise ValueError(f"not a payload digest: {digest[:80]!r}")
+            data = (self.folder / digest).read_bytes()
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise ValueError(f"the payload file {digest} is damaged")
+            payload = Payload()
+            payload.ParseFromString(data)
+            payloads.append(payload)
+        return payloads
+
+
+def data_converter(
+    large_payloads: StorageDriver | None = None, *, threshold: int = 256 * 1024
+) -> DataConverter:
+    """The data converter clients and workers of durable conversations use (pydantic).
+
+    With `large_payloads` (a `FilePayloadStore`, or any Temporal `StorageDriver`), every
+    payload of `threshold` bytes or more (a large tool result or image, a long transcript)
+    is stored there and the history keeps a reference: Temporal refuses payloads over
+    2 MB. Clients and workers must use the same store."""
+    if large_payloads is None:
+        return pydantic_data_converter
+    return dataclasses.replace(
+        pydantic_data_converter,
+        external_storage=ExternalStorage(
+            drivers=[large_payloads], payload_size_threshold=threshold
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,17 +151,22 @@ class TemporalConversation:
     `advisorchain.turn`), with `decisions=` a resume (`advisorchain.decide`), as
     `Chain.call`/`Chain.stream` do in process; the transcript lives in the workflow.
 
-    `start()` starts the workflow (or attaches to the running one). Each turn carries an id
+    `start()` starts the workflow (or attaches to the running one) on `task_queue`, with
+    the chain the workers registered as `chain` (the task queue's name by default). Each
+    turn carries an id
     (a fresh one unless given: give the same id when retrying, and a turn that was applied
     is refused as a duplicate) and the turn count this handle last saw (a turn another
     caller ran since is refused as stale, `expected_turn=None` skips that check). A resume
     carries the arguments fingerprints of the waiting calls as this handle was shown them.
     """
 
-    def __init__(self, client: Client, conversation_id: str, *, task_queue: str) -> None:
+    def __init__(
+        self, client: Client, conversation_id: str, *, task_queue: str, chain: str | None = None
+    ) -> None:
         self.client = client
         self.id = conversation_id
         self.task_queue = task_queue
+        self.chain = chain or task_queue
         self.handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(conversation_id)
         self.turns: int | None = None
         self.fingerprints: dict[str, str] = {}
@@ -94,7 +175,7 @@ class TemporalConversation:
         """Start the conversation's workflow with `history`, or attach to it if it runs."""
         self.handle = await self.client.start_workflow(
             WORKFLOW_NAME,
-            ConversationInput(messages=messages_to_json(to_messages(history))),
+            ConversationInput(chain=self.chain, messages=messages_to_json(to_messages(history))),
             id=self.id,
             task_queue=self.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -207,4 +288,10 @@ class TemporalConversation:
                 )
 
 
-__all__ = ["LiveDelta", "StreamedEvent", "TemporalConversation", "data_converter"]
+__all__ = [
+    "FilePayloadStore",
+    "LiveDelta",
+    "StreamedEvent",
+    "TemporalConversation",
+    "data_converter",
+]

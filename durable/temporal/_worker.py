@@ -175,11 +175,13 @@ def create_worker(
     ledger: EffectsLedger | None = None,
     options: DurableOptions | None = None,
     executor: StepExecutor | None = None,
+    name: str | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A Temporal worker serving `factory`'s chain on `task_queue`: the conversation
     workflow (its links run as workflow code) and the step activities (on the chain's real
     model and tools, or `executor`'s registry, with `ledger` for tools with effects).
+    `name` is what conversations name the chain by (the task queue by default).
 
     The client needs `data_converter()`. Workflow code runs unsandboxed with `uuid.uuid4`
     and `time.time` made deterministic inside workflows (`deterministic_workflow_code`).
@@ -187,7 +189,7 @@ def create_worker(
     """
     options = options or DurableOptions()
     deterministic_workflow_code()
-    register_chain(task_queue, factory, options)
+    register_chain(name or task_queue, factory, options)
     executor = executor or StepExecutor.from_chain(factory(), ledger=ledger)
     steps = StepActivities(executor, options)
     return Worker(

@@ -70,20 +70,23 @@ class DurableOptions:
 
 
 _CHAINS: dict[str, tuple[ChainFactory, DurableOptions]] = {}
-"""The chain factory and options of each task queue this process serves workflows of."""
+"""The chain factory and options of each chain name this process serves workflows of."""
 
 
-def register_chain(task_queue: str, factory: ChainFactory, options: DurableOptions) -> None:
-    """Serve `factory`'s chain to the conversation workflows of `task_queue`."""
-    _CHAINS[task_queue] = (factory, options)
+def register_chain(name: str, factory: ChainFactory, options: DurableOptions) -> None:
+    """Serve `factory`'s chain to the conversation workflows started with chain `name`."""
+    _CHAINS[name] = (factory, options)
 
 
 @dataclass
 class ConversationInput:
-    """A conversation's start (or its continuation as new): the transcript so far, the
+    """A conversation's start (or its continuation as new): the name its chain is
+    registered under (`create_worker(..., name=...)`, the task queue by default), the
+    transcript so far, the
     ids of turns already applied (duplicates are refused), the turn count, the stream's
     state, and the waiting calls' fingerprints and deadline."""
 
+    chain: str = ""
     messages: str = "[]"
     applied: list[str] = field(default_factory=list)
     turns: int = 0
@@ -166,6 +169,7 @@ class ConversationWorkflow:
 
     @workflow.init
     def __init__(self, start: ConversationInput) -> None:
+        self.chain_name = start.chain or workflow.info().task_queue
         self.stream = WorkflowStream(start.stream)
         self.events = self.stream.topic(EVENTS_TOPIC)
         self.messages: tuple[Message, ...] = messages_from_json(start.messages)
@@ -179,13 +183,21 @@ class ConversationWorkflow:
         self.lock = asyncio.Lock()
         self._chain: Chain | None = None
 
+    def _registered(self) -> tuple[ChainFactory, DurableOptions]:
+        found = _CHAINS.get(self.chain_name)
+        if found is None:
+            raise ApplicationError(
+                f"no chain named {self.chain_name!r} on this worker", type="UnknownChain"
+            )
+        return found
+
     def _options(self) -> DurableOptions:
-        return _CHAINS[workflow.info().task_queue][1]
+        return self._registered()[1]
 
     def chain(self) -> Chain:
         """The chain, rebuilt to run its I/O as activities (built once per run)."""
         if self._chain is None:
-            factory, options = _CHAINS[workflow.info().task_queue]
+            factory, options = self._registered()
             self._chain = durable_chain(
                 factory(), TemporalStepRunner(options), run_id=workflow.info().workflow_id
             )
@@ -222,6 +234,7 @@ class ConversationWorkflow:
 
     def _state(self, stream: WorkflowStreamState) -> ConversationInput:
         return ConversationInput(
+            chain=self.chain_name,
             messages=messages_to_json(self.messages),
             applied=self.applied[-1000:],
             turns=self.turns,
