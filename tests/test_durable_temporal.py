@@ -181,7 +181,23 @@ async def run_turn(
     events = [e async for e in runner.stream(prompt, **kw)]
     last = events[-1]
     assert isinstance(last, ResponseCompleted)
-    return last.response, [_normal(e) for e in events]
+    return last.response, _in_call_order([_normal(e) for e in events])
+
+
+def _in_call_order(events: list[Any]) -> list[Any]:
+    """`events` with each run of `tool_call_finished` in call-id order: a round's calls run
+    concurrently, so which finishes first is timing, on any runner."""
+    ordered: list[Any] = []
+    finished: list[Any] = []
+    for values in [*events, None]:
+        if values is not None and values["type"] == "tool_call_finished":
+            finished.append(values)
+            continue
+        ordered += sorted(finished, key=lambda v: v["call"]["id"])
+        finished = []
+        if values is not None:
+            ordered.append(values)
+    return ordered
 
 
 def _normal(event: StreamEvent) -> Any:
