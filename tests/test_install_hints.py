@@ -74,7 +74,7 @@ def test_a_missing_postgres_driver_says_what_to_install(monkeypatch: pytest.Monk
 
 
 def test_a_missing_mcp_sdk_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from advisorchain.toolsets import mcp as mcp_toolset
+    from advisorchain.toolsets.mcp import _toolset as mcp_toolset
 
     _without(monkeypatch, "mcp")
     with pytest.raises(ImportError, match=re.escape("pip install 'mcp>=2.3,<3'")):

@@ -11,12 +11,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from ..core.messages import AssistantMessage, Message, SystemMessage, UserMessage
-from ..core.model import ChatModel
-from ..core.options import ChatOptions
-from ..core.request import ChatRequest
-from ._mcp_answers import check_answer
-from ._mcp_content import ContentLimits, _Mapper
+from ...core.messages import AssistantMessage, Message, SystemMessage, UserMessage
+from ...core.model import ChatModel
+from ...core.options import ChatOptions
+from ...core.request import ChatRequest
+from ._answers import check_answer
+from ._content import ContentLimits, _Mapper
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientRequestContext
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         ErrorData,
     )
 
-    from ..advisors.approval import Approver
+    from ...advisors.approval import Approver
 
 logger = logging.getLogger("advisorchain.mcp")
 
@@ -146,7 +146,7 @@ async def _approved(policy: SamplingPolicy, request: SamplingRequest, number: in
             return False
     if policy.approver is None:
         return True
-    from ..advisors.approval import ApprovalCall, ApprovalRequest, Approve
+    from ...advisors.approval import ApprovalCall, ApprovalRequest, Approve
 
     call = ApprovalCall(
         id=f"mcp-sampling-{number}",

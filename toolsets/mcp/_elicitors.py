@@ -20,13 +20,13 @@ from typing import Any, TextIO
 import anyio
 import anyio.to_thread
 
-from ..core.advisor import Advisor, Placement
-from ..core.context import ToolContext
-from ..core.deferred import Result
-from ..core.errors import ChainConfigurationError, InvalidDecisions, ResumeConflict
-from ..core.invocation import ToolInvocation, ToolNext, ToolResult
-from ._mcp_answers import check_answer, choices_of
-from ._mcp_sampling import ElicitationAnswer, ElicitationRequest
+from ...core.advisor import Advisor, Placement
+from ...core.context import ToolContext
+from ...core.deferred import Result
+from ...core.errors import ChainConfigurationError, InvalidDecisions, ResumeConflict
+from ...core.invocation import ToolInvocation, ToolNext, ToolResult
+from ._answers import check_answer, choices_of
+from ._sampling import ElicitationAnswer, ElicitationRequest
 
 logger = logging.getLogger("advisorchain.mcp")
 

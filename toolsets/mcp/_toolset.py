@@ -19,19 +19,19 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from ..core._extras import install_hint
-from ..core._progress import bound_reporter
-from ..core._scrub import long_values, safe_str, scrub_error_text
-from ..core.context import ToolContext
-from ..core.errors import (
+from ...core._extras import install_hint
+from ...core._progress import bound_reporter
+from ...core._scrub import long_values, safe_str, scrub_error_text
+from ...core.context import ToolContext
+from ...core.errors import (
     AdvisorChainError,
     ChainConfigurationError,
     ServerReportedError,
     ToolDefinitionError,
 )
-from ..core.messages import AssistantMessage, UserMessage
-from ..core.tools import Tool, ToolDefinition
-from ._mcp_content import (
+from ...core.messages import AssistantMessage, UserMessage
+from ...core.tools import Tool, ToolDefinition
+from ._content import (
     ContentLimits,
     McpCallResult,
     ResultPart,
@@ -40,7 +40,7 @@ from ._mcp_content import (
     convert_result,
     result_text,
 )
-from ._mcp_sampling import (
+from ._sampling import (
     ElicitationHandler,
     SamplingPolicy,
     elicitation_callback,
