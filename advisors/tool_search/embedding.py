@@ -27,6 +27,7 @@ from ._cache import default_cache_path as default_cache_path
 from ._store import KeyedBlobs
 from .examples import Examples, check_examples, examples_for
 from .index import MAX_QUERY_CHARS, ToolIndex, document_text
+from .integer_model import integer_model
 
 EmbeddingFunction: TypeAlias = Callable[[Sequence[str]], Awaitable[Sequence[Sequence[float]]]]
 """`await embed(texts)` -> one vector per text, in order (any dimension, any scale)."""
@@ -467,8 +468,6 @@ async def _in_thread(
 
 def _integer_session(model_file: Path, session_of: Callable[[Path], Any]) -> Any:
     """A session over `model_file`'s integer graph, or None (logged) when there is none."""
-    from .integer_model import integer_model
-
     try:
         return session_of(integer_model(model_file))
     except ImportError as exc:

@@ -10,13 +10,8 @@ from ._elicitors import (
     ElicitationNotWaiting,
     InvalidElicitationAnswer,
 )
-from ._sampling import (
-    ElicitationAnswer,
-    ElicitationHandler,
-    ElicitationRequest,
-    SamplingPolicy,
-    SamplingRequest,
-)
+from ._elicitation import ElicitationAnswer, ElicitationHandler, ElicitationRequest
+from ._sampling import SamplingPolicy, SamplingRequest
 from ._toolset import (
     ApprovalPolicy,
     McpConnectionError,

@@ -26,7 +26,7 @@ from ...core.deferred import Result
 from ...core.errors import ChainConfigurationError, InvalidDecisions, ResumeConflict
 from ...core.invocation import ToolInvocation, ToolNext, ToolResult
 from ._answers import check_answer, choices_of
-from ._sampling import ElicitationAnswer, ElicitationRequest
+from ._elicitation import ElicitationAnswer, ElicitationRequest
 
 logger = logging.getLogger("advisorchain.mcp")
 

@@ -40,12 +40,8 @@ from ._content import (
     convert_result,
     result_text,
 )
-from ._sampling import (
-    ElicitationHandler,
-    SamplingPolicy,
-    elicitation_callback,
-    sampling_callback,
-)
+from ._elicitation import ElicitationHandler, elicitation_callback
+from ._sampling import SamplingPolicy, sampling_callback
 
 if TYPE_CHECKING:
     import httpx2
