@@ -19,8 +19,8 @@ except ImportError:  # pragma: no cover - only without the extra
 from advisorchain import DocumentPart, ImagePart, TextPart, ToolDefinition
 from advisorchain.core.errors import ChainConfigurationError
 from advisorchain.toolsets import ContentLimits, McpToolset
-from advisorchain.toolsets.mcp._content import convert_result
 from advisorchain.toolsets.mcp import ToolHints, result_text, tool_effects, tool_hints
+from advisorchain.toolsets.mcp._content import convert_result
 
 SCHEMA = {
     "type": "object",

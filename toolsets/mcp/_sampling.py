@@ -9,15 +9,14 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any
 
+from ...advisors.approval import ApprovalCall, ApprovalRequest, Approve, Approver
 from ...core.messages import AssistantMessage, Message, SystemMessage, UserMessage
 from ...core.model import ChatModel
 from ...core.options import ChatOptions
 from ...core.request import ChatRequest
 from ._content import ContentLimits, _Mapper
-
-from ...advisors.approval import ApprovalCall, ApprovalRequest, Approve, Approver
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientRequestContext
