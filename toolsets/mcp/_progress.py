@@ -4,11 +4,14 @@ chain calls are running on a connection."""
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
+
+if TYPE_CHECKING:
+    from mcp.shared.dispatcher import ProgressFnT
 
 ProgressCallback: TypeAlias = Callable[[float, "float | None", "str | None"], None]
 """`(progress, total, message)` for each progress notification of one call."""
@@ -23,7 +26,7 @@ def silence_deadline(timeout: float | None) -> float:
 
 def progress_listener(
     clock: anyio.CancelScope, timeout: float | None, on_progress: ProgressCallback | None
-) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+) -> ProgressFnT:
     """The SDK's progress callback for one call: each notification moves `clock`'s
     deadline `timeout` s on (progress counts as activity) and reaches `on_progress`,
     its message bounded."""
