@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1]
-NOT_THE_PACKAGE = {"tests", "benchmarks", "node_modules"}
-"""Folders of the repository that are not modules of the package."""
+NOT_THE_PACKAGE = {"tests", "benchmarks", "docs", "build", "node_modules"}
+"""Folders of the checkout that hold no module of the package."""
 
 LAZY_EXTRA = "an optional extra, loaded only when this path runs"
 TODO_CORE_CYCLE = (
@@ -112,7 +112,7 @@ def _modules() -> dict[str, pathlib.Path]:
     found: dict[str, pathlib.Path] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE).parts
-        if parts[0] in NOT_THE_PACKAGE or any(p.startswith(".") for p in parts):
+        if any(p in NOT_THE_PACKAGE or p.startswith(".") or p.endswith(".egg-info") for p in parts):
             continue
         found[_module_name(path)] = path
     return found
