@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO, TypedDict, TypeVar, Unpack
-from urllib.parse import urlsplit
 
 import anyio
 
@@ -274,10 +273,7 @@ class McpToolset:
         connect = http_connector(url, headers or {}, http_client)
         options.setdefault("name", http_name(url))
         toolset = cls(connect, **options)
-        toolset._given_values = given_values(headers)
-        password = urlsplit(url).password
-        if password:
-            toolset._given_values += (password,)
+        toolset._given_values = given_values(headers, url=url)
         return toolset
 
     def __repr__(self) -> str:

@@ -44,10 +44,12 @@ def sdk_version() -> str:
         return "mcp"
 
 
-def given_values(values: Mapping[str, str] | None) -> tuple[str, ...]:
+def given_values(values: Mapping[str, str] | None, *, url: str | None = None) -> tuple[str, ...]:
     """The values given to a server (and their words: `Bearer <token>`) long enough to be
-    worth scrubbing from what the model reads."""
-    return long_values((values or {}).values())
+    worth scrubbing from what the model reads, and the password in its `url`."""
+    found = long_values((values or {}).values())
+    password = urlsplit(url).password if url is not None else None
+    return (*found, password) if password else found
 
 
 def stdio_connector(
