@@ -28,7 +28,7 @@ How a turn runs (`DBOSRunner`):
   publishes the waiting calls as the event `advisorchain.deferred` and receives decisions
   on the topic `advisorchain.decisions` (`DBOS.recv`, durable: a worker that dies while it
   waits is recovered and keeps waiting). `decide` checks decisions against the waiting
-  calls (ids, round, and the arguments' fingerprints the approver was shown) before
+  calls (ids, kinds, round, and the arguments' fingerprints the approver was shown) before
   sending; the workflow checks them again (`InvalidDecisions` is published as the event
   `advisorchain.refused` and the workflow keeps waiting). With decisions it resumes the
   turn (`chain.call(transcript, decisions=...)`), and so on until the turn ends or no
@@ -58,7 +58,7 @@ from typing import Any, TypeVar
 
 from ..core._extras import install_hint
 from ..core.chain import Chain
-from ..core.deferred import Decision, DeferredCall
+from ..core.deferred import Approve, Decision, DeferredCall, Reject, Result
 from ..core.errors import InvalidDecisions
 from ..core.events import (
     AnswerDiscarded,
@@ -460,7 +460,7 @@ class DBOSRunner(_Turns):
 
     async def _result(self, turn_id: str) -> Any:
         handle: Any = await DBOS.retrieve_workflow_async(turn_id)
-        return await handle.get_result()
+        return await handle.get_result(polling_interval_sec=self.polling_interval)
 
     def _read_stream(self, turn_id: str, offset: int) -> AsyncIterator[Any]:
         return DBOS.read_stream_async(turn_id, STREAM, offset=offset)
@@ -581,17 +581,35 @@ def _check_name(name: str) -> str:
     return name
 
 
+def _kind(decision: Decision) -> str:
+    if isinstance(decision, Approve):
+        return "approve"
+    if isinstance(decision, Reject):
+        return "reject"
+    if isinstance(decision, Result):
+        return "result"
+    return "decisions"
+
+
 def check_decisions(
     waiting: Waiting,
     decisions: Mapping[str, Decision],
     shown: Sequence[DeferredCall] | None = None,
 ) -> None:
-    """`InvalidDecisions` unless every decision names a call `waiting` holds and, with
-    `shown`, each shown call has the waiting call's tool and arguments."""
-    ids = {c.call.id for c in waiting.calls}
-    unknown = sorted(set(decisions) - ids)
+    """`InvalidDecisions` unless every decision names a call `waiting` holds, is of a kind
+    that call accepts (`Approve` and `Reject` for an approval, ...) and, with `shown`, each
+    shown call has the waiting call's tool and arguments. (The workflow checks the
+    decisions again, nested ones included, before anything runs.)"""
+    calls = {c.call.id: c for c in waiting.calls}
+    unknown = sorted(set(decisions) - set(calls))
     if unknown:
         raise InvalidDecisions(f"no call waits with the id(s) {', '.join(map(repr, unknown))}")
+    for call_id, decision in decisions.items():
+        kind = _kind(decision)
+        if kind not in calls[call_id].accepts:
+            raise InvalidDecisions(
+                f"call {call_id!r} takes {' or '.join(calls[call_id].accepts)}, not {kind}"
+            )
     for call in shown or ():
         expected = waiting.fingerprints.get(call.call.id)
         if expected != call_fingerprint(call.call.name, call.call.arguments):

@@ -169,7 +169,9 @@ async def run_once(
 ) -> ToolResult:
     """Run a call with effects at most once: claim it, `run()` it if the claim is ours,
     record the result; a recorded result answers without running; a claim that was never
-    completed answers `UNKNOWN_OUTCOME` (recorded too, so every later retry reads the same).
+    completed answers `UNKNOWN_OUTCOME` without recording it (the claim's owner, if it is
+    alive after all, records the real result: first writer wins, and only the owner
+    writes).
 
     A deferred result releases the claim (the call took no effect yet; its resume runs it).
     If `run()` raises, the claim stays: a retry reads `unknown`, since the call may have
@@ -179,8 +181,8 @@ async def run_once(
     if isinstance(claim, Done):
         return restored(claim.result)
     if isinstance(claim, Unknown):
-        unknown = StoredResult(content=UNKNOWN_OUTCOME, outcome="unknown")
-        return restored(await ledger.complete(run_id, call_id, unknown))
+        # not recorded: if the claim's owner is alive after all, its result is the truth
+        return ToolResult(content=UNKNOWN_OUTCOME, outcome="unknown")
     result = await run()
     if result.outcome == "deferred":
         await ledger.release(run_id, call_id)

@@ -32,6 +32,8 @@ from advisorchain.core.events import (  # noqa: E402
 from advisorchain.core.messages import ToolCall, UserMessage, dump_messages  # noqa: E402
 from advisorchain.core.response import ChatResponse  # noqa: E402
 from advisorchain.durable.dbos import (  # noqa: E402
+    DECISIONS_TOPIC,
+    REFUSED_EVENT,
     DBOSRunner,
     Waiting,
     check_decisions,
@@ -192,11 +194,31 @@ async def test_decisions_are_checked_before_they_are_sent(launch: Launch) -> Non
         await runner.decide(turn, {"c2": Approve()}, shown=[forged])
     with pytest.raises(InvalidDecisions):
         await runner.decide(turn, {"c2": "yes"})  # type: ignore[dict-item]
+    with pytest.raises(InvalidDecisions, match="approve or reject, not result"):
+        await runner.decide(turn, {"c2": Result("done")})
     assert transfers() == 0  # nothing was sent: the turn still waits
     await runner.decide(turn, {"c2": Reject("not today")})
     response = await runner.result(turn)
     assert transfers() == 0
     assert "not today" in [m for m in response.messages if m.role == "tool"][-1].text
+
+
+@pytest.mark.anyio
+async def test_the_workflow_refuses_decisions_that_slip_past_the_door(launch: Launch) -> None:
+    runner = launch(bank_chain())
+    turn = await runner.start(PROMPT)
+    waiting = await runner.waiting(turn)
+    assert waiting is not None
+    wrong = {"v": 1, "round": waiting.round, "decisions": dump_decisions({"c2": Result("x")})}
+    await DBOS.send_async(turn, wrong, DECISIONS_TOPIC)  # not through `decide`
+    refused = await DBOS.get_event_async(turn, REFUSED_EVENT, timeout_seconds=60)
+    assert refused["round"] == 1 and "c2" in refused["error"]
+    assert transfers() == 0  # refused before anything ran; the turn still waits
+    stale = {"v": 1, "round": 0, "decisions": dump_decisions({"c2": Approve()})}
+    await DBOS.send_async(turn, stale, DECISIONS_TOPIC)  # for another wait: dropped
+    await runner.decide(turn, {"c2": Reject("no")})
+    response = await runner.result(turn)
+    assert response.finish_reason == "stop" and transfers() == 0
 
 
 @pytest.mark.anyio
@@ -235,7 +257,11 @@ def test_the_runner_refuses_bad_arguments(tmp_path: Path) -> None:
 
 
 def test_check_decisions_without_shown_calls_checks_ids() -> None:
-    call = DeferredCall(call=ToolCall(id="c2", name="transfer", arguments="{}"), kind="approval")
+    call = DeferredCall(
+        call=ToolCall(id="c2", name="transfer", arguments="{}"),
+        kind="approval",
+        accepts=("approve", "reject"),
+    )
     waiting = Waiting(round=1, calls=(call,), fingerprints={})
     check_decisions(waiting, {"c2": Approve()})
     with pytest.raises(InvalidDecisions):

@@ -185,10 +185,23 @@ async def test_run_once_after_a_failure_mid_call_answers_unknown(ledger: EffectL
     assert (retried.content, retried.outcome) == (UNKNOWN_OUTCOME, "unknown")
     assert retried.is_error
     assert send.runs == 0
-    # the unknown answer is recorded: every later retry reads the same
-    assert await ledger.claim("run", "c1", FP) == Done(
-        StoredResult(content=UNKNOWN_OUTCOME, outcome="unknown")
-    )
+    assert await ledger.claim("run", "c1", FP) == Unknown()  # still claimed, no result
+
+
+@pytest.mark.anyio
+async def test_the_owner_s_result_wins_over_a_racer_s_unknown(ledger: EffectLedger) -> None:
+    racer = Sender()
+    results: list[ToolResult] = []
+
+    async def owner() -> ToolResult:
+        # while the owner runs, a racer finds the claim and answers unknown
+        results.append(await run_once(ledger, "run", "c1", FP, racer))
+        return ToolResult(content="sent")
+
+    first = await run_once(ledger, "run", "c1", FP, owner)
+    assert first.text == "sent"
+    assert [r.outcome for r in results] == ["unknown"] and racer.runs == 0
+    assert await ledger.claim("run", "c1", FP) == Done(StoredResult(content="sent", outcome="ok"))
 
 
 @pytest.mark.anyio

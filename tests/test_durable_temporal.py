@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -128,8 +129,36 @@ async def in_process(factory: Callable[[], Chain]) -> AsyncIterator[Runner]:
 
 
 RUNNER_NAMES = ("in_process", "temporal")
-"""Every runner of one chain (a DBOS runner joins here through `open_runner`)."""
 RUNNERS = pytest.mark.parametrize("runner", RUNNER_NAMES)
+ONE_CHAIN_RUNNERS = ("in_process", "temporal", "dbos")
+"""The runners of the one-chain test (issue 33 item 3)."""
+
+
+@asynccontextmanager
+async def dbos_runner(factory: Callable[[], Chain]) -> AsyncIterator[Runner]:
+    """The chain on DBOS (a SQLite system database in a temporary folder), one turn a
+    workflow."""
+    dbos = pytest.importorskip("dbos")
+    from advisorchain.durable.dbos import DBOSRunner
+    from advisorchain.durable.ledger import MemoryLedger
+
+    with tempfile.TemporaryDirectory() as folder:
+        dbos.DBOS(
+            config={
+                "name": "runners",
+                "system_database_url": f"sqlite:///{folder}/dbos.sqlite",
+                "notification_listener_polling_interval_sec": 0.02,
+                "log_level": "WARNING",
+            }
+        )
+        runner = DBOSRunner(
+            factory(), ledger=MemoryLedger(), name=f"r{uuid.uuid4().hex[:8]}", polling_interval=0.02
+        )
+        dbos.DBOS.launch()
+        try:
+            yield runner
+        finally:
+            dbos.DBOS.destroy(destroy_registry=True)
 
 
 @asynccontextmanager
@@ -139,6 +168,9 @@ async def open_runner(
     if runner == "in_process":
         async with in_process(factory) as local:
             yield local
+    elif runner == "dbos":
+        async with dbos_runner(factory) as on_dbos:
+            yield on_dbos
     else:
         async with temporal_runner(address, factory, **options) as durable:
             yield durable
@@ -152,7 +184,23 @@ async def run_turn(
     events = [e async for e in runner.stream(prompt, **kw)]
     last = events[-1]
     assert isinstance(last, ResponseCompleted)
-    return last.response, [_normal(e) for e in events]
+    return last.response, _in_call_order([_normal(e) for e in events])
+
+
+def _in_call_order(events: list[Any]) -> list[Any]:
+    """`events` with each run of `tool_call_finished` in call-id order: a round's calls run
+    concurrently, so which finishes first is timing, on any runner."""
+    ordered: list[Any] = []
+    finished: list[Any] = []
+    for values in [*events, None]:
+        if values is not None and values["type"] == "tool_call_finished":
+            finished.append(values)
+            continue
+        ordered += sorted(finished, key=lambda v: v["call"]["id"])
+        finished = []
+        if values is not None:
+            ordered.append(values)
+    return ordered
 
 
 def _normal(event: StreamEvent) -> Any:
@@ -167,18 +215,17 @@ async def test_one_chain_same_transcript_events_usage_on_every_runner(
     path: str, temporal_address: str
 ) -> None:
     results = {}
-    for runner in RUNNER_NAMES:
+    for runner in ONE_CHAIN_RUNNERS:
         async with open_runner(runner, temporal_address, shop_chain) as opened:
             results[runner] = await run_turn(path, opened, "prices of A1 and B2?")
     expected, expected_events = results["in_process"]
-    assert expected.usage.requests == 3
-    assert expected.messages[4].text == "Error: ValueError: no stock service"
-    for runner in RUNNER_NAMES[1:]:
-        got, events = results[runner]
-        assert got.messages == expected.messages, runner
-        assert got.usage == expected.usage, runner
-        assert got.finish_reason == expected.finish_reason == "stop"
-        assert events == expected_events, runner
+    for durable in ("temporal", "dbos"):
+        got, events = results[durable]
+        assert got.messages == expected.messages, durable
+        assert got.usage == expected.usage and got.usage.requests == 3, durable
+        assert got.finish_reason == expected.finish_reason == "stop", durable
+        assert events == expected_events, durable
+        assert got.messages[4].text == "Error: ValueError: no stock service", durable
 
 
 def pay_chain(effects: list[int] | None = None) -> Callable[[], Chain]:
