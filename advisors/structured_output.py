@@ -12,14 +12,13 @@ from typing import Any, Generic, Literal, TypeAlias, TypeVar, cast, get_args, ge
 from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
-from ..core._arguments import (
+from ..core.advisor import Advisor, CallNext, Placement, StreamNext
+from ..core.arguments import (
     MAX_ARGUMENT_CHARS,
     MAX_ARGUMENT_DEPTH,
     ArgumentsError,
     parse_arguments,
 )
-from ..core._streams import closing_stream
-from ..core.advisor import Advisor, CallNext, Placement, StreamNext
 from ..core.chain import Chain
 from ..core.errors import AdvisorChainError, ChainConfigurationError, StreamInterruptedError
 from ..core.events import AnswerDiscarded, ResponseCompleted, StreamEvent
@@ -28,6 +27,7 @@ from ..core.model import supports_output_schema
 from ..core.options import ChatOptions, OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from ..core.usage import Usage
 from ..providers.errors import OutputSchemaRefusedError
 from .text_transform import TextTransformAdvisor

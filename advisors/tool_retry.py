@@ -11,8 +11,8 @@ from typing import TypeAlias
 import anyio
 from opentelemetry import trace
 
-from ..core._checks import require_callable, require_number
 from ..core.advisor import Advisor, ToolNext
+from ..core.checks import require_callable, require_number
 from ..core.errors import ToolExecutionError
 from ..core.invocation import ToolInvocation, ToolResult
 

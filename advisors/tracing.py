@@ -25,13 +25,13 @@ from opentelemetry.trace import (
     TracerProvider,
 )
 
-from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.invocation import ToolInvocation, ToolResult
-from ..core.manager import describe_exception
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.scrub import describe_exception
+from ..core.streams import closing_stream
 from ._observe import (
     ModelNames,
     arguments_json,

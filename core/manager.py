@@ -27,21 +27,20 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 import anyio
 
-from ._arguments import ArgumentsError, parse_arguments
-from ._checks import require_mapping, require_number
-from ._progress import CallFinished, call_finished
-from ._scrub import safe_str, scrub_error_text
+from .arguments import ArgumentsError, parse_arguments
+from .checks import require_mapping, require_number
 from .context import ToolContext
 from .deferred import Approve, Reject, Result, Waiting
 from .errors import (
     ResumeConflict,
-    ServerReportedError,
     ToolCallLimitExceeded,
     ToolExecutionError,
 )
 from .invocation import ToolHook, ToolInvocation, ToolNext, ToolResult
 from .messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from .progress import CallFinished, call_finished
 from .request import ChatRequest
+from .scrub import describe_exception
 from .tools import InvalidToolArguments, Tool, ValidatedArguments
 
 EFFECTS = "advisorchain.effects"
@@ -51,27 +50,6 @@ appends each call of a tool that is neither `read_only` nor `idempotent` as it s
 
 ToolErrorHandler: TypeAlias = Callable[[BaseException, ToolInvocation], str]
 """Maps a tool's exception to the text the model reads (or raises to stop the turn)."""
-
-_MAX_ERROR_CHARS = 500
-
-
-def describe_exception(exc: BaseException) -> str:
-    """`Type: message`, scrubbed and capped: what a model may see.
-
-    The message (`str(exc)`, or a stand-in when that raises) goes through
-    `scrub_error_text`: no traceback, secret values, credentials or file paths. A
-    `ServerReportedError` with `server_text` shows that text instead, scrubbed alike but
-    with its paths kept (they are the server's); capped alike.
-    """
-    reported = exc.server_text if isinstance(exc, ServerReportedError) else None
-    if reported is not None:
-        message = scrub_error_text(reported[: _MAX_ERROR_CHARS * 8], keep_paths=True).strip()
-    else:
-        message = scrub_error_text(safe_str(exc)[: _MAX_ERROR_CHARS * 8]).strip()
-    if len(message) > _MAX_ERROR_CHARS:
-        message = message[:_MAX_ERROR_CHARS] + "..."
-    name = type(exc).__name__
-    return f"{name}: {message}" if message else name
 
 
 @dataclass(frozen=True, slots=True)

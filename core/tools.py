@@ -20,13 +20,13 @@ import pydantic_core
 from pydantic import ValidationError
 
 from ._activity import run_while_active
-from ._checks import require_callable, require_mapping, require_number
 from ._docstrings import parse_docstring
 from ._no_suspend import never_suspends
-from ._schema import ArgumentsModel, check_json_schema, clean_schema, signature_model
+from .checks import require_callable, require_mapping, require_number
 from .context import ToolContext
 from .errors import AdvisorChainError, ChainConfigurationError, ToolDefinitionError
 from .parts import DocumentPart, ImagePart, TextPart
+from .schema import ArgumentsModel, check_json_schema, clean_schema, signature_model
 
 ToolContent: TypeAlias = str | tuple[TextPart | ImagePart | DocumentPart, ...]
 """What a tool result carries to the model: text, or parts (text, images, documents)."""

@@ -7,12 +7,12 @@ import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from typing import Any, TypeAlias
 
-from ._streams import closing_stream
 from .advisor import Advisor, CallNext, StreamNext
 from .errors import StreamInterruptedError, TurnReplayError
 from .events import ResponseCompleted, StreamEvent
 from .request import ChatRequest
 from .response import ChatResponse
+from .streams import closing_stream
 
 __all__ = ["Proceed", "StreamProceed", "TurnAdvisor"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..advisors.approval import DeferredApprover, InMemoryApprovalStore
-from ..core._extras import install_hint
+from ..core.extras import install_hint
 from ..core.model import ChatModel, model_name
 from ..core.options import ChatOptions
 from ..ui import AgUiApp, UiLimits

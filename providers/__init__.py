@@ -1,7 +1,7 @@
 """Chat models: the innermost step of a chain."""
 
-from ..core._assembly import StreamAssembler
-from ..core._exports import publish
+from ..core.assembly import StreamAssembler
+from ..core.exports import publish
 from ..core.options import OutputSchema
 from ..providers.text_tool_calls import TextToolCallModel
 from .anthropic import AnthropicChatModel, AnthropicWire

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..core._arguments import MAX_ARGUMENT_DEPTH
+from ..core.arguments import MAX_ARGUMENT_DEPTH
 from ..core.errors import ChainConfigurationError
 from ..core.options import OutputSchema
 

@@ -50,9 +50,9 @@ from typing import Any
 
 import httpx
 
-from ..core._arguments import ArgumentsError, parse_argument_object, parse_arguments
-from ..core._assembly import StreamAssembler
-from ..core._call_ids import unique_tool_calls
+from ..core.arguments import ArgumentsError, parse_argument_object, parse_arguments
+from ..core.assembly import StreamAssembler
+from ..core.call_ids import unique_tool_calls
 from ..core.errors import StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage

@@ -9,7 +9,6 @@ from typing import Any, NamedTuple, TypeAlias
 
 from opentelemetry import trace
 
-from ..core._streams import closing_stream
 from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.manager import EFFECTS
@@ -18,6 +17,7 @@ from ..core.model import ChatModel, WrapperModel, supports_output_schema
 from ..core.options import OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from .errors import ProviderUnavailableError, RateLimitError
 
 logger = logging.getLogger("advisorchain.fallback")

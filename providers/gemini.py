@@ -63,7 +63,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ..core._arguments import ArgumentsError, parse_arguments
+from ..core.arguments import ArgumentsError, parse_arguments
 from ..core.errors import ChainConfigurationError, StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import (

@@ -11,12 +11,12 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import httpx
 
-from ..core._checks import require_mapping, require_number
-from ..core._scrub import safe_str
+from ..core.checks import require_mapping, require_number
 from ..core.errors import AdvisorChainError, StreamInterruptedError
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.scrub import safe_str
 from .errors import InvalidResponseError, ProviderError, ProviderStreamError
 from .http import (
     PARSE_ERRORS,

@@ -45,8 +45,8 @@ from typing import Any, Literal, TypeAlias
 
 import httpx
 
-from ..core._assembly import StreamAssembler
-from ..core._call_ids import unique_tool_calls
+from ..core.assembly import StreamAssembler
+from ..core.call_ids import unique_tool_calls
 from ..core.errors import StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, new_call_id

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from operator import attrgetter
 from typing import Literal, TypeAlias, TypeGuard
 
-from ..core._assembly import StreamAssembler
+from ..core.assembly import StreamAssembler
 from ..core.errors import AdvisorChainError
 from ..core.events import ReasoningDelta, ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, ToolCall

@@ -26,9 +26,8 @@ import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
-from ..core._arguments import ArgumentsError, parse_arguments
-from ..core._call_ids import CallIds
-from ..core._streams import closing_stream
+from ..core.arguments import ArgumentsError, parse_arguments
+from ..core.call_ids import CallIds
 from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, ToolCall
 from ..core.model import ChatModel, WrapperModel
@@ -36,6 +35,7 @@ from ..core.options import OutputSchema
 from ..core.parts import TextPart, assistant_content
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 
 _OPEN_TAG = "<tool_call>"
 _CLOSE_TAG = "</tool_call>"
@@ -126,7 +126,7 @@ class TextToolCallParser:
     Time is linear in the text's length however it is split: text that cannot decide
     what is held (the inside of a long call) is only stored until something can. Each
     call gets an id of its own, valid for every provider: the id the model wrote when it
-    is (`core._call_ids`), else a new one.
+    is (`core.call_ids`), else a new one.
     """
 
     __slots__ = (

@@ -32,7 +32,7 @@ from advisorchain import (
     TracingAdvisor,
     tool,
 )
-from advisorchain.core._streams import closing_stream
+from advisorchain.core.streams import closing_stream
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.providers.scripted import Reply
 

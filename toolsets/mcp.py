@@ -19,9 +19,6 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from ..core._extras import install_hint
-from ..core._progress import bound_reporter
-from ..core._scrub import long_values, safe_str, scrub_error_text
 from ..core.context import ToolContext
 from ..core.errors import (
     AdvisorChainError,
@@ -29,7 +26,10 @@ from ..core.errors import (
     ServerReportedError,
     ToolDefinitionError,
 )
+from ..core.extras import install_hint
 from ..core.messages import AssistantMessage, UserMessage
+from ..core.progress import bound_reporter
+from ..core.scrub import long_values, safe_str, scrub_error_text
 from ..core.tools import Tool, ToolDefinition
 from ._mcp_content import (
     ContentLimits,
@@ -880,7 +880,7 @@ class McpToolset:
 
     def _server_text(self, text: str) -> str:
         """A server's error text as the model may read it: bounded and scrubbed as a
-        local tool's error is (`core._scrub.scrub_error_text`: no traceback, secrets,
+        local tool's error is (`core.scrub.scrub_error_text`: no traceback, secrets,
         credentials), with the values this process gave the server (`env`, `headers`)
         replaced too; its paths are kept (they are the server's)."""
         return scrub_error_text(

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ...core._extras import install_hint
+from ...core.extras import install_hint
 from .idle import IdleConnections
 
 

@@ -13,15 +13,15 @@ from typing import Any, TypeAlias, TypeGuard, cast, get_args
 
 import anyio
 
-from ...core._arguments import parse_argument_object
-from ...core._checks import require_callable, require_number
-from ...core._scrub import safe_str
 from ...core.advisor import Advisor, ToolNext
+from ...core.arguments import parse_argument_object
+from ...core.checks import require_callable, require_number
 from ...core.context import ToolContext
 from ...core.invocation import ToolInvocation, ToolOutcome, ToolResult
 from ...core.manager import rejected
 from ...core.messages import ToolCall
 from ...core.request import ChatRequest
+from ...core.scrub import safe_str
 from ...core.tools import InvalidToolArguments, Tool, ValidatedArguments
 from .approvers import Approver, DeferredApprover
 from .rules import UNKNOWN_OUTCOME, allow, edited_result, remember, remembered_arguments

@@ -12,8 +12,8 @@ from typing import Any, Protocol, TextIO, runtime_checkable
 import anyio
 import anyio.to_thread
 
-from ...core._arguments import ArgumentsError, parse_arguments
-from ...core._checks import require_callable
+from ...core.arguments import ArgumentsError, parse_arguments
+from ...core.checks import require_callable
 from .types import ApprovalCall, ApprovalRequest, Approve, Decision, Decisions, Defer, Reject
 
 

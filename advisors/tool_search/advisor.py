@@ -11,9 +11,9 @@ from typing import Any, Literal, TypeAlias
 from ...core.advisor import Advisor, Placement, ToolNext
 from ...core.errors import ChainConfigurationError
 from ...core.invocation import ToolInvocation, ToolResult
-from ...core.manager import describe_exception
 from ...core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from ...core.request import ChatRequest
+from ...core.scrub import describe_exception
 from ...core.tools import Tool
 from ...providers.anthropic_tool_search import NativeSearch, native_mark
 from .catalog import CatalogIndexes

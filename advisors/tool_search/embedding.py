@@ -21,7 +21,7 @@ from typing import Any, TypeAlias
 
 import anyio.to_thread
 
-from ...core._extras import install_hint
+from ...core.extras import install_hint
 from ...core.tools import ToolDefinition
 from ._cache import default_cache_path as default_cache_path
 from ._store import KeyedBlobs

@@ -19,7 +19,7 @@ from typing import Protocol, TypeAlias, runtime_checkable
 import anyio
 import anyio.to_thread
 
-from ...core._loop_lock import LoopLock
+from ...core.loop_lock import LoopLock
 from ...core.messages import UserMessage
 from ...core.model import ChatModel
 from ...core.options import ChatOptions

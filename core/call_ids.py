@@ -261,3 +261,15 @@ class StreamCallIds:
         if all(a is b for a, b in zip(fixed, calls, strict=True)):
             return response
         return with_tool_calls(response, fixed)
+
+
+__all__ = [
+    "MAX_CALL_ID_CHARS",
+    "CallIds",
+    "StreamCallIds",
+    "is_valid_call_id",
+    "sanitize_call_id",
+    "unique_response",
+    "unique_tool_calls",
+    "with_tool_calls",
+]
