@@ -147,3 +147,15 @@ def output_json(message: AssistantMessage, finish_reason: str, limit: int) -> st
 def arguments_json(arguments: Mapping[str, Any], limit: int) -> str:
     """A tool call's arguments as JSON text, truncated."""
     return truncate(json.dumps(dict(arguments), ensure_ascii=False, default=str), limit)
+
+
+__all__ = [
+    "ModelNames",
+    "arguments_json",
+    "error_type",
+    "messages_json",
+    "output_json",
+    "round_of",
+    "tool_messages",
+    "truncate",
+]

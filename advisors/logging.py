@@ -501,3 +501,6 @@ def _first_chunk(proceed: Proceed, start: float) -> float | None:
     if isinstance(proceed, StreamProceed) and proceed.first_event_at is not None:
         return proceed.first_event_at - start
     return None
+
+
+__all__ = ["LOGGER_NAME", "LoggingAdvisor"]

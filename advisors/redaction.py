@@ -567,3 +567,15 @@ def _mask(value: str, keep: int) -> str:
         else:
             out.append(c)
     return "".join(reversed(out))
+
+
+__all__ = [
+    "BUILTIN_RULES",
+    "RedactionAdvisor",
+    "RedactionBlocked",
+    "RedactionRule",
+    "Strategy",
+    "Target",
+    "iban_valid",
+    "luhn_valid",
+]

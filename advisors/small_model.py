@@ -361,8 +361,12 @@ def _without_written_calls(request: ChatRequest, response: ChatResponse) -> Chat
 
 __all__ = [
     "CONTINUE_INSTRUCTION",
+    "DONE",
     "LOOKUP_FAILED_INSTRUCTION",
+    "NOT_DONE",
     "QWEN_SYSTEM_PREFIX",
+    "RESULTS_HEADING",
     "SmallModelAdvisor",
+    "format_call",
     "not_done_reason",
 ]

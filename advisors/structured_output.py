@@ -476,3 +476,12 @@ def _schema_name(output_type: object) -> str:
         raw = getattr(output_type, "__name__", "output")
     name = _NAME_CHARS.sub("_", raw).strip("_") or "output"
     return name[:64]
+
+
+__all__ = [
+    "INSTRUCTION",
+    "MAX_REPORTED_ERRORS",
+    "OutputMode",
+    "StructuredOutputAdvisor",
+    "StructuredOutputError",
+]

@@ -412,3 +412,6 @@ def _with_content(
     message: AssistantMessage, content: str | tuple[TextPart | ReasoningPart, ...] | None
 ) -> AssistantMessage:
     return message.model_copy(update={"content": content or None})
+
+
+__all__ = ["Finder", "Replacer", "Span", "TextRewriter", "TextTransformAdvisor"]

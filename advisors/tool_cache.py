@@ -240,3 +240,6 @@ def _tagged(value: Any, depth: int) -> Any:
     if isinstance(value, enum.Enum):
         return [kind, _tagged(value.value, depth + 1)]
     raise TypeError(f"{kind} is not data")
+
+
+__all__ = ["HIT_ATTRIBUTE", "CacheKey", "ToolResultCacheAdvisor"]

@@ -430,3 +430,6 @@ class _Turn:
             id=response.id,
             deferred=response.deferred,
         )
+
+
+__all__ = ["ToolCallingAdvisor"]

@@ -207,3 +207,6 @@ def _mark_attempts(attempts: int) -> None:
     span = trace.get_current_span()
     if span.is_recording():
         span.set_attribute(ATTEMPTS_ATTRIBUTE, attempts)
+
+
+__all__ = ["ATTEMPTS_ATTRIBUTE", "Backoff", "ExponentialBackoff", "Sleep", "ToolRetryAdvisor"]

@@ -12,11 +12,12 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import Histogram, MeterProvider, NoOpHistogram
-from opentelemetry.metrics._internal.instrument import _ProxyHistogram
 from opentelemetry.trace import (
     INVALID_SPAN,
     NoOpTracer,
+    NoOpTracerProvider,
     ProxyTracer,
+    ProxyTracerProvider,
     Span,
     SpanKind,
     Status,
@@ -417,12 +418,20 @@ def _no_op(instrument: Tracer | Histogram) -> bool:
     the attributes they start with and whose records go nowhere. Anything else (an SDK's,
     a subclass, a proxy once a provider is set) gets every attribute and every record."""
     kind = type(instrument)
+    if kind is NoOpTracer or kind is NoOpHistogram:
+        return True
     if kind is ProxyTracer:
-        # what ProxyTracer.start_span itself resolves to (the global provider's, once set)
-        return type(instrument._tracer) is NoOpTracer  # type: ignore[union-attr]
-    if kind is _ProxyHistogram:
-        return instrument._real_instrument is None  # type: ignore[union-attr]
-    return kind is NoOpTracer or kind is NoOpHistogram
+        # the global provider's proxy: a no-op tracer while that provider is the API's own
+        return type(trace.get_tracer_provider()) in _API_TRACER_PROVIDERS
+    if kind.__module__.startswith(_API_METRICS):
+        # the API's proxy histogram (the global meter provider's): records go nowhere while
+        # that provider is the API's own (no SDK set), read through public names only
+        return type(metrics.get_meter_provider()).__module__.startswith(_API_METRICS)
+    return False
+
+
+_API_TRACER_PROVIDERS = (ProxyTracerProvider, NoOpTracerProvider)
+_API_METRICS = "opentelemetry.metrics"  # the API package's classes, not an SDK's
 
 
 def _enter(span: Span) -> Token[otel_context.Context] | None:
@@ -494,3 +503,14 @@ async def _traced_stream(
         raise
     finally:
         span.end()
+
+
+__all__ = [
+    "CLOSED_EARLY",
+    "MODEL_CALLS",
+    "ROUND",
+    "SCOPE",
+    "TOOL_CALLS",
+    "TOOL_OUTCOME",
+    "TracingAdvisor",
+]

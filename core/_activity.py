@@ -139,3 +139,16 @@ def check(progress: object, total: object, message: object) -> None:
             raise ValueError(f"{name} must be finite, not {value!r}")
     if message is not None and not isinstance(message, str):
         raise TypeError(f"message must be a str or None, not {type(message).__name__}")
+
+
+__all__ = [
+    "Clock",
+    "Loop",
+    "RawSink",
+    "activity",
+    "check",
+    "deliver",
+    "report",
+    "run_while_active",
+    "sink",
+]

@@ -52,3 +52,6 @@ def never_suspends(fn: Callable[..., Any] | None) -> bool:
     if not code.co_flags & inspect.CO_COROUTINE:
         return False
     return _code_never_suspends(code)
+
+
+__all__ = ["never_suspends"]

@@ -277,3 +277,21 @@ def advisor(
     cls = type("FunctionAdvisor", (FunctionAdvisor,), hooks)
     instance: Advisor = cls(functions, name)
     return instance
+
+
+__all__ = [
+    "PATH_PAIRS",
+    "Advisor",
+    "AfterFunction",
+    "BeforeFunction",
+    "CallFunction",
+    "CallNext",
+    "ChainView",
+    "FunctionAdvisor",
+    "Placement",
+    "StreamFunction",
+    "StreamNext",
+    "advisor",
+    "one_sided",
+    "overrides",
+]

@@ -536,3 +536,6 @@ async def _around_stream(
             if after is not None and isinstance(event, ResponseCompleted):
                 event = ResponseCompleted(await after(event.response))
             yield event
+
+
+__all__ = ["Chain"]

@@ -696,3 +696,6 @@ def rejected(reason: str) -> ToolResult:
 
 def _cancelled() -> ToolResult:
     return ToolResult(content="Error: not executed, the round was cancelled.", outcome="cancelled")
+
+
+__all__ = ["EFFECTS", "ToolCallingManager", "ToolErrorHandler", "ToolRound", "rejected"]

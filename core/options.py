@@ -123,3 +123,6 @@ class ChatOptions:
 
 
 _OPTION_NAMES = frozenset(f.name for f in fields(ChatOptions))
+
+
+__all__ = ["ChatOptions", "OutputSchema", "ToolChoice"]

@@ -97,3 +97,6 @@ class ChatRequest:
             if isinstance(self.messages[i], UserMessage):
                 return i
         return -1
+
+
+__all__ = ["ChatRequest"]

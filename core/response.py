@@ -177,3 +177,6 @@ def _last_assistant(messages: Sequence[Message]) -> AssistantMessage | None:
 
 
 _NOT_ASSISTANT = (ToolMessage, UserMessage, SystemMessage)
+
+
+__all__ = ["ChatResponse", "FinishReason"]

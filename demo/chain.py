@@ -172,3 +172,16 @@ def build_chain(
         ),
     ]
     return Chain(advisors, model=model, tools=[*tools.read_tools, *catalog], options=options)
+
+
+__all__ = [
+    "EXPECTED_ERRORS",
+    "LOGGER_NAME",
+    "LOOK_BEFORE_ACTING",
+    "SMALL_MODEL_SYSTEM_PROMPT",
+    "SYSTEM_PROMPT",
+    "GivenIdsOnly",
+    "build_chain",
+    "latest_question",
+    "tool_error_text",
+]

@@ -801,3 +801,28 @@ class _StreamState:
             raise StreamInterruptedError(
                 f"anthropic: the streamed response is invalid ({type(exc).__name__}: {exc})"
             ) from exc
+
+
+__all__ = [
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_VERSION",
+    "MAX_SERVER_INPUT_CHARS",
+    "RAW_ARGUMENTS_KEY",
+    "SERVER_BLOCKS_KEY",
+    "THINKING_MIN_BUDGET",
+    "AnthropicChatModel",
+    "AnthropicWire",
+    "build_response",
+    "check_thinking",
+    "content_blocks",
+    "message_response",
+    "reasoning_part",
+    "server_block",
+    "stream_error",
+    "thinking_block",
+    "tool_input",
+    "wire_messages",
+    "wire_tool_choice",
+    "wire_usage",
+    "with_server_blocks",
+]

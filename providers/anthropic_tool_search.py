@@ -53,3 +53,12 @@ def anthropic_tool_search(body: dict[str, Any]) -> dict[str, Any]:
     ]
     body["tools"] = [dict(ANTHROPIC_SEARCH_TOOLS[mark["variant"]]), *tools]
     return body
+
+
+__all__ = [
+    "ANTHROPIC_SEARCH_TOOLS",
+    "NATIVE_KEY",
+    "NativeSearch",
+    "anthropic_tool_search",
+    "native_mark",
+]

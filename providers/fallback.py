@@ -299,3 +299,16 @@ def _note(
             for i, f in enumerate(failures)
         )
         exc.add_note(f"FallbackModel: failed before: {tried}")
+
+
+__all__ = [
+    "DEFAULT_FALLBACK_ON",
+    "FALLBACK_RECORDS",
+    "INDEX_ATTRIBUTE",
+    "MODEL_ATTRIBUTE",
+    "PROVIDER_ATTRIBUTE",
+    "FallbackAfterEffectsError",
+    "FallbackModel",
+    "FallbackOn",
+    "FallbackRecord",
+]

@@ -910,3 +910,32 @@ class GeminiStreamReader:
         # calls without an API id: keep the local ids the deltas announced
         calls = tuple(c.model_copy(update={"id": i}) for c, i in zip(calls, self._ids, strict=True))
         return response.with_message(response.message.model_copy(update={"tool_calls": calls}))
+
+
+__all__ = [
+    "AUTHENTICATION_REASONS",
+    "GEMINI_BASE_URL",
+    "LOCAL_ID_PREFIX",
+    "MAX_SCHEMA_DEPTH",
+    "PROVIDER",
+    "GeminiChatModel",
+    "GeminiStreamReader",
+    "GeminiWire",
+    "SchemaMode",
+    "content_parts",
+    "contents",
+    "error_type",
+    "function_call",
+    "function_declaration",
+    "gemini_schema",
+    "local_call_id",
+    "merged_parts",
+    "model_path",
+    "payload_error",
+    "request_body",
+    "request_headers",
+    "request_url",
+    "response_format",
+    "response_from_payload",
+    "wire_usage",
+]

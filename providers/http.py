@@ -761,3 +761,39 @@ def plain_general(value: Any) -> Any:
 def json_dumps(value: Any) -> str:
     """Compact JSON text, non-ASCII kept: how tool-call arguments are written."""
     return _COMPACT_JSON.encode(value)
+
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_CACHED_URLS",
+    "MIN_REDACTED_KEY",
+    "MIN_SECRET_CHARS",
+    "PARSE_ERRORS",
+    "RATE_LIMIT_CODES",
+    "UNAVAILABLE_CODES",
+    "ErrorType",
+    "HTTPClient",
+    "RetryPolicy",
+    "Secret",
+    "Secrets",
+    "api_key_from_env",
+    "clean_api_key",
+    "close_response",
+    "error_for_status",
+    "error_from_response",
+    "error_message",
+    "error_type_for_code",
+    "json_body",
+    "json_dumps",
+    "json_excerpt",
+    "json_loads",
+    "mentions",
+    "plain",
+    "plain_general",
+    "redact",
+    "redact_error",
+    "retry_after",
+    "safe_cause",
+    "sse_events",
+    "token_count",
+]

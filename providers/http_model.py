@@ -365,3 +365,6 @@ def _without_password(url: str) -> str:
         return url
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
+__all__ = ["END_OF_STREAM_GRACE", "HTTPChatModel", "StreamState"]

@@ -691,3 +691,20 @@ def wire_arguments(function: Mapping[str, Any]) -> str:
     if isinstance(arguments, (dict, list)):
         return json_dumps(arguments)
     raise TypeError(f"arguments is a {type(arguments).__name__}, not a string")
+
+
+__all__ = [
+    "OPENAI_BASE_URL",
+    "PROVIDER",
+    "OpenAIChatModel",
+    "OpenAIChatWire",
+    "ToolMedia",
+    "build_response",
+    "call_provider_data",
+    "completion_response",
+    "content_parts",
+    "wire_arguments",
+    "wire_messages",
+    "wire_tool_choice",
+    "wire_usage",
+]

@@ -210,3 +210,6 @@ def _estimate_usage(messages: Sequence[Message], answer: AssistantMessage) -> Us
     return Usage(
         input_tokens=max(1, prompt_chars // 4), output_tokens=max(1, answer_chars // 4), requests=1
     )
+
+
+__all__ = ["Reply", "ReplyFunction", "ScriptExhaustedError", "ScriptedChatModel"]

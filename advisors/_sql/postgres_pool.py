@@ -82,3 +82,6 @@ class ConnectionPool(IdleConnections[Any]):
     def close(self) -> None:
         """Close the idle connections and stop keeping released ones."""
         self._close_idle(refuse_more=True)
+
+
+__all__ = ["ConnectionPool", "load_psycopg"]

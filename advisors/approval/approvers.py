@@ -200,3 +200,6 @@ class ConsoleApprover:
         out = self.output or sys.stdout
         out.write(line + "\n")
         out.flush()
+
+
+__all__ = ["Approver", "CallbackApprover", "ConsoleApprover", "DeferredApprover"]

@@ -529,3 +529,6 @@ def _rule(row: Sequence[Any]) -> StandingRule:
         revoked_at=revoked_at,
         revoked_by=revoked_by,
     )
+
+
+__all__ = ["Cursor", "SQLApprovalStore"]

@@ -538,3 +538,16 @@ def minilm_index(
     return EmbeddingIndex(
         minilm_embedder(), batch_size=256, cache=chosen or None, query_embed=queries
     )
+
+
+__all__ = [
+    "EXAMPLES_WEIGHT",
+    "MINILM",
+    "QUERY_TOKENS",
+    "EmbeddingCache",
+    "EmbeddingFunction",
+    "EmbeddingIndex",
+    "embeddings_available",
+    "minilm_embedder",
+    "minilm_index",
+]

@@ -278,3 +278,21 @@ class ExampleWriter:
         self.asked += 1
         response = await self.model.call(request)
         return parse_examples(response.text, self.per_tool)
+
+
+__all__ = [
+    "MAX_EXAMPLES",
+    "MAX_EXAMPLE_CHARS",
+    "PROMPT_VERSION",
+    "ExampleCache",
+    "ExampleSource",
+    "ExampleWriter",
+    "Examples",
+    "ToolExamples",
+    "check_examples",
+    "cleaned_examples",
+    "default_examples_path",
+    "example_prompt",
+    "examples_for",
+    "parse_examples",
+]
