@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from ..core.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from ..core.parts import ContentPart, ImagePart, ReasoningPart, TextPart
 from ..core.request import ChatRequest
 
@@ -45,16 +45,11 @@ def round_of(request: ChatRequest) -> int:
     messages = request.messages
     for i in range(len(messages) - 1, -1, -1):  # back to the last user message, once
         message = messages[i]
-        kind = type(message)  # exact classes first: a negative isinstance costs more
-        if kind is ToolMessage:
+        if isinstance(message, ToolMessage):
             continue
-        if kind is UserMessage or (
-            kind is not AssistantMessage and isinstance(message, UserMessage)
-        ):
+        if isinstance(message, UserMessage):
             break
-        if (kind is AssistantMessage or isinstance(message, AssistantMessage)) and (
-            message.tool_calls  # type: ignore[union-attr]
-        ):
+        if isinstance(message, AssistantMessage) and message.tool_calls:
             rounds += 1
     return rounds
 
@@ -63,13 +58,9 @@ def tool_messages(messages: Sequence[Message]) -> int:
     """How many of `messages` are tool results."""
     count = 0
     for message in messages:
-        kind = type(message)  # exact classes first: a negative isinstance costs more
-        if kind is ToolMessage or (kind not in _NOT_TOOL and isinstance(message, ToolMessage)):
+        if isinstance(message, ToolMessage):
             count += 1
     return count
-
-
-_NOT_TOOL = (AssistantMessage, UserMessage, SystemMessage)
 
 
 def error_type(exc: BaseException) -> str:

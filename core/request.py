@@ -57,34 +57,15 @@ class ChatRequest:
 
     def with_messages(self, messages: tuple[Message, ...]) -> ChatRequest:
         """A copy with another transcript."""
-        if type(self) is not ChatRequest:
-            return replace(self, messages=messages)
-        return self._copy("messages", messages)
+        return replace(self, messages=messages)
 
     def appended(self, *messages: Message) -> ChatRequest:
         """A copy with `messages` appended to the transcript."""
-        if type(self) is not ChatRequest:  # a subclass may check its fields in __init__
-            return replace(self, messages=self.messages + messages)
-        return self._copy("messages", self.messages + messages)
-
-    def _copy(self, name: str, value: Any) -> ChatRequest:
-        """What `replace(self, name=value)` makes of an exact `ChatRequest` (no checks in
-        its `__init__`): a plain attribute copy, a tenth of `replace`'s cost (the tool
-        loop's per-round copy, tool search's narrowed request). It keeps the tools-by-name
-        index unless the tools change."""
-        copy = object.__new__(ChatRequest)
-        values = copy.__dict__
-        values.update(self.__dict__)
-        values[name] = value
-        if name == "tools":
-            values.pop("_tools_by_name", None)
-        return copy
+        return replace(self, messages=self.messages + messages)
 
     def with_tools(self, tools: tuple[Tool, ...]) -> ChatRequest:
         """A copy with another set of attached tools."""
-        if type(self) is not ChatRequest:
-            return replace(self, tools=tools)
-        return self._copy("tools", tools)
+        return replace(self, tools=tools)
 
     def with_options(self, options: ChatOptions | None = None, **values: Any) -> ChatRequest:
         """A copy whose options are these merged with `options` and `values`."""

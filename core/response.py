@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal, TypeAlias, TypeVar, cast, get_origin
 
-from .messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
+from .messages import AssistantMessage, Message, ToolCall
 from .usage import Usage
 
 if TYPE_CHECKING:
@@ -95,20 +95,21 @@ class ChatResponse:
                     "held once); change it with response.with_message(...)"
                 )
             found = last
-        # Frozen: the fields are written straight into the instance, once (a dict update
-        # costs a fifth of seven object.__setattr__ calls, on a path taken every model call),
-        # with the derived `message` and `tool_calls`: read from the instance, as fields are.
-        self.__dict__.update(
-            messages=messages if type(messages) is tuple else tuple(messages),
-            finish_reason=finish_reason,
-            usage=usage if usage is not None else Usage(),
-            model=model,
-            id=id,
-            deferred=deferred if type(deferred) is tuple else tuple(deferred),
-            output=output,
-            message=found,
-            tool_calls=found.tool_calls,
-        )
+        # Frozen: the fields are set through `object.__setattr__`, with the derived
+        # `message` and `tool_calls`: read from the instance, as fields are.
+        values = {
+            "messages": tuple(messages),
+            "finish_reason": finish_reason,
+            "usage": usage if usage is not None else Usage(),
+            "model": model,
+            "id": id,
+            "deferred": tuple(deferred),
+            "output": output,
+            "message": found,
+            "tool_calls": found.tool_calls,
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
 
     # Both are written by `__init__` into the instance, which shadows these (non-data)
     # descriptors: a read is an attribute read, not a call. They compute the value only
@@ -168,15 +169,9 @@ class ChatResponse:
 def _last_assistant(messages: Sequence[Message]) -> AssistantMessage | None:
     for i in range(len(messages) - 1, -1, -1):
         candidate = messages[i]
-        kind = type(candidate)  # exact classes first: a negative isinstance costs more
-        if kind is AssistantMessage:
-            return candidate  # type: ignore[return-value]
-        if kind not in _NOT_ASSISTANT and isinstance(candidate, AssistantMessage):
+        if isinstance(candidate, AssistantMessage):
             return candidate
     return None
-
-
-_NOT_ASSISTANT = (ToolMessage, UserMessage, SystemMessage)
 
 
 __all__ = ["ChatResponse", "FinishReason"]

@@ -619,10 +619,8 @@ class ApprovalAdvisor(Advisor):
                 request, f"the approver failed ({type(exc).__name__})", safe_str(exc)[:500]
             )
         ids = [c.id for c in request.calls]
-        kind = type(answer)  # exact classes first: a negative isinstance of an ABC costs more
-        if kind is list or kind is tuple:
-            given = list(answer) if len(answer) == len(ids) else None
-        elif kind is dict or isinstance(answer, Mapping):
+        given: list[Any] | None
+        if isinstance(answer, Mapping):
             given = [answer.get(i) for i in ids]
         elif isinstance(answer, Sequence) and not isinstance(answer, str):
             given = list(answer) if len(answer) == len(ids) else None

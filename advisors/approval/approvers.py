@@ -63,15 +63,10 @@ class CallbackApprover:
             answer = self.fn(request)
         else:
             answer = await anyio.to_thread.run_sync(self.fn, request, abandon_on_cancel=True)
-        if type(answer) in _PLAIN:  # never awaitable: no ABC check
-            return answer  # type: ignore[return-value]
         if inspect.isawaitable(answer):
             decisions: Decisions = await answer
             return decisions
         return answer
-
-
-_PLAIN = (list, tuple, dict)
 
 
 def _is_async_callable(fn: Callable[..., Any]) -> bool:
