@@ -368,9 +368,7 @@ class TracingAdvisor(Advisor):
         every call on it doing nothing), and with `metrics` the no-op histograms too."""
         if not _no_op(self._tracer) or trace.get_current_span() is not INVALID_SPAN:
             return False
-        return not metrics or (
-            _no_op(self._duration) and _no_op(self._tokens) and _no_op(self._first_chunk)
-        )
+        return not metrics or _no_op(self._duration, self._tokens, self._first_chunk)
 
     def _common(self, attributes: dict[str, Any], request: ChatRequest) -> None:
         provider = self._names.provider_name
@@ -412,22 +410,28 @@ class TracingAdvisor(Advisor):
             span.set_status(Status(StatusCode.ERROR, kind))
 
 
-def _no_op(instrument: Tracer | Histogram) -> bool:
-    """Whether `instrument` is OpenTelemetry's no-op tracer or histogram (no SDK): the API's
-    own no-op classes, or its proxies before a global provider is set, whose spans ignore
-    the attributes they start with and whose records go nowhere. Anything else (an SDK's,
-    a subclass, a proxy once a provider is set) gets every attribute and every record."""
-    kind = type(instrument)
-    if kind is NoOpTracer or kind is NoOpHistogram:
-        return True
-    if kind is ProxyTracer:
-        # the global provider's proxy: a no-op tracer while that provider is the API's own
-        return type(trace.get_tracer_provider()) in _API_TRACER_PROVIDERS
-    if kind.__module__.startswith(_API_METRICS):
-        # the API's proxy histogram (the global meter provider's): records go nowhere while
-        # that provider is the API's own (no SDK set), read through public names only
-        return type(metrics.get_meter_provider()).__module__.startswith(_API_METRICS)
-    return False
+def _no_op(*instruments: Tracer | Histogram) -> bool:
+    """Whether each of `instruments` is OpenTelemetry's no-op tracer or histogram (no
+    SDK): the API's own no-op classes, or its proxies before a global provider is set,
+    whose spans ignore the attributes they start with and whose records go nowhere.
+    Anything else (an SDK's, a subclass, a proxy once a provider is set) gets every
+    attribute and every record."""
+    proxies = False
+    for instrument in instruments:
+        kind = type(instrument)
+        if kind is NoOpTracer or kind is NoOpHistogram:
+            continue
+        if kind is ProxyTracer:
+            # the global provider's proxy: a no-op tracer while that provider is the API's
+            if type(trace.get_tracer_provider()) not in _API_TRACER_PROVIDERS:
+                return False
+        elif kind.__module__.startswith(_API_METRICS):
+            proxies = True  # the API's proxy histogram (the global meter provider's)
+        else:
+            return False
+    # The proxies' records go nowhere while the global meter provider is the API's own (no
+    # SDK set): asked once for all of them, through public names only.
+    return not proxies or type(metrics.get_meter_provider()).__module__.startswith(_API_METRICS)
 
 
 _API_TRACER_PROVIDERS = (ProxyTracerProvider, NoOpTracerProvider)

@@ -181,13 +181,7 @@ class ToolCallingManager:
                 _run_inline(self.invoke, pending, slots, durations)
             else:
                 await self._run_all(self.pipeline(hooks), pending, slots, durations)
-        done = tuple([r if r is not None else _cancelled() for r in slots])
-        return ToolRound(
-            calls=calls,
-            results=done,
-            messages=tuple([r.to_message(c) for r, c in zip(done, calls, strict=True)]),
-            durations=tuple(durations),
-        )
+        return _round(calls, slots, durations)
 
     def prepare(self, request: ChatRequest, call: ToolCall) -> ToolInvocation | ToolResult:
         """Resolve and validate one call: an invocation ready to run, or an error result."""
@@ -522,13 +516,7 @@ class ToolCallingManager:
         durations = [0.0] * len(calls)
         if pending:
             await self._run_all(self.pipeline(hooks), pending, slots, durations)
-        done = tuple([r if r is not None else _cancelled() for r in slots])
-        return ToolRound(
-            calls=calls,
-            results=done,
-            messages=tuple([r.to_message(c) for r, c in zip(done, calls, strict=True)]),
-            durations=tuple(durations),
-        )
+        return _round(calls, slots, durations)
 
     def _on_error(self, exc: Exception, invocation: ToolInvocation) -> ToolResult:
         if self.on_tool_error == "raise":
@@ -692,6 +680,20 @@ def rejected(reason: str) -> ToolResult:
     """The result the model reads for a call a decision rejected."""
     return ToolResult(
         content=f"Error: not executed, the call was rejected: {reason}", outcome="rejected"
+    )
+
+
+def _round(
+    calls: tuple[ToolCall, ...], slots: list[ToolResult | None], durations: list[float]
+) -> ToolRound:
+    """The round of `calls` whose results are in `slots` (a call left without one was
+    cancelled with the round)."""
+    done = tuple([r if r is not None else _cancelled() for r in slots])
+    return ToolRound(
+        calls=calls,
+        results=done,
+        messages=tuple([r.to_message(c) for r, c in zip(done, calls, strict=True)]),
+        durations=tuple(durations),
     )
 
 
