@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from ..core.messages import AssistantMessage, Message, ToolMessage
 from ..core.parts import ContentPart, ImagePart, ReasoningPart, TextPart
 from ..core.request import ChatRequest
 
@@ -45,22 +45,16 @@ def round_of(request: ChatRequest) -> int:
     messages = request.messages
     for i in range(len(messages) - 1, -1, -1):  # back to the last user message, once
         message = messages[i]
-        if isinstance(message, ToolMessage):
-            continue
-        if isinstance(message, UserMessage):
+        if message.role == "user":
             break
-        if isinstance(message, AssistantMessage) and message.tool_calls:
+        if message.role == "assistant" and message.tool_calls:
             rounds += 1
     return rounds
 
 
 def tool_messages(messages: Sequence[Message]) -> int:
     """How many of `messages` are tool results."""
-    count = 0
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            count += 1
-    return count
+    return sum(1 for message in messages if message.role == "tool")
 
 
 def error_type(exc: BaseException) -> str:

@@ -104,6 +104,7 @@ class TracingAdvisor(Advisor):
         self.max_content_chars = max_content_chars
         self._names = ModelNames(provider_name)
         self._turn_spans = True
+        self._silent_key = f"advisorchain.tracing.silent.{id(self)}"
         self._tracer = trace.get_tracer(SCOPE, tracer_provider=tracer_provider)
         meter = metrics.get_meter(SCOPE, meter_provider=meter_provider)
         self._duration = meter.create_histogram(
@@ -139,7 +140,7 @@ class TracingAdvisor(Advisor):
     # -- the turn ---------------------------------------------------------------------
 
     async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
-        if not self._turn_spans or self._unseen():
+        if not self._turn_spans or self._unseen(request):
             return await next(request)
         span = self._start_turn(request)
         token = _enter(span)
@@ -156,7 +157,7 @@ class TracingAdvisor(Advisor):
             span.end()
 
     async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        if not self._turn_spans or self._unseen():
+        if not self._turn_spans or self._unseen(request):
             async with closing_stream(next(request)) as events:
                 async for event in events:
                     yield event
@@ -202,7 +203,7 @@ class TracingAdvisor(Advisor):
     # -- each model call --------------------------------------------------------------
 
     async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
-        if self._unseen(metrics=True):
+        if self._unseen(request, metrics=True):
             return await next(request)
         span, metric = self._start_chat(request)
         start = time.perf_counter()
@@ -222,7 +223,7 @@ class TracingAdvisor(Advisor):
     async def stream_model(
         self, request: ChatRequest, next: StreamNext
     ) -> AsyncIterator[StreamEvent]:
-        if self._unseen(metrics=True):
+        if self._unseen(request, metrics=True):
             async with closing_stream(next(request)) as events:
                 async for event in events:
                     yield event
@@ -304,7 +305,7 @@ class TracingAdvisor(Advisor):
     # -- each tool call ---------------------------------------------------------------
 
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
-        if self._unseen():
+        if self._unseen(invocation.request):
             return await next(invocation)
         name = invocation.name
         if _no_op(self._tracer):
@@ -362,13 +363,23 @@ class TracingAdvisor(Advisor):
 
     # -- shared -----------------------------------------------------------------------
 
-    def _unseen(self, *, metrics: bool = False) -> bool:
+    def _unseen(self, request: ChatRequest, *, metrics: bool = False) -> bool:
         """Whether nothing a hook does could be seen: OpenTelemetry's no-op tracer (no SDK)
         with no current span, whose span would be the invalid span (not made current,
-        every call on it doing nothing), and with `metrics` the no-op histograms too."""
-        if not _no_op(self._tracer) or trace.get_current_span() is not INVALID_SPAN:
+        every call on it doing nothing), and with `metrics` the no-op histograms too.
+
+        Whether the tracer and the histograms are no-ops is asked once per turn and kept
+        in the turn's `request.context` (asking reads the global providers): a global
+        provider set during a turn is used from the next turn on."""
+        silent = request.context.get(self._silent_key)
+        if silent is None:
+            silent = request.context[self._silent_key] = (
+                _no_op(self._tracer),
+                _no_op(self._duration, self._tokens, self._first_chunk),
+            )
+        if not silent[0] or trace.get_current_span() is not INVALID_SPAN:
             return False
-        return not metrics or _no_op(self._duration, self._tokens, self._first_chunk)
+        return not metrics or silent[1]
 
     def _common(self, attributes: dict[str, Any], request: ChatRequest) -> None:
         provider = self._names.provider_name

@@ -158,10 +158,12 @@ def _uses(messages: Iterable[Message], ids: set[str]) -> bool:
 
 
 def _kind(message: Message) -> type | None:
-    """`AssistantMessage`, `ToolMessage` or `None` (no call ids) for `message`."""
-    if isinstance(message, AssistantMessage):
+    """`AssistantMessage`, `ToolMessage` or `None` (no call ids) for `message`, by its
+    `role` (`Message`'s tag)."""
+    role = message.role
+    if role == "assistant":
         return AssistantMessage
-    if isinstance(message, ToolMessage):
+    if role == "tool":
         return ToolMessage
     return None
 

@@ -37,7 +37,7 @@ from .errors import (
     ToolExecutionError,
 )
 from .invocation import ToolHook, ToolInvocation, ToolNext, ToolResult
-from .messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
+from .messages import AssistantMessage, ToolCall, ToolMessage
 from .progress import CallFinished, call_finished
 from .request import ChatRequest
 from .scrub import describe_exception
@@ -252,9 +252,9 @@ class ToolCallingManager:
     ) -> dict[int, tuple[str, str]]:
         earlier: list[ToolCall] = []  # this turn's calls so far: since the last user message
         for m in reversed(request.messages):
-            if isinstance(m, AssistantMessage):
+            if m.role == "assistant":  # `Message`'s tag
                 earlier.extend(m.tool_calls)
-            elif isinstance(m, UserMessage):
+            elif m.role == "user":
                 break
         lowest = min(self.max_calls_per_tool, self.max_calls, *self.tool_limits.values())
         if len(earlier) + len(calls) <= lowest:  # the common case: nowhere near a limit

@@ -169,7 +169,7 @@ class ChatResponse:
 def _last_assistant(messages: Sequence[Message]) -> AssistantMessage | None:
     for i in range(len(messages) - 1, -1, -1):
         candidate = messages[i]
-        if isinstance(candidate, AssistantMessage):
+        if candidate.role == "assistant":  # `Message`'s tag
             return candidate
     return None
 

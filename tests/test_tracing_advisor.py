@@ -679,6 +679,37 @@ async def test_without_an_sdk_no_attributes_are_built(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("path", ["call", "stream"])
+async def test_without_an_sdk_the_global_provider_is_asked_once_per_turn(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the global tracer is a no-op is asked once per turn (every hook of the turn,
+    two model calls and a tool call, reads the answer), and again on the next turn."""
+    if not _no_global_sdk():
+        pytest.skip("a global tracer provider is set in this process")
+    asked: list[int] = []
+    real = trace.get_tracer_provider
+
+    def counted() -> trace.TracerProvider:
+        asked.append(1)
+        return real()
+
+    chain = Chain(
+        [TracingAdvisor(), ToolCallingAdvisor()],
+        model=ScriptedChatModel([add_call(), "5", add_call(), "5"]),
+        tools=[add],
+    )
+    monkeypatch.setattr(trace, "get_tracer_provider", counted)
+    for turn in (1, 2):
+        if path == "call":
+            assert (await chain.call("2+3?")).text == "5"
+        else:
+            last = [e async for e in chain.stream("2+3?")][-1]
+            assert isinstance(last, ResponseCompleted) and last.response.text == "5"
+        assert len(asked) == turn
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
 async def test_without_an_sdk_a_remote_parent_still_reaches_the_tool(path: str) -> None:
     if not _no_global_sdk():
         pytest.skip("a global tracer provider is set in this process")
