@@ -20,8 +20,6 @@ from .advisors import (
     ToolSearchAdvisor,
     TracingAdvisor,
 )
-from .core._exports import publish
-from .core._sync import SyncInAsyncError
 from .core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext, advisor
 from .core.chain import Chain
 from .core.context import ToolContext
@@ -46,6 +44,7 @@ from .core.events import (
     ToolCallStarted,
     ToolProgress,
 )
+from .core.exports import publish
 from .core.invocation import ToolInvocation, ToolResult
 from .core.manager import ToolCallingManager
 from .core.messages import (
@@ -64,6 +63,7 @@ from .core.parts import DocumentPart, ImagePart, ReasoningPart, TextPart
 from .core.prompt import InvalidPromptError, from_openai_messages
 from .core.request import ChatRequest
 from .core.response import ChatResponse
+from .core.sync import SyncInAsyncError
 from .core.tools import Tool, ToolDefinition, tool, tools_from
 from .core.usage import Usage
 from .providers.errors import ProviderError

@@ -1,8 +1,8 @@
 """The named advisors: links of a chain that each own one concern, and their parts
 (approvers, approval and memory stores, tool-search indexes)."""
 
-from ..core._exports import publish
 from ..core.errors import TurnReplayError
+from ..core.exports import publish
 from ..core.turn import Proceed, StreamProceed, TurnAdvisor
 from .approval import (
     ApprovalAdvisor,

@@ -8,15 +8,15 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, runtime_checkable
 
-from ..core._checks import require_number
-from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
+from ..core.checks import require_number
 from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.messages import Message, ToolMessage, UserMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from ..core.usage import Usage
 from ..core.watchers import watched_by
 from .memory import ConversationIdError

@@ -31,16 +31,16 @@ from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Protocol
 
-from ..core._checks import require_number
-from ..core._progress import ProgressSink, current_progress_sink
-from ..core._streams import closing_stream
+from ..core.checks import require_number
 from ..core.context import ToolContext
 from ..core.deferred import inner_transcript, transcript_state
 from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, ToolProgress
 from ..core.invocation import ToolResult
 from ..core.messages import Message, UserMessage
+from ..core.progress import ProgressSink, current_progress_sink
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from ..core.tools import Tool, default_result_converter
 
 

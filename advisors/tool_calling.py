@@ -8,8 +8,6 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, Literal
 
-from ..core._progress import reports_progress, with_progress
-from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, ChainView, Placement, StreamNext
 from ..core.deferred import DeferredCall, Waiting, check_decisions, record, with_records
 from ..core.errors import StreamInterruptedError, ToolCallLimitExceeded
@@ -23,8 +21,10 @@ from ..core.events import (
 from ..core.invocation import ToolHook, ToolInvocation, ToolResult
 from ..core.manager import ToolCallingManager, ToolRound
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from ..core.progress import reports_progress, with_progress
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from ..core.usage import Usage
 from ..core.watchers import watched_by
 
@@ -430,3 +430,6 @@ class _Turn:
             id=response.id,
             deferred=response.deferred,
         )
+
+
+__all__ = ["ToolCallingAdvisor"]

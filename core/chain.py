@@ -8,10 +8,6 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from ._call_ids import StreamCallIds, unique_response
-from ._checks import require_chat_model, require_mapping
-from ._streams import closing_stream
-from ._sync import iterate_sync, refuse_in_loop, run_sync
 from .advisor import (
     Advisor,
     AfterFunction,
@@ -23,6 +19,8 @@ from .advisor import (
     one_sided,
     overrides,
 )
+from .call_ids import StreamCallIds, unique_response
+from .checks import require_chat_model, require_mapping
 from .deferred import Decision
 from .errors import ChainConfigurationError, InvalidDecisions, StreamInterruptedError
 from .events import ResponseCompleted, StreamEvent, ToolCallDelta
@@ -33,6 +31,8 @@ from .options import ChatOptions
 from .prompt import Prompt, to_messages
 from .request import ChatRequest
 from .response import ChatResponse
+from .streams import closing_stream
+from .sync import iterate_sync, refuse_in_loop, run_sync
 from .tools import Tool, merge_tools
 from .watchers import model_call_watchers, notify_after, notify_before
 
@@ -444,7 +444,7 @@ def _stream_nested(chain: Chain, request: ChatRequest) -> AsyncIterator[StreamEv
 async def _call_without_tool_context(model: ChatModel, request: ChatRequest) -> ChatResponse:
     """The innermost step: the model never receives the tool context, so cannot leak it;
     the ids of the tool calls it answers are made unique and valid before any link sees
-    them (`core._call_ids`); the watchers of an enclosing tool call see the call
+    them (`core.call_ids`); the watchers of an enclosing tool call see the call
     (`core/watchers.py`)."""
     watchers = model_call_watchers()
     if watchers:
@@ -537,3 +537,6 @@ async def _around_stream(
             if after is not None and isinstance(event, ResponseCompleted):
                 event = ResponseCompleted(await after(event.response))
             yield event
+
+
+__all__ = ["Chain"]

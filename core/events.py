@@ -117,3 +117,17 @@ StreamEvent: TypeAlias = (
     | ResponseCompleted
 )
 """Any event a stream yields."""
+
+
+__all__ = [
+    "AnswerDiscarded",
+    "ModelDelta",
+    "ReasoningDelta",
+    "ResponseCompleted",
+    "StreamEvent",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolProgress",
+]

@@ -47,9 +47,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Unpack
 
-from ..core._arguments import ArgumentsError, parse_argument_object, parse_arguments
-from ..core._assembly import StreamAssembler
-from ..core._call_ids import unique_tool_calls
+from ..core.arguments import ArgumentsError, parse_argument_object, parse_arguments
+from ..core.assembly import StreamAssembler
+from ..core.call_ids import unique_tool_calls
 from ..core.errors import StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage
@@ -785,3 +785,28 @@ class _StreamState:
             raise StreamInterruptedError(
                 f"anthropic: the streamed response is invalid ({type(exc).__name__}: {exc})"
             ) from exc
+
+
+__all__ = [
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_VERSION",
+    "MAX_SERVER_INPUT_CHARS",
+    "RAW_ARGUMENTS_KEY",
+    "SERVER_BLOCKS_KEY",
+    "THINKING_MIN_BUDGET",
+    "AnthropicChatModel",
+    "AnthropicWire",
+    "build_response",
+    "check_thinking",
+    "content_blocks",
+    "message_response",
+    "reasoning_part",
+    "server_block",
+    "stream_error",
+    "thinking_block",
+    "tool_input",
+    "wire_messages",
+    "wire_tool_choice",
+    "wire_usage",
+    "with_server_blocks",
+]

@@ -34,7 +34,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..core._streams import closing_stream
 from ..core.deferred import Approve, Reject
 from ..core.events import (
     AnswerDiscarded,
@@ -49,6 +48,7 @@ from ..core.events import (
 )
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from ._http import (
     RequestRejected,
     Scope,

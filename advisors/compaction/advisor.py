@@ -7,7 +7,6 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 
-from ...core._streams import closing_stream
 from ...core.advisor import Advisor, CallNext, Placement, StreamNext, overrides
 from ...core.errors import AdvisorChainError, ChainConfigurationError
 from ...core.events import ResponseCompleted, StreamEvent
@@ -17,6 +16,7 @@ from ...core.options import ChatOptions
 from ...core.parts import DocumentPart, ImagePart, ReasoningPart
 from ...core.request import ChatRequest
 from ...core.response import ChatResponse
+from ...core.streams import closing_stream
 from ...core.usage import Usage
 from ...core.watchers import model_call_watchers, notify_after, notify_before
 from ..memory.store import CompactionBoundary, CompactionBoundaryStore
