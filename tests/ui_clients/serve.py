@@ -1,5 +1,6 @@
 """Serves the refund chain over both protocols on 127.0.0.1 for the node clients:
-`/agui` (AgUiApp) and `/vercel` (VercelChatApp). Usage: `python serve.py PORT`."""
+`/agui` (AgUiApp) and `/vercel` (VercelChatApp); `/agui-nested` and `/vercel-nested`
+serve a chain whose refund waits inside a sub-agent. Usage: `python serve.py PORT`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ui_support import refund_chain, refund_reply, server_tools  # noqa: E402
+from ui_support import (  # noqa: E402
+    billing_chain,
+    billing_tools,
+    refund_chain,
+    refund_reply,
+    server_tools,
+)
 
 from advisorchain.ui import AgUiApp, VercelChatApp  # noqa: E402
 
@@ -26,6 +33,8 @@ def build() -> Any:
         "/vercel": VercelChatApp(
             vercel_chain, tools=server_tools(), tool_context={"tenant": "acme"}
         ),
+        "/agui-nested": AgUiApp(billing_chain(), tools=billing_tools()),
+        "/vercel-nested": VercelChatApp(billing_chain(), tools=billing_tools()),
     }
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
