@@ -118,6 +118,12 @@ async def test_ag_ui_reports_each_result_as_it_comes() -> None:
     frames = await _serve(AgUiApp(chain), body, on_frame)
     results = [f["toolCallId"] for f in frames if f["type"] == "TOOL_CALL_RESULT"]
     assert results == ["call_fast", "call_slow"]
+    durations = {
+        f["value"]["toolCallId"]: f["value"]["duration"]
+        for f in frames
+        if f.get("name") == "advisorchain.tool_call_finished"
+    }
+    assert 0 <= durations["call_fast"] < durations["call_slow"]  # each call's own time
 
 
 async def test_vercel_reports_each_output_as_it_comes() -> None:
@@ -134,6 +140,12 @@ async def test_vercel_reports_each_output_as_it_comes() -> None:
     frames = await _serve(VercelChatApp(chain), body, on_frame)
     outputs = [f["toolCallId"] for f in frames if f["type"] == "tool-output-available"]
     assert outputs == ["call_fast", "call_slow"]
+    durations = {
+        f["data"]["toolCallId"]: f["data"]["duration"]
+        for f in frames
+        if f["type"] == "data-tool-call" and f["data"]["state"] == "finished"
+    }
+    assert 0 <= durations["call_fast"] < durations["call_slow"]  # each call's own time
 
 
 async def test_a_resumed_round_reports_each_settled_call_as_it_ends() -> None:
