@@ -15,13 +15,16 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 CLIENTS = Path(__file__).parent / "ui_clients"
+USER_AGUI = {"id": "m1", "role": "user", "content": "Wait"}
+USER_VERCEL = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Wait"}]}
 
 
 def _free_port() -> int:
@@ -162,3 +165,34 @@ def test_ai_sdk_denied(server: str) -> None:
         p.get("toolCallId"): p for p in result["second"]["parts"] if p["type"].startswith("tool-")
     }
     assert parts["call_refund"]["state"] == "output-denied"
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("agui-hang", {"threadId": "t", "runId": "r", "messages": [USER_AGUI]}),
+        ("vercel-hang", {"id": "c", "messages": [USER_VERCEL], "trigger": "submit-message"}),
+    ],
+)
+def test_a_client_that_goes_away_cancels_the_turn_over_a_socket(
+    server: str, path: str, body: dict[str, Any]
+) -> None:
+    """A real connection to uvicorn closed while a tool runs: the tool is cancelled."""
+
+    def state_when(ready: Callable[[dict[str, int]], bool]) -> dict[str, int]:
+        deadline = time.monotonic() + 20
+        while True:
+            state: dict[str, int] = httpx.get(f"{server}/hang").json()
+            if ready(state) or time.monotonic() > deadline:
+                return state
+            time.sleep(0.05)
+
+    before = state_when(lambda state: True)
+    with httpx.Client(timeout=30) as client:
+        with client.stream("POST", f"{server}/{path}", json=body) as response:
+            assert response.status_code == 200
+            running = state_when(lambda state: state["started"] > before["started"])
+            assert running == {"started": before["started"] + 1, "cancelled": before["cancelled"]}
+        # the response is closed: the client went away while the tool ran
+    after = state_when(lambda state: state["cancelled"] > before["cancelled"])
+    assert after == {"started": before["started"] + 1, "cancelled": before["cancelled"] + 1}
