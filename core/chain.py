@@ -158,8 +158,9 @@ class Chain:
         `parameters`, arguments of that JSON schema, sent as JSON), its result the
         answer's text (or structured output). Only the parent's tool-context values
         named in `context_keys` are passed down. The turn's usage is added to the
-        parent turn's; while the parent streams, each event of this turn reaches the
-        parent's stream as `ToolProgress(call_id, event=...)`. The parent's tool
+        parent turn's; while the parent streams, each event of this turn (but its
+        `ToolCallDelta`s) reaches the parent's stream as `ToolProgress(call_id,
+        event=...)`. The parent's tool
         `timeout` and cancellation bound the call, and the parent's `BudgetAdvisor`
         counts each model call of this turn as it happens (`core/limits.py`);
         `max_depth` bounds nesting.

@@ -48,8 +48,8 @@ class ToolCallDelta:
     fragment or, from a provider that streams none, as no fragment: `ToolCallStarted` is
     then the first a caller hears of it. A fragment whose call never gets an id (a
     provider that sends none) keeps `id=None`; the call's `ToolCallStarted` carries the
-    id it was given. A chain called as a tool forwards its fragments wrapped in
-    `ToolProgress(event=...)`.
+    id it was given. A chain called as a tool does not forward its model's fragments: its
+    calls reach the parent's stream as their `ToolCallStarted`, wrapped in `ToolProgress`.
     """
 
     index: int
@@ -101,8 +101,9 @@ class ToolProgress:
     `call_id` is the id of the call (as in `ToolCallStarted.call`). An MCP tool's
     progress notifications, and a local tool's `ToolContext.report_progress(...)` calls,
     arrive as `progress` (and `total`, when known) with an optional `message`; a chain
-    called as a tool (`Chain.as_tool`) forwards each event of its own stream as `event`
-    (nested: its text deltas stay out of the parent's text). Only `stream()` yields them.
+    called as a tool (`Chain.as_tool`) forwards each event of its own stream but its
+    `ToolCallDelta`s as `event` (nested: its text deltas stay out of the parent's text).
+    Only `stream()` yields them.
     """
 
     call_id: str
