@@ -184,7 +184,7 @@ async def run_recall(turns: int, asked: int, *, compaction: bool) -> dict[str, A
     """The facts conversation through the local model; then `asked` questions on the
     earliest facts. Right: the answer holds the fact's code."""
     from advisorchain.providers.llamacpp import LlamaCppChatModel
-    from advisorchain.providers.local_weights import ensure_local_model
+    from advisorchain.providers.local.weights import ensure_local_model
 
     model: ChatModel = LlamaCppChatModel(ensure_local_model())
     store = InMemoryChatMemoryStore()

@@ -242,7 +242,15 @@ async def test_a_nested_chain_never_takes_the_outer_decisions(path: str) -> None
 # -- the shape of the package -------------------------------------------------------------
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1]
-FOLDERS = ("core", "advisors", "providers", "toolsets", "demo")
+
+
+def _package_folders() -> list[pathlib.Path]:
+    """Every folder of the installed package (pyproject's list), the root's included."""
+    import tomllib
+
+    config = tomllib.loads((PACKAGE / "pyproject.toml").read_text())
+    names: list[str] = config["tool"]["setuptools"]["packages"]
+    return [PACKAGE.joinpath(*name.split(".")[1:]) for name in names]
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -253,9 +261,9 @@ def _module_name(path: pathlib.Path) -> str:
 
 
 def _modules() -> dict[str, pathlib.Path]:
-    found = {"advisorchain": PACKAGE / "__init__.py"}
-    for folder in FOLDERS:
-        for path in (PACKAGE / folder).rglob("*.py"):
+    found = {}
+    for folder in _package_folders():
+        for path in folder.glob("*.py"):
             found[_module_name(path)] = path
     return found
 
@@ -287,6 +295,10 @@ def _imports(name: str, path: pathlib.Path, known: set[str]) -> set[str]:
 
 def test_no_import_cycle_anywhere_in_the_package() -> None:
     modules = _modules()
+    # every part of the package: top-level modules and each sub-package, the UIs' too
+    assert {"advisorchain.cli", "advisorchain.ui.agui", "advisorchain.advisors._sql.sqlite"} <= set(
+        modules
+    )
     graph = {name: _imports(name, path, set(modules)) for name, path in modules.items()}
     # a package's __init__ re-exports its modules: an edge into a package is an edge into
     # the modules it imports, so only module-to-module cycles count
@@ -330,6 +342,21 @@ def test_no_core_module_names_approval() -> None:
                 named.append(f"{path.name}: {token.string}")
     # the decisions are core's own, generic ones
     assert named == [n for n in named if n.split(": ")[1] in ("Approve",)]
+
+
+def test_no_core_module_knows_the_budget() -> None:
+    """Budget limits live in `advisors/budget.py`: core only offers the generic model-call
+    watchers (`core/watchers.py`) a budget, the tool loop's usage meter and compaction use;
+    no core module, code, comment or docstring, speaks of a budget or of limits on model
+    calls (`core/limits.py` is gone)."""
+    assert not (PACKAGE / "core" / "limits.py").exists()
+    named = [
+        f"{path.name}:{number}"
+        for path in (PACKAGE / "core").glob("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "budget" in line.lower() or "enclosing_limit" in line.lower()
+    ]
+    assert named == []
 
 
 def _unused(*_: Message | ToolContext) -> None:

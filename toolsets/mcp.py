@@ -250,8 +250,9 @@ class McpToolset:
       not offer sampling.
     - `elicitation`: an `ElicitationHandler` answers the server's questions to the user
       (an accepted answer is checked against the requested schema): a callback,
-      `ConsoleElicitor()` (a terminal), or `DeferredElicitation()` (the question suspends
-      the turn until `Chain.resume`); without it the client does not offer elicitation.
+      `ConsoleElicitor()` (a terminal), or `DeferredElicitation()` (the question defers the
+      call until a resume answers it with `Result(...)` or `Reject(...)`); without it the
+      client does not offer elicitation.
 
     Effects: a tool whose annotations say `readOnlyHint: true` is `read_only`, one that
     says `idempotentHint: true` is `idempotent` (`tool_hints`), so the result cache, the
