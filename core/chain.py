@@ -158,11 +158,11 @@ class Chain:
         `parameters`, arguments of that JSON schema, sent as JSON), its result the
         answer's text (or structured output). Only the parent's tool-context values
         named in `context_keys` are passed down. The turn's usage is added to the
-        parent turn's; while the parent streams, each event of this turn reaches the
-        parent's stream as `ToolProgress(call_id, event=...)`. The parent's tool
-        `timeout` and cancellation bound the call, and the parent's links that watch
-        its tool calls' model calls (`core/watchers.py`) see each model call of this
-        turn as it happens; `max_depth` bounds nesting.
+        parent turn's; while the parent streams, each event of this turn (but its
+        `ToolCallDelta`s) reaches the parent's stream as `ToolProgress(call_id,
+        event=...)`. The parent's tool `timeout` and cancellation bound the call, and the
+        parent's links that watch its tool calls' model calls (`core/watchers.py`) see
+        each model call of this turn as it happens; `max_depth` bounds nesting.
         A turn of this chain that ends deferred defers the parent's call (kind
         `"subchain"`, this turn's deferred calls nested in it, its transcript kept in the
         parent's); the parent's resume, given a mapping of this turn's decisions for the

@@ -13,6 +13,7 @@ from advisorchain import (
     StreamEvent,
     TextDelta,
     ToolCall,
+    ToolCallDelta,
     ToolCallFinished,
     ToolCallingAdvisor,
     ToolCallStarted,
@@ -27,6 +28,7 @@ from advisorchain.advisors import (
     Approve,
     DeferredApprover,
     InMemoryApprovalStore,
+    RedactionAdvisor,
 )
 from advisorchain.core.errors import ChainConfigurationError
 from advisorchain.providers import ScriptedChatModel
@@ -202,3 +204,26 @@ def test_bad_options_are_refused() -> None:
         chain.as_tool("t", "d", max_depth=0)
     with pytest.raises(ChainConfigurationError, match="collection"):
         chain.as_tool("t", "d", context_keys="tenant")
+
+
+@pytest.mark.anyio
+async def test_the_childs_call_fragments_stay_inside_it() -> None:
+    """The parent's stream carries its own model's fragments, never the child's: a child's
+    call reaches it as its `ToolCallStarted`, which a link that rewrites progress (a
+    redaction before the tool loop) rewrites; it could not rewrite split fragments."""
+    child_model = ScriptedChatModel([_call("lookup", "k1", topic="ada@example.com"), "done"])
+    researcher = _researcher(child_model).as_tool("research", "Research.")
+    parent_model = ScriptedChatModel([_call("research", "c1", task="go"), "parent text"])
+    parent = Chain(
+        [RedactionAdvisor(), ToolCallingAdvisor()], model=parent_model, tools=[researcher]
+    )
+
+    events: list[StreamEvent] = [e async for e in parent.stream("hi")]
+
+    own = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert "".join(e.arguments for e in own) == '{"task":"go"}'
+    inner = [e.event for e in events if isinstance(e, ToolProgress)]
+    assert not any(isinstance(e, ToolCallDelta) for e in inner)
+    started = next(e for e in inner if isinstance(e, ToolCallStarted))
+    assert started.call.arguments == '{"topic":"[REDACTED:email]"}'
+    assert "ada@example.com" not in repr(events[:-1])

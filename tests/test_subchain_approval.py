@@ -204,8 +204,15 @@ async def test_the_childs_deferred_approval_defers_and_resumes_the_parent(
     assert second.parent_model.requests[0].messages[-1] == result
     if streamed:
         assert isinstance(resumed_events[0], ToolCallStarted)
-        finished = resumed_events[1]
-        assert isinstance(finished, ToolCallFinished) and finished.outcome == "ok"
+        finished = next(e for e in resumed_events if isinstance(e, ToolCallFinished))
+        assert finished.call.id == "c1" and finished.outcome == "ok"
+        # the child's resumed turn streams into the parent's, as the call's progress:
+        # its settled call's start and end, then its answer
+        inner = resumed_events[1 : resumed_events.index(finished)]
+        assert all(isinstance(e, ToolProgress) and e.call_id == "c1" for e in inner)
+        kinds = [type(e.event).__name__ for e in inner if isinstance(e, ToolProgress)]
+        assert kinds[:2] == ["ToolCallStarted", "ToolCallFinished"]
+        assert "TextDelta" in kinds and kinds[-1] != "ResponseCompleted"
         text = "".join(e.text for e in resumed_events if isinstance(e, TextDelta))
         assert text == "Bob has his mail."
     record = await stores().get(_child_approval(response))
