@@ -423,6 +423,7 @@ async def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         report["recall_with"] = await run_recall(
             args.recall_turns, args.fact_set, compaction=True, model=local, **settings
         )
+        print(json.dumps(report["recall_with"], default=str), flush=True)
         if not args.no_baseline:
             report["recall_without"] = await run_recall(
                 args.recall_turns, args.fact_set, compaction=False, model=local, **settings
