@@ -262,6 +262,7 @@ async def run_recall(
     trigger_tokens: int = 5000,
     keep_turns: int = 10,
     n_ctx: int = 16384,
+    window: int | None = None,
     model: ChatModel | None = None,
 ) -> dict[str, Any]:
     """A `turns`-turn conversation stating `fact_set`'s facts early: the turns are
@@ -271,7 +272,9 @@ async def run_recall(
 
     With compaction, the questions are asked through the same compaction settings with
     a trigger that no longer fires: the model reads the conversation's last summary and
-    the messages after it, as the next turn would."""
+    the messages after it, as the next turn would. Without, the model reads the whole
+    log, or its last `window` messages (`MemoryAdvisor(max_messages=window)`, for a
+    conversation longer than the model's context)."""
     from advisorchain.core.options import ChatOptions
     from advisorchain.providers.llamacpp import LlamaCppChatModel
 
@@ -300,7 +303,7 @@ async def run_recall(
         if turn % 20 == 19:
             print(f"recall {fact_set} compaction={compaction}: turn {turn + 1}", flush=True)
     turns_seconds = time.perf_counter() - started
-    asking: list[Any] = [MemoryAdvisor(store)]
+    asking: list[Any] = [MemoryAdvisor(store, max_messages=None if compaction else window)]
     if compaction:
         asking.append(CompactionAdvisor(summarizer, trigger=Trigger(tokens=10**9), **settings))
     questions = Chain(asking, model=local)
@@ -337,6 +340,8 @@ async def run_recall(
         "summary": boundary.summary if boundary is not None else None,
         "summarized_messages": boundary.covered if boundary is not None else 0,
         "logged_messages": len(log),
+        "log_tokens_estimate": _estimate(log),
+        "window": None if compaction else window,
         "turns_seconds": round(turns_seconds, 1),
         "questions_seconds": round(time.perf_counter() - started, 1),
     }
@@ -393,11 +398,16 @@ def render(report: dict[str, Any]) -> str:
         per_turn = entry["input_tokens_per_turn"]
         lines.append(
             f"| set {entry['fact_set']}, {'with' if entry['compaction'] else 'without'} "
-            f"compaction | {entry['turns']} | {entry['right']} of {entry['asked']} "
+            f"compaction{_window(entry)} | {entry['turns']} | {entry['right']} of {entry['asked']} "
             f"| {sum(per_turn):,} | {per_turn[-1]:,} | {prefix['mean_cached_share']:.3f} "
             f"| {prefix['prefix_breaks']} | {len(entry['summaries'])} |"
         )
     return "\n".join(lines)
+
+
+def _window(entry: dict[str, Any]) -> str:
+    window = entry.get("window")
+    return f" (last {window} messages)" if window else ""
 
 
 async def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -409,6 +419,13 @@ async def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--trigger-tokens", type=int, default=5000)
     parser.add_argument("--keep-turns", type=int, default=10)
     parser.add_argument("--no-baseline", action="store_true", help="recall with compaction only")
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=60,
+        help="without compaction, the questions see the last WINDOW messages (0: all)",
+    )
+    parser.add_argument("--baseline-only", action="store_true")
     parser.add_argument("--json", help="write the whole report (answers, summaries) here")
     args = parser.parse_args(argv)
     report: dict[str, Any] = {
@@ -420,13 +437,19 @@ async def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
         local = LlamaCppChatModel(n_ctx=16384, model_name="local-0.5b")
         settings = {"trigger_tokens": args.trigger_tokens, "keep_turns": args.keep_turns}
-        report["recall_with"] = await run_recall(
-            args.recall_turns, args.fact_set, compaction=True, model=local, **settings
-        )
-        print(json.dumps(report["recall_with"], default=str), flush=True)
+        if not args.baseline_only:
+            report["recall_with"] = await run_recall(
+                args.recall_turns, args.fact_set, compaction=True, model=local, **settings
+            )
+            print(json.dumps(report["recall_with"], default=str), flush=True)
         if not args.no_baseline:
             report["recall_without"] = await run_recall(
-                args.recall_turns, args.fact_set, compaction=False, model=local, **settings
+                args.recall_turns,
+                args.fact_set,
+                compaction=False,
+                model=local,
+                window=args.window or None,
+                **settings,
             )
     if args.json:
         text = json.dumps(report, indent=1, default=str)

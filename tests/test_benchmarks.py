@@ -330,6 +330,10 @@ def test_compaction_recall_benchmark_with_a_scripted_reader() -> None:
     assert max(with_it["input_tokens_per_turn"]) < 12_000  # two requests at most, each ~5000
     short = asyncio.run(compaction.run_recall(60, "B", compaction=False, model=model))
     assert short["right"] == 8 and not short["summaries"]
+    windowed = asyncio.run(
+        compaction.run_recall(200, "B", compaction=False, window=20, model=model)
+    )
+    assert windowed["right"] == 0 and windowed["window"] == 20  # the facts left the window
     report = {"without": {}, "with": {}, "recall_with": with_it, "recall_without": short}
     report["without"] = asyncio.run(compaction.run_scripted(10, compaction=False))
     report["with"] = asyncio.run(compaction.run_scripted(10, compaction=True))
