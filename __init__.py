@@ -68,7 +68,7 @@ from .core.tools import Tool, ToolDefinition, tool, tools_from
 from .core.usage import Usage
 from .providers.errors import ProviderError
 
-__version__ = "0.1.0"
+__version__ = "0.3.0.dev0"
 
 __all__ = [
     "Advisor",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -61,3 +62,10 @@ def test_wheel_contains_only_the_advisorchain_package(tmp_path: Path) -> None:
     assert packages, "no package found in the copied tree"
     missing = sorted(packages - set(names))
     assert not missing, f"packages left out of the wheel (pyproject's packages list): {missing}"
+
+
+def test_the_package_reports_the_version_pyproject_declares() -> None:
+    root = Path(advisorchain.__file__).resolve().parent
+    declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    assert advisorchain.__version__ == declared
+    assert f"advisorchain-{declared}-py3-none-any.whl" in (root / "README.md").read_text()

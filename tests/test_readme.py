@@ -75,15 +75,12 @@ def test_custom_advisor_examples_work_on_both_paths() -> None:
         anyio.run(lambda: spent.call("hi"))
 
 
-def test_the_readme_shows_the_refusal_the_chain_raises() -> None:
-    text = README.read_text()
-    section = text[text.index("## Writing an advisor") : text.index("## Where links go")]
+def test_the_docs_show_the_refusal_the_chain_raises() -> None:
+    page = (README.parent / "docs" / "writing-advisors.md").read_text()
     shown = re.search(
-        r"except ChainConfigurationError.*?```\n\nprints\n\n```text\n(.*?)\n```", section, re.S
+        r"except ChainConfigurationError.*?```\n\nprints\n\n```text\n(.*?)\n```", page, re.S
     )
     assert shown is not None
-    namespace: dict[str, Any] = {"__name__": "readme"}
-    exec(compile(readme_blocks()[1], "README-advisors", "exec"), namespace)
 
     async def call_only(request: Any, next: Any) -> Any:
         return await next(request)
@@ -92,6 +89,12 @@ def test_the_readme_shows_the_refusal_the_chain_raises() -> None:
     with pytest.raises(ChainConfigurationError) as raised:
         Chain([advisorchain.advisor(call_only)], model=ScriptedChatModel(["x"]))
     assert str(raised.value) == shown.group(1)
+
+
+def test_the_readme_sign_example_replaces_the_answer() -> None:
+    text = README.read_text()
+    section = text[text.index("## Writing an advisor") : text.index("## Where links go")]
+    namespace: dict[str, Any] = {"__name__": "readme"}
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     sign = next(b for b in blocks if "def sign" in b)
     exec(compile(sign, "README-sign", "exec"), namespace)
