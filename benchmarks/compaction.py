@@ -237,7 +237,7 @@ _SMALL_TALK = (
 )
 
 
-def recall_prompts(turns: int, fact_set: str) -> list[str]:
+def recall_prompts(turns: int, fact_set: str, *, listings: bool = True) -> list[str]:
     """The user's messages: a fact every fifth turn from turn 2 (all in the first 40
     turns for 8 facts), a shelf listing (a tool call, ~600 characters of result) every
     fifth turn from turn 4, small talk otherwise."""
@@ -247,7 +247,7 @@ def recall_prompts(turns: int, fact_set: str) -> list[str]:
         index = (turn - 2) // 5
         if turn % 5 == 2 and index < len(known):
             prompts.append(known[index][0])
-        elif turn % 5 == 4:
+        elif turn % 5 == 4 and listings:
             prompts.append(f"Please list shelf {turn}.")
         else:
             prompts.append(_SMALL_TALK[turn % len(_SMALL_TALK)])
@@ -264,6 +264,8 @@ async def run_recall(
     n_ctx: int = 16384,
     window: int | None = None,
     model: ChatModel | None = None,
+    trigger: Trigger | None = None,
+    listings: bool = True,
 ) -> dict[str, Any]:
     """A `turns`-turn conversation stating `fact_set`'s facts early: the turns are
     scripted (the user's messages, the assistant's answers and tool calls); the local
@@ -290,13 +292,15 @@ async def run_recall(
     advisors: list[Any] = [MemoryAdvisor(store), ToolCallingAdvisor()]
     if compaction:
         advisors.append(
-            CompactionAdvisor(summarizer, trigger=Trigger(tokens=trigger_tokens), **settings)
+            CompactionAdvisor(
+                summarizer, trigger=trigger or Trigger(tokens=trigger_tokens), **settings
+            )
         )
     scripted = _scripted_model()
     chain = Chain(advisors, model=scripted, tools=[_inventory_tool()])
     started = time.perf_counter()
     per_turn: list[int] = []
-    for turn, prompt in enumerate(recall_prompts(turns, fact_set)):
+    for turn, prompt in enumerate(recall_prompts(turns, fact_set, listings=listings)):
         before = len(scripted.requests)
         await chain.call(prompt, conversation_id="recall")
         per_turn.append(sum(_estimate(r.messages) for r in scripted.requests[before:]))
@@ -426,6 +430,7 @@ async def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         help="without compaction, the questions see the last WINDOW messages (0: all)",
     )
     parser.add_argument("--baseline-only", action="store_true")
+    parser.add_argument("--threads", type=int, help="llama.cpp threads (default: its own)")
     parser.add_argument("--json", help="write the whole report (answers, summaries) here")
     args = parser.parse_args(argv)
     report: dict[str, Any] = {
@@ -435,7 +440,7 @@ async def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.recall == "local":
         from advisorchain.providers.llamacpp import LlamaCppChatModel
 
-        local = LlamaCppChatModel(n_ctx=16384, model_name="local-0.5b")
+        local = LlamaCppChatModel(n_ctx=16384, n_threads=args.threads, model_name="local-0.5b")
         settings = {"trigger_tokens": args.trigger_tokens, "keep_turns": args.keep_turns}
         if not args.baseline_only:
             report["recall_with"] = await run_recall(
