@@ -540,9 +540,7 @@ class CompactionAdvisor(Advisor):
                 SystemMessage(content=self.instructions),
                 UserMessage(content=SUMMARY_REQUEST.format(conversation="\n".join(lines))),
             ),
-            options=ChatOptions(max_tokens=self.max_summary_tokens).merged(
-                self.summarizer_options
-            ),
+            options=ChatOptions(max_tokens=self.max_summary_tokens).merged(self.summarizer_options),
         )
         limits = enclosing_limits()
         if limits:
