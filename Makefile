@@ -17,7 +17,7 @@ venv:
 # llama-cpp-python built portably (no -march=native: AVX2, no AVX-512/AMX) once per build key
 # (version, flags, Python, compiler) under ~/.cache/advisorchain/wheels/, installed from there.
 local-llama: venv
-	$(VENV)/bin/python providers/llama_build.py install --python $(VENV)/bin/python
+	$(VENV)/bin/python providers/local/build.py install --python $(VENV)/bin/python
 
 # The order-assistant demo on the embedded Qwen2.5-Coder-0.5B (no API key, no network at run time).
 demo: local-llama

@@ -13,7 +13,7 @@ from .cli_commands import UsageError, add_parsers, dispatch
 from .core.errors import AdvisorChainError
 from .demo.app import DEFAULT_QUESTIONS, DemoOptions, run_demo
 from .demo.models import MODEL_HELP, ModelOptionError
-from .providers.local_weights import ModelWeightsError
+from .providers.local.weights import ModelWeightsError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,8 +77,8 @@ def run(argv: list[str]) -> int:
         if status is not None:
             return status
         if args.command == "prepare-model":
-            from .providers.local_weights import ensure_local_model
-            from .providers.preflight import ensure_preflight
+            from .providers.local.preflight import ensure_preflight
+            from .providers.local.weights import ensure_local_model
 
             path = ensure_local_model()
             ensure_preflight(path)

@@ -6,7 +6,8 @@ the import path, as for `python -m`): the attribute is a `Chain`, or a function 
 arguments that returns one. A store is named `sqlite:PATH` or by a PostgreSQL URL
 (`postgresql://user@host/db`; the `postgres` extra).
 
-Deciding an approval continues the suspended turn (`Chain.resume`): it runs the approved
+Deciding an approval resumes the deferred turn (`chain.call(decisions=...,
+conversation_id=...)`, memory supplying the transcript): it runs the approved
 calls through the chain that suspended it and asks its model to go on, so `approve`,
 `edit` and `reject` take that chain (`--chain`); its `ApprovalAdvisor`'s store is the
 store. Every decision is audited with `decided_by` = `--by`, by default `cli:<login>`.

@@ -14,11 +14,11 @@ from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
 from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta
 from ..core.invocation import ToolInvocation, ToolResult
-from ..core.limits import bounded_by
 from ..core.messages import Message, ToolMessage, UserMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
+from ..core.watchers import watched_by
 from .memory import ConversationIdError
 
 if TYPE_CHECKING:
@@ -354,7 +354,7 @@ class BudgetAdvisor(Advisor):
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
         """Run the call with this turn's budget bounding every model call inside it."""
         limit = _EnclosingBudget(self, self._spend(invocation.request), invocation.request)
-        with bounded_by(limit):
+        with watched_by(limit):
             return await next(invocation)
 
     # -- the final answer of a turn over budget (on_exceed="report") -------------------
@@ -539,8 +539,9 @@ class BudgetAdvisor(Advisor):
 
 
 class _EnclosingBudget:
-    """A turn's budget as the limit of the model calls made inside one of its tool calls
-    (a sub-chain's): checked before each, charged with each response."""
+    """A turn's budget watching the model calls made inside one of its tool calls (a
+    sub-chain's, a chain a tool runs by hand: `core.watchers.ModelCallWatcher`): checked
+    before each, charged with each response."""
 
     __slots__ = ("advisor", "request", "spend")
 

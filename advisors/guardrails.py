@@ -63,7 +63,7 @@ class GuardrailAdvisor(Advisor):
        in order. One trips: with `on_trip="raise"` raise `GuardrailTripped("input", ...)`;
        with `"replace"` answer `replacement` (`finish_reason="content_filter"`). Either
        way `next` is not called: the model never sees the message. A resumed turn
-       (`Chain.resume`) is not checked again.
+       (`request.decisions` set) is not checked again.
     2. Call `next` (the tool loop and the model).
     3. Output: each of `output_checks` reads the final answer's text (not a turn waiting
        for approval, nor an answer that is tool calls). One trips: raise

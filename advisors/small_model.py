@@ -22,7 +22,7 @@ from ..core.messages import (
 )
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..providers.text_tool_calls import apply_text_tool_calls, parse_text_tool_call_stream
+from ..core.text_tool_calls import apply_text_tool_calls, parse_text_tool_call_stream
 
 QWEN_SYSTEM_PREFIX = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 """Qwen2.5's own default system sentence: measurably helps its small models call tools."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Generic, Literal, TypeAlias, TypeVar, cast, get_args, get_origin
 
@@ -18,18 +18,17 @@ from ..core._arguments import (
     ArgumentsError,
     parse_arguments,
 )
-from ..core._streams import closing_stream
-from ..core.advisor import Advisor, CallNext, Placement, StreamNext
+from ..core.advisor import Placement
 from ..core.chain import Chain
-from ..core.errors import AdvisorChainError, ChainConfigurationError, StreamInterruptedError
-from ..core.events import AnswerDiscarded, ResponseCompleted, StreamEvent
+from ..core.errors import AdvisorChainError, ChainConfigurationError, OutputSchemaRefused
+from ..core.events import AnswerDiscarded
 from ..core.messages import AssistantMessage, Message, SystemMessage, UserMessage
 from ..core.model import supports_output_schema
 from ..core.options import ChatOptions, OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.turn import Proceed, StreamProceed, TurnAdvisor
 from ..core.usage import Usage
-from ..providers.errors import OutputSchemaRefusedError
 from .text_transform import TextTransformAdvisor
 
 T = TypeVar("T")
@@ -85,7 +84,7 @@ class StructuredOutputError(AdvisorChainError):
         self.finish_reason = finish_reason
 
 
-class StructuredOutputAdvisor(Advisor, Generic[T]):
+class StructuredOutputAdvisor(TurnAdvisor, Generic[T]):
     """Validates the turn's final answer as `output_type`; asks again on failure.
 
     `output_type` is a pydantic model, a dataclass, a TypedDict, `list[...]` of those, or
@@ -109,13 +108,16 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
     4. Invalid: append the answer and a user message naming each error and where it is
        (pydantic's locations, `items.0.price`), and call `next` again, at most `retries`
        more times. On `stream`, the text of the rejected attempt has already been
-       streamed: an `AnswerDiscarded` event marks it before the next attempt's events.
+       streamed: an `AnswerDiscarded` event marks it before the next attempt's events
+       (`TurnAdvisor.discard`: this advisor is a `TurnAdvisor`, one `around` for both
+       paths).
     5. Still invalid: raise `StructuredOutputError` with the last text, its errors and
        the turn's transcript. A refusal (`finish_reason="content_filter"`) that does not
        validate is raised at once: asking again would not change it.
 
-    A server that refuses the schema on the wire (`OutputSchemaRefusedError`:
-    llama-cpp-python's server answers `json_schema` with HTTP 500) under `mode="auto"`
+    A server that refuses the schema on the wire (`core.errors.OutputSchemaRefused`, a
+    provider's `OutputSchemaRefusedError`: llama-cpp-python's server answers
+    `json_schema` with HTTP 500) under `mode="auto"`
     gets the first attempt again with the schema in the prompt, before anything was
     streamed, and this advisor asks in the prompt from then on; under `mode="native"`
     the error is raised.
@@ -213,45 +215,23 @@ class StructuredOutputAdvisor(Advisor, Generic[T]):
             )
         return cast(T, value)
 
-    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+    async def around(self, request: ChatRequest, proceed: Proceed) -> ChatResponse:
+        """The turn's attempts (see the class docstring): each runs the rest of the chain;
+        a rejected one is discarded (`AnswerDiscarded` on the stream path) before the next."""
         attempts = _Attempts(self, self._prepared(request))
         while True:
             try:
-                response = await next(attempts.request)
-            except OutputSchemaRefusedError:
-                if not self._fall_back(attempts, streamed=False):
+                response = await proceed(attempts.request)
+            except OutputSchemaRefused:
+                streamed = isinstance(proceed, StreamProceed) and proceed.streamed
+                if not self._fall_back(attempts, streamed=streamed):
                     raise
                 attempts.request = self._prepared(request)
                 continue
             outcome = attempts.judge(response)
             if isinstance(outcome, ChatResponse):
                 return outcome
-
-    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        attempts = _Attempts(self, self._prepared(request))
-        while True:
-            response: ChatResponse | None = None
-            streamed = False
-            try:
-                async with closing_stream(next(attempts.request)) as events:
-                    async for event in events:
-                        if isinstance(event, ResponseCompleted):
-                            response = event.response
-                        else:
-                            streamed = True
-                            yield event
-            except OutputSchemaRefusedError:
-                if not self._fall_back(attempts, streamed=streamed):
-                    raise
-                attempts.request = self._prepared(request)
-                continue
-            if response is None:
-                raise StreamInterruptedError("the stream ended without a ResponseCompleted event")
-            outcome = attempts.judge(response)
-            if isinstance(outcome, ChatResponse):
-                yield ResponseCompleted(outcome)
-                return
-            yield outcome
+            await self.discard(proceed, outcome)
 
     # -- asking ---------------------------------------------------------------------------
 

@@ -20,7 +20,8 @@ answer is the call's result.
 
 While the child runs inside a parent's tool call, the parent's `BudgetAdvisor` bounds it:
 every model call of the child counts against the parent turn's budget as it happens
-(`core/limits.py`, checked by each chain's innermost model step).
+(the budget watches the tool call: `core/watchers.py`, which each chain's innermost model
+step consults).
 """
 
 from __future__ import annotations

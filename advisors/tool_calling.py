@@ -21,12 +21,12 @@ from ..core.events import (
     ToolCallStarted,
 )
 from ..core.invocation import ToolHook, ToolInvocation, ToolResult
-from ..core.limits import bounded_by
 from ..core.manager import ToolCallingManager, ToolRound
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
+from ..core.watchers import watched_by
 
 
 class ToolCallingAdvisor(Advisor):
@@ -215,7 +215,7 @@ _FREE_CHOICES = (None, "auto", "none")
 class _RoundUsage:
     """The usage of every model call made inside one round's tool calls (a chain called
     as a tool, nested ones, retried and failed ones too): counted as each call answers,
-    as an enclosing `BudgetAdvisor` counts them (`core.limits.EnclosingLimit`)."""
+    as an enclosing `BudgetAdvisor` counts them (a `core.watchers.ModelCallWatcher`)."""
 
     __slots__ = ("usage",)
 
@@ -282,7 +282,7 @@ class _Turn:
         waiting = self.waiting
         assert waiting is not None
         meter = _RoundUsage()
-        with bounded_by(meter):
+        with watched_by(meter):
             tool_round = await manager.settle(self.request, waiting, self.decisions, hooks=hooks)
         self.usage += meter.usage  # a sub-chain's resumed turn is this turn's spend
         results = list(tool_round.results)
@@ -339,7 +339,7 @@ class _Turn:
     ) -> ToolRound:
         meter = _RoundUsage()
         try:
-            with bounded_by(meter):
+            with watched_by(meter):
                 tool_round = await manager.execute(self.request, response.message, hooks=hooks)
         except ToolCallLimitExceeded as exc:
             raise ToolCallLimitExceeded(

@@ -26,12 +26,13 @@ from opentelemetry.trace import (
 )
 
 from ..core._streams import closing_stream
-from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
+from ..core.advisor import CallNext, Placement, StreamNext, ToolNext
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.manager import describe_exception
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.turn import Proceed, StreamProceed, TurnAdvisor
 from ._observe import (
     ModelNames,
     arguments_json,
@@ -59,14 +60,14 @@ MODEL_CALLS = "advisorchain.model_calls"
 _TTFC = "gen_ai.response.time_to_first_chunk"
 
 
-class TracingAdvisor(Advisor):
+class TracingAdvisor(TurnAdvisor):
     """Spans and metrics of each turn, model call and tool call (OpenTelemetry GenAI conventions).
 
     Control flow: never short-circuits, loops or changes a request or a response; every
     hook opens a span, calls `next` once under it, and ends the span, also on errors,
     cancellation, and streams closed early.
 
-    - `call`/`stream`: an `invoke_agent` span (kind INTERNAL) for the turn, so the
+    - the turn (`around`, a `TurnAdvisor`): an `invoke_agent` span (kind INTERNAL), so the
       model-call and tool spans of one turn share a parent. Place the advisor before
       (outside) the `ToolCallingAdvisor`: inside the loop these hooks would see single
       rounds, so there it opens no turn span and model and tool spans take the caller's
@@ -137,13 +138,25 @@ class TracingAdvisor(Advisor):
 
     # -- the turn ---------------------------------------------------------------------
 
-    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
-        if not self._turn_spans or self._unseen():
-            return await next(request)
-        span = self._start_turn(request)
+    def applies(self, request: ChatRequest) -> bool:
+        """Whether the turn gets a span: the link sits outside the tool loop and an SDK
+        or a current span could see it (else the turn passes through, nothing paid)."""
+        return self._turn_spans and not self._unseen()
+
+    def scoped(self, request: ChatRequest) -> bool:
+        """The turn's span is current while the rest of the chain runs, never while the
+        caller holds an event: the stream runs in a context of its own."""
+        return True
+
+    async def around(self, request: ChatRequest, proceed: Proceed) -> ChatResponse:
+        """The turn's span around the rest of the chain (current while it runs; on the
+        stream path never while the caller holds an event: `scoped`)."""
+        streamed = proceed if isinstance(proceed, StreamProceed) else None
+        span = self._start_turn(request, stream=streamed is not None)
+        start = time.perf_counter()
         token = _enter(span)
         try:
-            response = await next(request)
+            response = await proceed(request)
         except BaseException as exc:
             self._failed(span, exc)
             raise
@@ -152,26 +165,9 @@ class TracingAdvisor(Advisor):
             return response
         finally:
             _exit(token)
+            if streamed is not None and streamed.first_event_at is not None:
+                span.set_attribute(_TTFC, streamed.first_event_at - start)
             span.end()
-
-    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
-        if not self._turn_spans or self._unseen():
-            async with closing_stream(next(request)) as events:
-                async for event in events:
-                    yield event
-            return
-        span = self._start_turn(request, stream=True)
-        events = _traced_stream(
-            next(request),
-            span,
-            time.perf_counter(),
-            first_chunk=partial(span.set_attribute, _TTFC),
-            done=partial(self._end_turn, span),
-            failed=partial(self._failed, span),
-        )
-        async with closing_stream(events) as traced:
-            async for event in traced:
-                yield event
 
     def _start_turn(self, request: ChatRequest, *, stream: bool = False) -> Span:
         name = f"invoke_agent {self.agent_name}" if self.agent_name else "invoke_agent"

@@ -7,7 +7,7 @@ see `benchmarks/tool_search/bfcl.py`), each a question and one function, asked o
 method, the methods interleaved query by query, on the same GGUF file:
 
 - `advisorchain`: `LlamaCppChatModel` in-process; the model writes its call as text
-  (`<tool_call>{...}</tool_call>`), `providers.text_tool_calls` turns it into a tool call.
+  (`<tool_call>{...}</tool_call>`), `core.text_tool_calls` turns it into a tool call.
 - `llama_cpp.server`: `python -m llama_cpp.server` on 127.0.0.1 with its default chat
   handling, asked through its OpenAI-compatible API with `tools` and `tool_choice="auto"`;
   its `message.tool_calls` is what counts.
@@ -183,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--queries", type=int, default=30)
     args = parser.parse_args(argv)
     from advisorchain.providers.llamacpp import LlamaCppChatModel
-    from advisorchain.providers.local_weights import ensure_local_model
+    from advisorchain.providers.local.weights import ensure_local_model
 
     path = ensure_local_model()
     model = LlamaCppChatModel(path, n_ctx=2048)

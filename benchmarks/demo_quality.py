@@ -279,7 +279,7 @@ def load_models(spec: str, variants: Sequence[Variant]) -> dict[Variant, Recordi
             scripted = _module(variant, "demo.scripted").scripted_order_model()
             models[variant] = RecordingModel(scripted)
             continue
-        from advisorchain.providers.local_weights import LOCAL_MODELS, ensure_local_model
+        from advisorchain.providers.local.weights import LOCAL_MODELS, ensure_local_model
 
         name = spec.removeprefix("local").removeprefix(":") or "0.5b"
         if name.lower() in LOCAL_MODELS:

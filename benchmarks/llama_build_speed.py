@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="GGUF path (default: the demo model)")
     args = parser.parse_args(argv)
     if args.model is None:
-        from advisorchain.providers.local_weights import ensure_local_model
+        from advisorchain.providers.local.weights import ensure_local_model
 
         args.model = str(ensure_local_model())
     builds = [b.split("=", 1) for b in args.builds]

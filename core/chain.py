@@ -27,7 +27,6 @@ from .deferred import Decision
 from .errors import ChainConfigurationError, InvalidDecisions, StreamInterruptedError
 from .events import ResponseCompleted, StreamEvent, ToolCallDelta
 from .invocation import ToolHook
-from .limits import after_model_call, before_model_call, enclosing_limits
 from .manager import ToolCallingManager
 from .model import ChatModel, model_name, provider_name
 from .options import ChatOptions
@@ -35,6 +34,7 @@ from .prompt import Prompt, to_messages
 from .request import ChatRequest
 from .response import ChatResponse
 from .tools import Tool, merge_tools
+from .watchers import model_call_watchers, notify_after, notify_before
 
 _log = logging.getLogger("advisorchain")
 
@@ -160,9 +160,9 @@ class Chain:
         named in `context_keys` are passed down. The turn's usage is added to the
         parent turn's; while the parent streams, each event of this turn reaches the
         parent's stream as `ToolProgress(call_id, event=...)`. The parent's tool
-        `timeout` and cancellation bound the call, and the parent's `BudgetAdvisor`
-        counts each model call of this turn as it happens (`core/limits.py`);
-        `max_depth` bounds nesting.
+        `timeout` and cancellation bound the call, and the parent's links that watch
+        its tool calls' model calls (`core/watchers.py`) see each model call of this
+        turn as it happens; `max_depth` bounds nesting.
         A turn of this chain that ends deferred defers the parent's call (kind
         `"subchain"`, this turn's deferred calls nested in it, its transcript kept in the
         parent's); the parent's resume, given a mapping of this turn's decisions for the
@@ -444,13 +444,14 @@ def _stream_nested(chain: Chain, request: ChatRequest) -> AsyncIterator[StreamEv
 async def _call_without_tool_context(model: ChatModel, request: ChatRequest) -> ChatResponse:
     """The innermost step: the model never receives the tool context, so cannot leak it;
     the ids of the tool calls it answers are made unique and valid before any link sees
-    them (`core._call_ids`)."""
-    limits = enclosing_limits()  # an enclosing turn's limits bound this call too
-    if limits:
-        await before_model_call(limits, request)
+    them (`core._call_ids`); the watchers of an enclosing tool call see the call
+    (`core/watchers.py`)."""
+    watchers = model_call_watchers()
+    if watchers:
+        await notify_before(watchers, request)
     response = unique_response(await model.call(_without_tool_context(request)), request.messages)
-    if limits:
-        await after_model_call(limits, request, response)
+    if watchers:
+        await notify_after(watchers, request, response)
     return response
 
 
@@ -459,17 +460,17 @@ async def _stream_without_tool_context(
 ) -> AsyncIterator[StreamEvent]:
     """`_call_without_tool_context` for streams: deltas and response get the same ids."""
     ids = StreamCallIds(request.messages)
-    limits = enclosing_limits()
-    if limits:
-        await before_model_call(limits, request)
+    watchers = model_call_watchers()
+    if watchers:
+        await notify_before(watchers, request)
     async with closing_stream(model.stream(_without_tool_context(request))) as events:
         async for event in events:
             if isinstance(event, ToolCallDelta):
                 event = ids.delta(event)
             elif isinstance(event, ResponseCompleted):
                 response = ids.response(event.response)
-                if limits:
-                    await after_model_call(limits, request, response)
+                if watchers:
+                    await notify_after(watchers, request, response)
                 if response is not event.response:
                     event = ResponseCompleted(response)
             yield event

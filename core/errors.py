@@ -83,6 +83,14 @@ class StreamInterruptedError(AdvisorChainError):
     """A stream ended before its final event, or delivered something that cannot be parsed."""
 
 
+class OutputSchemaRefused(AdvisorChainError):
+    """A model refused the request's output schema (`ChatOptions.output_schema`) as such:
+    the request, not the model, is at fault, and the same schema fails again. Providers
+    raise it as `providers.OutputSchemaRefusedError` (a `BadRequestError` too);
+    `StructuredOutputAdvisor(mode="auto")` catches it here, in core, and states the schema
+    in the prompt instead."""
+
+
 class TurnReplayError(AdvisorChainError, RuntimeError):
     """A `TurnAdvisor` called `proceed` again on the stream path after events of an earlier
     attempt were streamed: a caller cannot unsee them, so that retry is refused."""

@@ -11,7 +11,7 @@ from .request import ChatRequest
 from .response import ChatResponse
 
 if TYPE_CHECKING:
-    from .options import OutputSchema
+    from .options import NativeSearchVariant, OutputSchema
 
 
 @runtime_checkable
@@ -21,7 +21,8 @@ class ChatModel(Protocol):
     `stream` yields `TextDelta`, `ReasoningDelta` and `ToolCallDelta` events as they
     arrive and ends with exactly one `ResponseCompleted`. A model may also declare the
     capabilities of `ModelCapabilities`; read them with `model_name(model)`,
-    `provider_name(model)` and `supports_output_schema(model, ...)`, which answer for a
+    `provider_name(model)`, `supports_output_schema(model, ...)` and
+    `supports_native_tool_search(model, variant)`, which answer for a
     model that declares none.
     """
 
@@ -41,6 +42,9 @@ class ModelCapabilities(Protocol):
     - `supports_output_schema(schema, *, with_tools)`: whether the model constrains its
       answer to a JSON schema natively (`ChatOptions.output_schema`), alone or beside
       tools; `StructuredOutputAdvisor(mode="auto")` asks it.
+    - `supports_native_tool_search(variant)`: whether the provider searches a deferred
+      tool catalog itself (`ChatOptions.native_tool_search`); `ToolSearchAdvisor(native=...)`
+      asks it when it is placed in a chain.
     - `aclose()`: release connections.
     """
 
@@ -49,6 +53,10 @@ class ModelCapabilities(Protocol):
 
     def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
         """Whether the model answers in `schema` natively."""
+        ...
+
+    def supports_native_tool_search(self, variant: NativeSearchVariant) -> bool:
+        """Whether the provider searches a deferred catalog with `variant` itself."""
         ...
 
     async def aclose(self) -> None:
@@ -77,10 +85,19 @@ def supports_output_schema(model: object, schema: OutputSchema, *, with_tools: b
     return bool(supports(schema, with_tools=with_tools))
 
 
+def supports_native_tool_search(model: object, variant: NativeSearchVariant) -> bool:
+    """Whether the model declares that its provider searches a deferred tool catalog with
+    `variant` (`False` when it declares nothing)."""
+    supports = getattr(model, "supports_native_tool_search", None)
+    if not callable(supports):
+        return False
+    return bool(supports(variant))
+
+
 class WrapperModel:
     """A `ChatModel` around another one (`inner`) that declares the inner model's
-    capabilities as its own: its name, provider, native output-schema support and
-    `aclose`. Subclasses override `call` and `stream` (by default they pass through)."""
+    capabilities as its own: its name, provider, native output-schema and tool-search
+    support and `aclose`. Subclasses override `call` and `stream` (by default they pass through)."""
 
     def __init__(self, inner: ChatModel) -> None:
         self.inner = inner
@@ -98,6 +115,10 @@ class WrapperModel:
     def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
         """What the inner model declares."""
         return supports_output_schema(self.inner, schema, with_tools=with_tools)
+
+    def supports_native_tool_search(self, variant: NativeSearchVariant) -> bool:
+        """What the inner model declares."""
+        return supports_native_tool_search(self.inner, variant)
 
     async def aclose(self) -> None:
         """Close the inner model, if it can be closed."""
@@ -123,5 +144,6 @@ __all__ = [
     "WrapperModel",
     "model_name",
     "provider_name",
+    "supports_native_tool_search",
     "supports_output_schema",
 ]

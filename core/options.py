@@ -66,14 +66,47 @@ class OutputSchema:
         )
 
 
+NativeSearchVariant: TypeAlias = Literal["bm25", "regex"]
+"""A provider's tool-search variants: natural-language (BM25) or Python regex queries."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NativeToolSearch:
+    """Ask the provider to search the tool catalog itself: `ChatOptions.native_tool_search`.
+
+    Every attached tool is sent; those named in `deferred` are sent deferred (the provider
+    loads them only when its own search, of `variant`, finds them). Set by
+    `ToolSearchAdvisor(native=...)`. A model declares the variants it honours with
+    `supports_native_tool_search(variant)` (`core.model`); an HTTP model whose wire format
+    has no tool search refuses the option with `BadRequestError` before sending anything.
+    """
+
+    variant: NativeSearchVariant
+    deferred: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.variant not in ("bm25", "regex"):
+            raise ValueError(
+                f'native tool search variant must be "bm25" or "regex": {self.variant!r}'
+            )
+        deferred = tuple(self.deferred)
+        if not all(isinstance(name, str) for name in deferred):
+            raise TypeError("native tool search's deferred must be tool names (strings)")
+        object.__setattr__(self, "deferred", deferred)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChatOptions:
     """Options of a model call. `None` means "the provider's default".
 
     `output_schema` asks the model for an answer whose text is JSON matching a schema
     (`OutputSchema`; set by `StructuredOutputAdvisor` when the model supports it).
-    `extra` is passed through to the provider's request body unchanged, for options
-    this library does not model.
+    `native_tool_search` asks the provider to search a deferred tool catalog itself
+    (`NativeToolSearch`; set by `ToolSearchAdvisor(native=...)`). `native_compaction`
+    maps a provider's name to what it sends for its own context management (set by
+    `CompactionAdvisor(native=...)`; each provider reads its own entry only). `extra` is passed
+    through to the provider's request body unchanged, for options this library does not
+    model.
     """
 
     model: str | None = None
@@ -84,6 +117,8 @@ class ChatOptions:
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     output_schema: OutputSchema | None = None
+    native_tool_search: NativeToolSearch | None = None
+    native_compaction: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
 
     def __post_init__(self) -> None:

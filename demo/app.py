@@ -143,7 +143,7 @@ async def _prepare_model(spec: ModelSpec, renderer: TerminalRenderer) -> ChatMod
     if spec.kind != "local":
         return create_model(spec)
     from ..providers.llamacpp import LlamaCppChatModel
-    from ..providers.local_weights import ensure_local_model
+    from ..providers.local.weights import ensure_local_model
 
     started = time.perf_counter()
     try:

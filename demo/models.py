@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.model import ChatModel
-from ..providers.text_tool_calls import TextToolCallModel
+from ..providers import TextToolCallModel
 from .scripted import scripted_order_model
 
 MODEL_HELP = (
@@ -35,7 +35,7 @@ def parse_model_option(value: str) -> ModelSpec:
     """Parse `local`, `local:<size>` (`0.5b`, `1.5b`), `scripted`, `openai:<name>`,
     `anthropic:<name>` or `openai-compatible:<base_url>:<name>` (the base URL may contain
     colons)."""
-    from ..providers.local_weights import LOCAL_MODELS
+    from ..providers.local.weights import LOCAL_MODELS
 
     if value in ("local", "scripted"):
         return ModelSpec(value)

@@ -2,8 +2,7 @@
 
 from ..core._assembly import StreamAssembler
 from ..core._exports import publish
-from ..core.options import OutputSchema
-from ..providers.text_tool_calls import TextToolCallModel
+from ..core.options import NativeToolSearch, OutputSchema
 from .anthropic import AnthropicChatModel, AnthropicWire
 from .errors import (
     AuthenticationError,
@@ -21,12 +20,14 @@ from .errors import (
 from .factory import model_from_name, register_provider
 from .fallback import FallbackAfterEffectsError, FallbackModel
 from .gemini import GeminiChatModel, GeminiWire
-from .http import RetryPolicy
+from .http.connection import Connection, ConnectionOptions, OfficialAPI
+from .http.retry import RetryPolicy
 from .http_model import HTTPChatModel
 from .llamacpp import LlamaCppChatModel
 from .openai import OpenAIChatModel, OpenAIChatWire
 from .openai_responses import OpenAIResponsesChatModel, OpenAIResponsesWire
 from .scripted import Reply, ScriptedChatModel, ScriptExhaustedError
+from .text_tool_calls import TextToolCallModel
 from .wire import StreamReader, WireCall, WireFormat
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "AnthropicWire",
     "AuthenticationError",
     "BadRequestError",
+    "Connection",
+    "ConnectionOptions",
     "FallbackAfterEffectsError",
     "FallbackModel",
     "GeminiChatModel",
@@ -42,6 +45,8 @@ __all__ = [
     "InvalidAPIKeyError",
     "InvalidResponseError",
     "LlamaCppChatModel",
+    "NativeToolSearch",
+    "OfficialAPI",
     "OpenAIChatModel",
     "OpenAIChatWire",
     "OpenAIResponsesChatModel",

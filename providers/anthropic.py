@@ -44,11 +44,8 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-import httpx
+from typing import Any, Unpack
 
 from ..core._arguments import ArgumentsError, parse_argument_object, parse_arguments
 from ..core._assembly import StreamAssembler
@@ -69,23 +66,23 @@ from ..core.response import ChatResponse
 from ..core.usage import Usage
 from ._structured import anthropic_output_config, anthropic_supports
 from .anthropic_cache import PromptCache, place_breakpoints
-from .anthropic_tool_search import NATIVE_KEY, anthropic_tool_search
+from .anthropic_tool_search import ANTHROPIC_SEARCH_TOOLS, anthropic_tool_search
 from .errors import BadRequestError, ProviderError
-from .http import (
-    PARSE_ERRORS,
-    RetryPolicy,
-    error_for_status,
-    error_type_for_code,
-    json_dumps,
-    json_excerpt,
-    plain,
-    token_count,
-)
+from .http.connection import Connection, ConnectionOptions, OfficialAPI
+from .http.error_mapping import error_for_status, error_type_for_code
+from .http.json_values import PARSE_ERRORS, json_dumps, json_excerpt, plain, token_count
 from .http_model import HTTPChatModel
-from .native_compaction import ANTHROPIC_BETAS, asks, take_native
+from .native_compaction import ANTHROPIC_BETAS, native_compaction
 from .wire import WireCall, WireFormat, event_object, merge_extra
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_API = OfficialAPI(
+    url=ANTHROPIC_BASE_URL,
+    key_env="ANTHROPIC_API_KEY",
+    url_env="ANTHROPIC_BASE_URL",
+    key_everywhere=True,
+)
+"""Anthropic's own API; its key is read (and required) whatever the base URL."""
 """The official API's base URL."""
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -126,6 +123,8 @@ class AnthropicWire(WireFormat):
 
     provider = "anthropic"
     endpoint = "/v1/messages"
+    native_tool_search = frozenset(ANTHROPIC_SEARCH_TOOLS)
+    official = ANTHROPIC_API
 
     def __init__(
         self,
@@ -146,7 +145,7 @@ class AnthropicWire(WireFormat):
 
     def headers(self, call: WireCall, api_key: str | None) -> dict[str, str]:
         headers = {"x-api-key": api_key or "", "anthropic-version": ANTHROPIC_VERSION}
-        if asks(call.request.options.extra, "anthropic"):  # CompactionAdvisor(native=...)
+        if native_compaction(call.request.options, "anthropic") is not None:
             headers["anthropic-beta"] = ANTHROPIC_BETAS
         return headers
 
@@ -189,14 +188,14 @@ class AnthropicWire(WireFormat):
         if call.stream:
             body["stream"] = True
         body = merge_extra(body, options.extra)
-        native = take_native(body, "anthropic")
+        native = native_compaction(options, "anthropic")  # CompactionAdvisor(native=...)
         if native is not None:
             body["context_management"] = native
         if options.output_schema is not None:
             output = anthropic_output_config(options.output_schema, body.get("output_config"))
             body["output_config"] = output
-        if NATIVE_KEY in body:  # ToolSearchAdvisor(native=...): defer tools
-            anthropic_tool_search(body)
+        if options.native_tool_search is not None:  # ToolSearchAdvisor(native=...)
+            anthropic_tool_search(body, options.native_tool_search)
         if self.prompt_cache is not None:
             place_breakpoints(body, self.prompt_cache)
         return body
@@ -259,9 +258,12 @@ _THINKING_EXAMPLE = '{"type": "enabled", "budget_tokens": 2048}'
 class AnthropicChatModel(HTTPChatModel):
     """A chat model behind `POST {base_url}/v1/messages` (`AnthropicWire`).
 
-    The API key is `api_key`, else `ANTHROPIC_API_KEY`, read at the first call; the base
-    URL is `base_url`, else `ANTHROPIC_BASE_URL`, else the official API. The API requires
-    `max_tokens`: `ChatOptions.max_tokens` when set, else the `max_tokens` given here.
+    How it connects is a `Connection` (`connection=`, and/or its fields as keywords,
+    applied over it; `ANTHROPIC_API`): the API key is `api_key`, else `ANTHROPIC_API_KEY`
+    (or the variable `api_key_env` names), read at the first call and required whatever
+    the URL; the base URL is `base_url`, else `ANTHROPIC_BASE_URL`, else the official
+    API. The API requires `max_tokens`: `ChatOptions.max_tokens` when set, else the
+    `max_tokens` given here.
     `headers` are added to every request (for `anthropic-beta`, say).
 
     `thinking` turns on extended thinking for every request:
@@ -287,36 +289,18 @@ class AnthropicChatModel(HTTPChatModel):
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
+        connection: Connection | None = None,
         max_tokens: int = 4096,
-        timeout: float | httpx.Timeout | None = None,
-        max_retries: int = 2,
-        retry_policy: RetryPolicy | None = None,
-        headers: Mapping[str, str] | None = None,
         thinking: Mapping[str, Any] | None = None,
         prompt_cache: PromptCache | bool = True,
+        **options: Unpack[ConnectionOptions],
     ) -> None:
         if prompt_cache is True:
             prompt_cache = PromptCache()
-        super().__init__(
-            model,
-            wire=AnthropicWire(
-                max_tokens=max_tokens,
-                thinking=thinking,
-                prompt_cache=prompt_cache or None,
-            ),
-            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL,
-            api_key=api_key,
-            api_key_env="ANTHROPIC_API_KEY",
-            key_required=True,
-            http_client=http_client,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_policy=retry_policy,
-            headers=headers,
+        wire = AnthropicWire(
+            max_tokens=max_tokens, thinking=thinking, prompt_cache=prompt_cache or None
         )
+        super().__init__(model, wire=wire, connection=Connection.of(connection, options))
 
     @property
     def max_tokens(self) -> int:

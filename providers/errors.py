@@ -8,7 +8,7 @@ message, body or chained cause holds the API key.
 
 from __future__ import annotations
 
-from ..core.errors import AdvisorChainError, StreamInterruptedError
+from ..core.errors import AdvisorChainError, OutputSchemaRefused, StreamInterruptedError
 
 BODY_EXCERPT_CHARS = 500
 """How much of an error response's body an exception keeps."""
@@ -86,7 +86,7 @@ class BadRequestError(ProviderError, ValueError):
     """The provider rejected the request itself (HTTP 400 and other 4xx); `message` says why."""
 
 
-class OutputSchemaRefusedError(BadRequestError):
+class OutputSchemaRefusedError(BadRequestError, OutputSchemaRefused):
     """The server refused the request's output schema (`ChatOptions.output_schema`, sent
     as `response_format`): llama-cpp-python's `llama_cpp.server` answers a `json_schema`
     format with HTTP 500. Not retried; `StructuredOutputAdvisor(mode="auto")` asks for

@@ -14,8 +14,13 @@ from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.manager import EFFECTS
 from ..core.messages import ToolCall
-from ..core.model import ChatModel, WrapperModel, supports_output_schema
-from ..core.options import OutputSchema
+from ..core.model import (
+    ChatModel,
+    WrapperModel,
+    supports_native_tool_search,
+    supports_output_schema,
+)
+from ..core.options import NativeSearchVariant, OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from .errors import ProviderUnavailableError, RateLimitError
@@ -139,6 +144,10 @@ class FallbackModel(WrapperModel):
     def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
         """Whether every model honours `schema`: any of them may be the one to answer."""
         return all(supports_output_schema(m, schema, with_tools=with_tools) for m in self.models)
+
+    def supports_native_tool_search(self, variant: NativeSearchVariant) -> bool:
+        """Whether every model searches with `variant`: any of them may be the one to answer."""
+        return all(supports_native_tool_search(m, variant) for m in self.models)
 
     async def aclose(self) -> None:
         """Close every model that can be closed."""

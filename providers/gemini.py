@@ -22,7 +22,8 @@ Wire notes:
   in the call's `provider_data["gemini"]`), on a thought part (the `ReasoningPart`'s
   `signature`), or on the answer's text (the message's `provider_data["gemini"]`, sent on
   its last text part).
-- Tools: `functionDeclarations`, each tool's JSON Schema translated by `gemini_schema` to
+- Tools: `functionDeclarations`, each tool's JSON Schema translated by `gemini_schema`
+  (`providers/gemini_schema.py`) to
   the OpenAPI subset `parameters` takes (see there for what is dropped), or sent as is in
   `parametersJsonSchema` with `schema_mode="json_schema"`. `tool_choice` is
   `toolConfig.functionCallingConfig` (`auto`: AUTO, `none`: NONE, `required`: ANY, a
@@ -57,11 +58,9 @@ Wire notes:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from collections.abc import Iterable, Mapping
+from typing import Any, Unpack
 from urllib.parse import quote
-
-import httpx
 
 from ..core._arguments import ArgumentsError, parse_arguments
 from ..core.errors import ChainConfigurationError, StreamInterruptedError
@@ -87,22 +86,16 @@ from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.usage import Usage
 from .errors import AuthenticationError, ProviderError, ProviderUnavailableError, RateLimitError
-from .http import (
-    PARSE_ERRORS,
-    RetryPolicy,
-    error_for_status,
-    error_message,
-    error_type_for_code,
-    json_dumps,
-    json_excerpt,
-    plain,
-    token_count,
-)
+from .gemini_schema import SchemaMode, function_declaration
+from .http.connection import Connection, ConnectionOptions, OfficialAPI
+from .http.error_mapping import error_for_status, error_message, error_type_for_code
+from .http.json_values import PARSE_ERRORS, json_dumps, json_excerpt, plain, token_count
 from .http_model import HTTPChatModel
-from .native_compaction import take_native
 from .wire import WireCall, WireFormat, event_object
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+GEMINI_API = OfficialAPI(url=GEMINI_BASE_URL, key_env="GEMINI_API_KEY")
+"""Google's Gemini API (`v1beta`); no variable moves its URL."""
 """The Gemini API's base URL."""
 
 PROVIDER = "gemini"
@@ -110,10 +103,6 @@ PROVIDER = "gemini"
 
 LOCAL_ID_PREFIX = "gemini_local_"
 """How the ids given to calls the API sent without one begin: those are never sent."""
-
-SchemaMode: TypeAlias = Literal["openapi", "json_schema"]
-"""How tool schemas are sent: translated into `parameters`, or as is in
-`parametersJsonSchema` (module notes)."""
 
 _FINISH_REASONS = {
     "STOP": "stop",
@@ -168,6 +157,7 @@ class GeminiWire(WireFormat):
     """
 
     provider = PROVIDER
+    official = GEMINI_API
 
     def __init__(
         self, *, schema_mode: SchemaMode = "openapi", thinking: Mapping[str, Any] | None = None
@@ -204,7 +194,9 @@ class GeminiWire(WireFormat):
 class GeminiChatModel(HTTPChatModel):
     """A Gemini model behind the Gemini API (`GeminiWire`).
 
-    `base_url` defaults to `GEMINI_BASE_URL` (the official API, `v1beta`). The key is
+    How it connects is a `Connection` (`connection=`, and/or its fields as keywords,
+    applied over it; `GEMINI_API`): `base_url` defaults to `GEMINI_BASE_URL` (the
+    official API, `v1beta`). The key is
     `api_key`, else the variable `api_key_env` names (by default `GEMINI_API_KEY`, but
     not when `base_url` is passed explicitly), read at the first call and required by
     the official API; it is sent in the `x-goog-api-key` header only. `schema_mode` and
@@ -221,218 +213,20 @@ class GeminiChatModel(HTTPChatModel):
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        timeout: float | httpx.Timeout | None = None,
-        max_retries: int = 2,
-        retry_policy: RetryPolicy | None = None,
-        headers: Mapping[str, str] | None = None,
+        connection: Connection | None = None,
         schema_mode: SchemaMode = "openapi",
         thinking: Mapping[str, Any] | None = None,
+        **options: Unpack[ConnectionOptions],
     ) -> None:
-        key_required = api_key_env is not None
-        if base_url is None or base_url.rstrip("/") == GEMINI_BASE_URL:
-            base_url = base_url or GEMINI_BASE_URL
-            api_key_env = api_key_env or "GEMINI_API_KEY"
-            key_required = True
         super().__init__(
             model,
             wire=GeminiWire(schema_mode=schema_mode, thinking=thinking),
-            base_url=base_url,
-            api_key=api_key,
-            api_key_env=api_key_env,
-            key_required=key_required,
-            http_client=http_client,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_policy=retry_policy,
-            headers=headers,
+            connection=Connection.of(connection, options),
         )
 
     def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
         """`generationConfig.responseJsonSchema`, on requests without tools only."""
         return not with_tools
-
-
-# --- tool schemas ----------------------------------------------------------------------
-
-_KEPT = frozenset(
-    {
-        "description",
-        "title",
-        "nullable",
-        "minItems",
-        "maxItems",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "minimum",
-        "maximum",
-        "minProperties",
-        "maxProperties",
-        "default",
-        "example",
-        "propertyOrdering",
-    }
-)
-_FORMATS = {
-    "STRING": frozenset({"enum", "date-time"}),
-    "NUMBER": frozenset({"float", "double"}),
-    "INTEGER": frozenset({"int32", "int64"}),
-}
-_TYPES = frozenset({"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT"})
-
-MAX_SCHEMA_DEPTH = 32
-"""How deep `gemini_schema` walks a schema (tool schemas may come from MCP servers);
-deeper subschemas are dropped and reported."""
-
-
-def gemini_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """A JSON Schema as the OpenAPI subset Gemini's `parameters` accept, and the paths
-    (`$.properties.x.format`) of what had to be dropped.
-
-    Kept: `type` (upper-cased), `properties`, `required` (the names present), `items`,
-    `anyOf`, `enum` of strings, `format` where Gemini knows it (`enum`, `date-time`;
-    `float`, `double`; `int32`, `int64`), `nullable`, `description`, `title`, `default`,
-    `example`, `propertyOrdering` and the bounds (`minimum`, `maximum`, `minItems`,
-    `maxItems`, `minLength`, `maxLength`, `minProperties`, `maxProperties`, `pattern`).
-    Translated: `$ref` to `$defs` / `definitions` is inlined (a recursive one becomes a
-    bare `OBJECT`, reported); `"type": [T, "null"]` and an `anyOf` / `oneOf` with a `null`
-    branch become `nullable`; `oneOf` becomes `anyOf`; `const` a one-value `enum`; an
-    `allOf` is merged into its object; an empty `properties` is left out (Gemini rejects
-    it). Dropped, and reported: everything else (`additionalProperties`, `$schema`,
-    `exclusiveMinimum`, `multipleOf`, `uniqueItems`, `not`, `prefixItems`, non-string
-    enums and consts, unknown formats, ...).
-    """
-    definitions: dict[str, Any] = {}
-    for key in ("$defs", "definitions"):
-        found = schema.get(key)
-        if isinstance(found, Mapping):
-            definitions.update({f"#/{key}/{name}": value for name, value in found.items()})
-    dropped: list[str] = []
-    translated = _node(schema, "$", definitions, (), dropped)
-    return translated, dropped
-
-
-def _node(
-    schema: Any,
-    path: str,
-    definitions: Mapping[str, Any],
-    expanding: tuple[str, ...],
-    dropped: list[str],
-) -> dict[str, Any]:
-    if not isinstance(schema, Mapping) or path.count(".") + path.count("[") > MAX_SCHEMA_DEPTH:
-        dropped.append(path)
-        return {}
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        target = definitions.get(ref)
-        if not isinstance(target, Mapping) or ref in expanding:
-            dropped.append(f"{path}.$ref")
-            return {"type": "OBJECT"}
-        siblings = {k: v for k, v in schema.items() if k != "$ref"}
-        return _node({**target, **siblings}, path, definitions, (*expanding, ref), dropped)
-    out: dict[str, Any] = {}
-    nullable = False
-    for key, value in schema.items():
-        at = f"{path}.{key}"
-        if key in _KEPT:
-            out[key] = plain(value)
-        elif key == "type":
-            types = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-            nullable = nullable or "null" in types
-            names = [t.upper() for t in types if isinstance(t, str) and t != "null"]
-            if len(names) == 1 and names[0] in _TYPES:
-                out["type"] = names[0]
-            elif names and all(n in _TYPES for n in names):
-                out["anyOf"] = [{"type": n} for n in names]
-            elif names or not isinstance(value, (str, list)):
-                dropped.append(at)
-        elif key == "properties" and isinstance(value, Mapping):
-            properties = {
-                name: _node(sub, f"{at}.{name}", definitions, expanding, dropped)
-                for name, sub in value.items()
-            }
-            if properties:
-                out["properties"] = properties
-        elif key in ("anyOf", "oneOf") and isinstance(value, Sequence):
-            branches = []
-            for i, sub in enumerate(value):
-                if isinstance(sub, Mapping) and sub.get("type") == "null" and len(sub) == 1:
-                    nullable = True
-                    continue
-                branches.append(_node(sub, f"{at}[{i}]", definitions, expanding, dropped))
-            if len(branches) == 1:
-                out.update({k: v for k, v in branches[0].items() if k not in out})
-            elif branches:
-                out["anyOf"] = branches
-        elif key == "allOf" and isinstance(value, Sequence):
-            for i, sub in enumerate(value):
-                merged = _node(sub, f"{at}[{i}]", definitions, expanding, dropped)
-                for k, v in merged.items():
-                    if k == "properties":
-                        out["properties"] = {**out.get("properties", {}), **v}
-                    elif k == "required":
-                        out["required"] = [*out.get("required", []), *v]
-                    else:
-                        out.setdefault(k, v)
-        elif key == "items":
-            out["items"] = _node(value, at, definitions, expanding, dropped)
-        elif key == "required" and isinstance(value, Sequence) and not isinstance(value, str):
-            out["required"] = [name for name in value if isinstance(name, str)]
-        elif key == "enum" and isinstance(value, Sequence) and not isinstance(value, str):
-            values = [v for v in value if v is not None]
-            nullable = nullable or len(values) < len(value)
-            if values and all(isinstance(v, str) for v in values):
-                out["enum"] = values
-            else:
-                dropped.append(at)
-        elif key == "const":
-            if isinstance(value, str):
-                out["enum"] = [value]
-            else:
-                dropped.append(at)
-        elif key == "format":
-            out["format"] = value  # checked against the type below
-        elif key in ("$defs", "definitions") and path == "$":
-            continue  # inlined where referenced
-        else:
-            dropped.append(at)
-    if "format" in out and out["format"] not in _FORMATS.get(out.get("type", ""), ()):
-        del out["format"]
-        dropped.append(f"{path}.format")
-    if "required" in out:
-        present = out.get("properties", {})
-        out["required"] = [n for n in dict.fromkeys(out["required"]) if n in present]
-        if not out["required"]:
-            del out["required"]
-    if "enum" in out and "type" not in out:
-        out["type"] = "STRING"
-    if nullable:
-        out["nullable"] = True
-    return out
-
-
-def function_declaration(
-    name: str, description: str, parameters: Mapping[str, Any], *, mode: SchemaMode = "openapi"
-) -> dict[str, Any]:
-    """One tool as a Gemini `functionDeclaration` (a tool without parameters has none)."""
-    declaration: dict[str, Any] = {"name": name, "description": description}
-    if mode == "json_schema":
-        declaration["parametersJsonSchema"] = plain(parameters)
-        return declaration
-    translated, _ = gemini_schema(parameters)
-    if translated.get("properties"):
-        declaration["parameters"] = translated
-    return declaration
-
-
-def response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The `generationConfig` fields asking for JSON that matches `schema` (structured
-    output); merge them into the body's `generationConfig`."""
-    return {"responseMimeType": "application/json", "responseJsonSchema": plain(schema)}
 
 
 # --- requests --------------------------------------------------------------------------
@@ -482,6 +276,21 @@ def request_body(
         ]
         if options.tool_choice is not None:
             body["toolConfig"] = {"functionCallingConfig": _tool_choice(options.tool_choice)}
+    config = _generation_config(request, thinking)
+    if config:
+        body["generationConfig"] = config
+    for key, value in plain(options.extra).items():
+        if isinstance(value, dict) and isinstance(body.get(key), dict):
+            body[key] = {**body[key], **value}
+        else:
+            body[key] = value
+    return body
+
+
+def _generation_config(request: ChatRequest, thinking: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`generationConfig`: sampling, limits, thinking and the response schema (refused
+    beside tools: Gemini takes one only on requests without them)."""
+    options = request.options
     config: dict[str, Any] = {}
     if options.temperature is not None:
         config["temperature"] = options.temperature
@@ -501,15 +310,7 @@ def request_body(
             )
         config["responseMimeType"] = "application/json"
         config["responseJsonSchema"] = plain(options.output_schema.schema)
-    if config:
-        body["generationConfig"] = config
-    for key, value in plain(options.extra).items():
-        if isinstance(value, dict) and isinstance(body.get(key), dict):
-            body[key] = {**body[key], **value}
-        else:
-            body[key] = value
-    take_native(body, "gemini")  # a compaction mark is for other providers
-    return body
+    return config
 
 
 def _tool_choice(choice: str) -> dict[str, Any]:

@@ -3,30 +3,29 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, Unpack
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx
 
-from ..core._checks import require_mapping, require_number
 from ..core._scrub import safe_str
 from ..core.errors import AdvisorChainError, StreamInterruptedError
 from ..core.events import ResponseCompleted, StreamEvent
+from ..core.options import NativeSearchVariant
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from .errors import InvalidResponseError, ProviderError, ProviderStreamError
-from .http import (
-    PARSE_ERRORS,
-    HTTPClient,
-    RetryPolicy,
+from .errors import BadRequestError, InvalidResponseError, ProviderError, ProviderStreamError
+from .http.client import HTTPClient
+from .http.connection import Connection, ConnectionOptions
+from .http.json_values import PARSE_ERRORS, json_excerpt
+from .http.secrets import (
     Secret,
     Secrets,
     api_key_from_env,
     clean_api_key,
-    json_excerpt,
     redact,
     redact_error,
     safe_cause,
@@ -84,10 +83,14 @@ class HTTPChatModel:
     are here. `OpenAIChatModel` and `AnthropicChatModel` are this class with their wire
     format and defaults filled in.
 
-    The API key is `api_key`, else the variable named by `api_key_env`, read at the first
-    call (a missing one raises `AuthenticationError` naming the variable when
-    `key_required`). It is stripped of surrounding whitespace; a key with a control or
-    non-ASCII character inside raises `InvalidAPIKeyError`. `headers` are added to every
+    How it reaches the API is one `Connection` (`connection=`, and/or its fields as
+    keywords, `ConnectionOptions`, applied over it), resolved against the wire format's
+    official API (`WireFormat.official`; see `providers/http/connection.py`): a wire format
+    that names one needs no `base_url`. The API key is `api_key`, else the variable named
+    by `api_key_env`, read at the first call (a missing one raises `AuthenticationError`
+    naming the variable when the key is required). It is stripped of surrounding
+    whitespace; a key with a control or non-ASCII character inside raises
+    `InvalidAPIKeyError`. `headers` are added to every
     request (the wire format's own headers, authentication included, win over them). An
     injected `http_client` is the caller's to close; one created here (with `timeout`)
     is closed by `aclose()` or `async with`.
@@ -100,30 +103,26 @@ class HTTPChatModel:
         model: str,
         *,
         wire: WireFormat,
-        base_url: str,
-        api_key: str | None = None,
-        api_key_env: str | None = None,
-        key_required: bool = False,
-        http_client: httpx.AsyncClient | None = None,
-        timeout: float | httpx.Timeout | None = None,
-        max_retries: int = 2,
-        retry_policy: RetryPolicy | None = None,
-        headers: Mapping[str, str] | None = None,
+        connection: Connection | None = None,
+        **options: Unpack[ConnectionOptions],
     ) -> None:
-        _check_arguments(model, base_url, timeout, max_retries, headers, http_client)
+        if not isinstance(model, str) or not model:
+            raise TypeError(f"model must be the model's name (a string), not {model!r:.80}")
+        resolved = Connection.of(connection, options).for_api(wire.official)
+        assert resolved.base_url is not None  # for_api decides it
         self.wire = wire
         self.provider_name: str = wire.provider
         self.model_name = model
-        self.base_url = base_url.rstrip("/")
-        self._api_key: Secret | None = clean_api_key(api_key, provider=self.provider_name)
-        self._api_key_env = api_key_env
-        self._key_required = key_required
-        self._headers = dict(headers or {})
+        self.base_url = resolved.base_url.rstrip("/")
+        self._api_key: Secret | None = clean_api_key(resolved.api_key, provider=self.provider_name)
+        self._api_key_env = resolved.api_key_env
+        self._key_required = bool(resolved.key_required)
+        self._headers = dict(resolved.headers or {})
         self._http = HTTPClient(
             provider=self.provider_name,
-            http_client=http_client,
-            timeout=timeout,
-            retry=retry_policy or RetryPolicy(max_retries=max_retries),
+            http_client=resolved.http_client,
+            timeout=resolved.timeout,
+            retry=resolved.retry,
             error_detail=wire.error_detail,
             error_type=wire.error_type,
         )
@@ -154,6 +153,10 @@ class HTTPChatModel:
         """Close the HTTP client this model created (an injected one is left open)."""
         await self._http.aclose()
 
+    def supports_native_tool_search(self, variant: NativeSearchVariant) -> bool:
+        """Whether the wire format writes `ChatOptions.native_tool_search` of `variant`."""
+        return variant in self.wire.native_tool_search
+
     def _key(self) -> str | None:
         if self._api_key is None and self._api_key_env:
             self._api_key = api_key_from_env(
@@ -165,6 +168,13 @@ class HTTPChatModel:
         self, request: ChatRequest, *, stream: bool
     ) -> tuple[str, dict[str, str], dict[str, Any], str | None]:
         """The URL, headers, body and key of one request, built by the wire format."""
+        search = request.options.native_tool_search
+        if search is not None and not self.supports_native_tool_search(search.variant):
+            raise BadRequestError(
+                f"{self.provider_name}: this provider has no {search.variant!r} tool search "
+                "(ChatOptions.native_tool_search); use ToolSearchAdvisor's own search",
+                provider=self.provider_name,
+            )
         key = self._key()
         call = WireCall(
             request=request,
@@ -332,30 +342,6 @@ class HTTPChatModel:
         if not isinstance(cause, StreamInterruptedError):
             detail = f"unexpected stream data ({type(cause).__name__}: {detail})"
         return ProviderStreamError(f"{name}: {detail}", provider=name)
-
-
-def _check_arguments(
-    model: object,
-    base_url: object,
-    timeout: object,
-    max_retries: object,
-    headers: object,
-    http_client: object,
-) -> None:
-    """Refuse constructor arguments of the wrong kind, naming what is expected."""
-    if not isinstance(model, str) or not model:
-        raise TypeError(f"model must be the model's name (a string), not {model!r:.80}")
-    if not isinstance(base_url, str):
-        raise TypeError(f"base_url must be a URL (a string), not {base_url!r:.80}")
-    if not isinstance(timeout, httpx.Timeout):
-        require_number(
-            timeout, "timeout (seconds, or an httpx.Timeout)", positive=True, optional=True
-        )
-    require_number(max_retries, "max_retries", minimum=0, integer=True)
-    if headers is not None:
-        require_mapping(headers, "headers", "header name -> value")
-    if http_client is not None and not isinstance(http_client, httpx.AsyncClient):
-        raise TypeError(f"http_client must be an httpx.AsyncClient, not {http_client!r:.80}")
 
 
 def _without_password(url: str) -> str:

@@ -4,7 +4,7 @@ Needs the `local` extra. Inference runs in worker threads, so the event loop nev
 blocks; a stream pulls one chunk per worker-thread call, which works the same on asyncio
 and trio and stops generating as soon as the consumer stops reading. One inference runs
 at a time per loaded model. Tool calls the model writes as text (Qwen's `<tool_call>`)
-become real tool calls (see `providers.text_tool_calls`). Chat templates read text only:
+become real tool calls (see `core.text_tool_calls`). Chat templates read text only:
 an image or a document, in a user message or a tool result, is sent as a stand-in line
 (`[image 1 (image/png): not shown: tool results take text only here]`, as
 `OpenAIChatModel(tool_media="omit")` writes it), never dropped without a word.
@@ -42,14 +42,13 @@ from ..core.options import OutputSchema
 from ..core.parts import DocumentPart, ImagePart, TextPart
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
-from ..core.usage import Usage
-from ..providers.text_tool_calls import (
+from ..core.text_tool_calls import (
     apply_text_tool_calls,
     parse_text_tool_call_stream,
     tool_names_for,
 )
+from ..core.usage import Usage
 from ._structured import llamacpp_response_format
-from .native_compaction import take_native
 
 DEFAULT_MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 _DONE = object()
@@ -88,7 +87,7 @@ class LlamaCppChatModel:
     `model_path` defaults to an embedded model chosen by `local_model`: `"0.5b"`
     (Qwen2.5-Coder-0.5B-Instruct, the `local` extra) or `"1.5b"` (Qwen2.5-Coder-1.5B-Instruct,
     the `local-1.5b` extra), assembled from its weight packages and verified on first use
-    (`providers.local_weights.LOCAL_MODELS`). The model is loaded lazily, on
+    (`providers.local.weights.LOCAL_MODELS`). The model is loaded lazily, on
     the first call or on `await load()`. The chat template embedded in the GGUF file
     formats the prompt and the tools. A named `tool_choice` makes llama.cpp return a
     grammar-constrained structured call; otherwise tool calls written as text are
@@ -137,7 +136,7 @@ class LlamaCppChatModel:
     ) -> None:
         if tools_when_none not in ("keep", "drop"):
             raise ValueError("tools_when_none must be 'keep' or 'drop'")
-        from .local_weights import LOCAL_MODELS
+        from .local.weights import LOCAL_MODELS
 
         if local_model not in LOCAL_MODELS:
             raise ValueError(
@@ -194,10 +193,10 @@ class LlamaCppChatModel:
             ) from exc
         path = self.model_path
         if path is None:
-            from .local_weights import ensure_local_model
+            from .local.weights import ensure_local_model
 
             path = ensure_local_model(name=self.local_model)
-        from .preflight import ensure_preflight
+        from .local.preflight import ensure_preflight
 
         ensure_preflight(Path(path), self.n_threads)  # a SIGILL kills a child, not this process
         options: dict[str, Any] = {"n_ctx": self.n_ctx, "verbose": False}
@@ -330,7 +329,6 @@ class LlamaCppChatModel:
                 options.output_schema, with_tools=with_tools
             )
         kwargs.update(options.extra)
-        take_native(kwargs, "llamacpp")  # a compaction mark is for other providers
         return kwargs
 
 

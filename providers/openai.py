@@ -39,11 +39,8 @@ Wire notes:
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias
-
-import httpx
+from typing import Any, Literal, TypeAlias, Unpack
 
 from ..core._assembly import StreamAssembler
 from ..core._call_ids import unique_tool_calls
@@ -63,23 +60,15 @@ from ..core.response import ChatResponse
 from ..core.usage import Usage
 from ._structured import openai_response_format, openai_supports
 from .errors import OutputSchemaRefusedError, ProviderError
-from .http import (
-    PARSE_ERRORS,
-    RetryPolicy,
-    error_for_status,
-    error_message,
-    error_type_for_code,
-    json_dumps,
-    json_excerpt,
-    json_loads,
-    plain,
-    token_count,
-)
+from .http.connection import Connection, ConnectionOptions, OfficialAPI
+from .http.error_mapping import error_for_status, error_message, error_type_for_code
+from .http.json_values import PARSE_ERRORS, json_dumps, json_excerpt, json_loads, plain, token_count
 from .http_model import HTTPChatModel
-from .native_compaction import take_native
 from .wire import WireCall, WireFormat, merge_extra
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+OPENAI_API = OfficialAPI(url=OPENAI_BASE_URL, key_env="OPENAI_API_KEY", url_env="OPENAI_BASE_URL")
+"""OpenAI's own API, for both of its wire formats (Chat Completions and Responses)."""
 """The official API's base URL."""
 
 ToolMedia: TypeAlias = Literal["user_message", "omit"]
@@ -110,6 +99,7 @@ class OpenAIChatWire(WireFormat):
     """
 
     provider = PROVIDER
+    official = OPENAI_API
     endpoint = "/chat/completions"
 
     def __init__(
@@ -185,19 +175,21 @@ class OpenAIChatWire(WireFormat):
         if options.output_schema is not None:
             body["response_format"] = openai_response_format(options.output_schema)
         body = merge_extra(body, options.extra)
-        take_native(body, "openai")  # a compaction mark is for other providers
         return body
 
 
 class OpenAIChatModel(HTTPChatModel):
     """A chat model behind `POST {base_url}/chat/completions` (`OpenAIChatWire`).
 
-    `base_url` defaults to `OPENAI_BASE_URL` from the environment, else the official
-    API. The API key is `api_key`, else the variable named by `api_key_env`, read at the
-    first call. `api_key_env` defaults to `OPENAI_API_KEY`, except when `base_url` is
-    passed explicitly: then no variable is read unless named, so an OpenAI key is never
-    sent to another server by accident. A key is required by the official API and when
-    `api_key_env` is named; other servers (vLLM, llama.cpp, Ollama) get no key if none is set.
+    How it connects is a `Connection` (`connection=`, and/or its fields as keywords,
+    applied over it), under the official-URL rule every provider shares (`OPENAI_API`,
+    `providers/http/connection.py`): `base_url` defaults to `OPENAI_BASE_URL` from the
+    environment, else the official API. The API key is `api_key`, else the variable named
+    by `api_key_env`, read at the first call. `api_key_env` defaults to `OPENAI_API_KEY`,
+    except when `base_url` is passed explicitly: then no variable is read unless named, so
+    an OpenAI key is never sent to another server by accident. A key is required by the
+    official API and when `api_key_env` is named; other servers (vLLM, llama.cpp, Ollama)
+    get no key if none is set.
 
     `max_tokens_param` is the body field for `ChatOptions.max_tokens`: by default
     `max_completion_tokens` for the official API (its reasoning models reject the other)
@@ -216,47 +208,23 @@ class OpenAIChatModel(HTTPChatModel):
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        timeout: float | httpx.Timeout | None = None,
-        max_retries: int = 2,
-        retry_policy: RetryPolicy | None = None,
-        headers: Mapping[str, str] | None = None,
+        connection: Connection | None = None,
         max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None,
         stream_usage: bool = True,
         tool_media: ToolMedia = "user_message",
+        **options: Unpack[ConnectionOptions],
     ) -> None:
-        key_required = api_key_env is not None
-        if base_url is None:
-            base_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
-            api_key_env = api_key_env or "OPENAI_API_KEY"
-        if not isinstance(base_url, str):
-            raise TypeError(f"base_url must be a URL (a string), not {base_url!r:.80}")
-        official = base_url.rstrip("/") == OPENAI_BASE_URL
-        if official:
-            api_key_env = api_key_env or "OPENAI_API_KEY"
-            key_required = True
+        resolved = Connection.of(connection, options).for_api(OPENAI_API)
+        official = (
+            resolved.base_url is not None and resolved.base_url.rstrip("/") == OPENAI_BASE_URL
+        )
         wire = OpenAIChatWire(
             max_tokens_param=max_tokens_param
             or ("max_completion_tokens" if official else "max_tokens"),
             stream_usage=stream_usage,
             tool_media=tool_media,
         )
-        super().__init__(
-            model,
-            wire=wire,
-            base_url=base_url,
-            api_key=api_key,
-            api_key_env=api_key_env,
-            key_required=key_required,
-            http_client=http_client,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_policy=retry_policy,
-            headers=headers,
-        )
+        super().__init__(model, wire=wire, connection=resolved)
 
     @property
     def tool_media(self) -> ToolMedia:

@@ -51,11 +51,8 @@ Wire notes:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
-
-import httpx
+from typing import Any, Unpack
 
 from ..core.errors import ChainConfigurationError, StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
@@ -86,20 +83,14 @@ from .errors import (
     ProviderUnavailableError,
     RateLimitError,
 )
-from .http import (
-    PARSE_ERRORS,
-    RetryPolicy,
-    error_message,
-    error_type_for_code,
-    json_excerpt,
-    plain,
-    token_count,
-)
+from .http.connection import Connection, ConnectionOptions
+from .http.error_mapping import error_message, error_type_for_code
+from .http.json_values import PARSE_ERRORS, json_excerpt, plain, token_count
 from .http_model import HTTPChatModel
-from .native_compaction import take_native
+from .native_compaction import native_compaction
+from .openai import OPENAI_API
 from .wire import WireCall, WireFormat, event_object
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 """The official API's base URL."""
 
 PROVIDER = "openai-responses"
@@ -133,6 +124,7 @@ class OpenAIResponsesWire(WireFormat):
     """
 
     provider = PROVIDER
+    official = OPENAI_API
     endpoint = "/responses"
 
     def __init__(
@@ -193,37 +185,16 @@ class OpenAIResponsesChatModel(HTTPChatModel):
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        timeout: float | httpx.Timeout | None = None,
-        max_retries: int = 2,
-        retry_policy: RetryPolicy | None = None,
-        headers: Mapping[str, str] | None = None,
+        connection: Connection | None = None,
         store: bool = False,
         include: Sequence[str] = INCLUDE,
         reasoning: Mapping[str, Any] | None = None,
+        **options: Unpack[ConnectionOptions],
     ) -> None:
-        key_required = api_key_env is not None
-        if base_url is None:
-            base_url = os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
-            api_key_env = api_key_env or "OPENAI_API_KEY"
-        if base_url.rstrip("/") == OPENAI_BASE_URL:
-            api_key_env = api_key_env or "OPENAI_API_KEY"
-            key_required = True
         super().__init__(
             model,
             wire=OpenAIResponsesWire(store=store, include=include, reasoning=reasoning),
-            base_url=base_url,
-            api_key=api_key,
-            api_key_env=api_key_env,
-            key_required=key_required,
-            http_client=http_client,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_policy=retry_policy,
-            headers=headers,
+            connection=Connection.of(connection, options),
         )
 
     def supports_output_schema(self, schema: OutputSchema, *, with_tools: bool) -> bool:
@@ -316,7 +287,7 @@ def request_body(
         chat_format = openai_response_format(options.output_schema)["json_schema"]
         body["text"] = {"format": {"type": "json_schema", **chat_format}}
     body.update(plain(options.extra))
-    native = take_native(body, PROVIDER)
+    native = native_compaction(options, PROVIDER)
     if native is not None:
         body["context_management"] = native
     return body

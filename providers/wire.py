@@ -33,17 +33,9 @@ from ..core.events import ModelDelta
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from .errors import ProviderError
-from .http import (
-    PARSE_ERRORS,
-    error_for_status,
-    error_message,
-    error_type_for_code,
-    json_dumps,
-    json_excerpt,
-    json_loads,
-    plain,
-    token_count,
-)
+from .http.connection import OfficialAPI
+from .http.error_mapping import error_for_status, error_message, error_type_for_code
+from .http.json_values import PARSE_ERRORS, json_dumps, json_excerpt, json_loads, plain, token_count
 
 __all__ = [
     "PARSE_ERRORS",
@@ -110,7 +102,12 @@ class WireFormat:
     defaults: `url` is `{base_url}{endpoint}` for both paths; `headers` sends the key as
     `Authorization: Bearer <key>` (nothing without a key); `error_detail` reads the
     human message of an error body in the common shapes (`{"error": {"message": ...}}`,
-    `{"message": ...}`, `{"detail": ...}`).
+    `{"message": ...}`, `{"detail": ...}`). `native_tool_search` names the tool-search
+    variants the format writes for `ChatOptions.native_tool_search` (none by default:
+    `HTTPChatModel` then refuses that option before sending). `official` is the
+    provider's own API (its URL and key variable, `OfficialAPI`), which the chat model's
+    `Connection` defaults to and which requires a key; `None` (the default): every chat
+    model of this format is given a `base_url`.
 
     A wire format holds only its own settings (say, which body field carries
     `max_tokens`); it is shared by every request of its model and must not keep
@@ -119,6 +116,8 @@ class WireFormat:
 
     provider: str = "http"
     endpoint: str = ""
+    native_tool_search: frozenset[str] = frozenset()
+    official: OfficialAPI | None = None
 
     def url(self, call: WireCall) -> str:
         """The URL to POST `call` to (the model may be part of the path)."""

@@ -65,7 +65,7 @@ def local_model_path() -> Path:
     try:
         import llama_cpp  # noqa: F401
 
-        from advisorchain.providers.local_weights import ensure_local_model
+        from advisorchain.providers.local.weights import ensure_local_model
 
         return ensure_local_model()
     except ImportError as exc:

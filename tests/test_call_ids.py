@@ -39,12 +39,11 @@ from advisorchain.core._call_ids import (
 )
 from advisorchain.core.advisor import CallNext, StreamNext
 from advisorchain.core.events import ToolCallDelta
-from advisorchain.providers import AnthropicChatModel, ScriptedChatModel
-from advisorchain.providers.text_tool_calls import (
-    TextToolCallModel,
+from advisorchain.core.text_tool_calls import (
     apply_text_tool_calls,
     parse_text_tool_calls,
 )
+from advisorchain.providers import AnthropicChatModel, ScriptedChatModel, TextToolCallModel
 
 ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 

@@ -18,13 +18,16 @@ from advisorchain.core.response import ChatResponse
 from advisorchain.providers import ScriptedChatModel, anthropic, gemini, openai, openai_responses
 from advisorchain.providers.anthropic import AnthropicWire, _StreamState, message_response
 from advisorchain.providers.gemini import GeminiWire
-from advisorchain.providers.native_compaction import ANTHROPIC_BETAS, NATIVE_COMPACTION_KEY
+from advisorchain.providers.native_compaction import ANTHROPIC_BETAS
 from advisorchain.providers.openai import OpenAIChatWire
 from advisorchain.providers.openai_responses import OpenAIResponsesWire, response_from_payload
 from advisorchain.providers.sse import SSEDecoder
 from advisorchain.providers.wire import WireCall
 
 from provider_support import cuts, fixture, fixture_json
+
+NATIVE_COMPACTION_KEY = "advisorchain_compaction"
+"""The `extra` key 0.3 marked requests with: a typed option now, never in a body."""
 
 NATIVE = NativeCompaction(
     openai_compact_threshold=200_000,
@@ -162,7 +165,8 @@ async def test_the_advisor_marks_every_model_request(streaming: bool) -> None:
             assert not isinstance(event, ResponseCompleted) or event.response.text == "ok"
     else:
         await chain.call("hi")
-    assert model.requests[-1].options.extra[NATIVE_COMPACTION_KEY] == NATIVE.mark()
+    assert model.requests[-1].options.native_compaction == NATIVE.mark()
+    assert NATIVE_COMPACTION_KEY not in model.requests[-1].options.extra
 
 
 def test_a_streamed_openai_compaction_item_is_kept() -> None:

@@ -27,9 +27,9 @@ from advisorchain.core._arguments import (
     ArgumentsError,
     parse_arguments,
 )
-from advisorchain.providers import AnthropicChatModel, ScriptedChatModel
+from advisorchain.core.text_tool_calls import parse_text_tool_calls
+from advisorchain.providers import AnthropicChatModel, ScriptedChatModel, TextToolCallModel
 from advisorchain.providers.anthropic import RAW_ARGUMENTS_KEY, wire_messages
-from advisorchain.providers.text_tool_calls import TextToolCallModel, parse_text_tool_calls
 
 DEEP = "[" * 10_000 + "]" * 10_000
 DEEP_OBJECT = '{"text": ' + "[" * 10_000 + "]" * 10_000 + "}"

@@ -74,8 +74,8 @@ def test_a_missing_postgres_driver_says_what_to_install(monkeypatch: pytest.Monk
 
 
 def test_a_missing_mcp_sdk_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from advisorchain.toolsets import mcp as mcp_toolset
+    from advisorchain.toolsets.mcp import _transport
 
     _without(monkeypatch, "mcp")
     with pytest.raises(ImportError, match=re.escape("pip install 'mcp>=2.3,<3'")):
-        mcp_toolset._require_mcp()
+        _transport.require_mcp()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from advisorchain.providers import llama_build
+from advisorchain.providers.local import build as llama_build
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,5 +86,5 @@ def test_pyproject_pins_the_version_the_build_uses() -> None:
 
 def test_the_makefile_installs_llama_from_the_keyed_cache() -> None:
     makefile = (ROOT / "Makefile").read_text()
-    assert "providers/llama_build.py install" in makefile
+    assert "providers/local/build.py install" in makefile
     assert "CMAKE_ARGS" not in makefile.replace("ADVISORCHAIN_LLAMA_CMAKE_ARGS", "")

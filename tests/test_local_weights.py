@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from advisorchain.providers.local_weights import (
+from advisorchain.providers.local.weights import (
     LOCAL_MODELS,
     MODEL_FILE_NAME,
     QWEN_0_5B_Q4_K_M,

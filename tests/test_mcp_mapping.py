@@ -19,8 +19,8 @@ except ImportError:  # pragma: no cover - only without the extra
 from advisorchain import DocumentPart, ImagePart, TextPart, ToolDefinition
 from advisorchain.core.errors import ChainConfigurationError
 from advisorchain.toolsets import ContentLimits, McpToolset
-from advisorchain.toolsets._mcp_content import convert_result
 from advisorchain.toolsets.mcp import ToolHints, result_text, tool_effects, tool_hints
+from advisorchain.toolsets.mcp._content import convert_result
 
 SCHEMA = {
     "type": "object",
@@ -208,6 +208,17 @@ def test_the_http_repr_and_name_hide_credentials() -> None:
     )
     assert toolset.name == "https://example.test:8443/mcp"
     assert "secret" not in repr(toolset)
+
+
+def test_the_url_password_and_headers_never_reach_the_model_in_server_text() -> None:
+    toolset = McpToolset.http(
+        "https://user:url-password-1234@example.test/mcp",
+        headers={"Authorization": "Bearer header-token-5678"},
+    )
+    text = toolset._server_text("rejected url-password-1234 and header-token-5678 at /srv/x")
+    assert "url-password-1234" not in text
+    assert "header-token-5678" not in text
+    assert "/srv/x" in text  # the server's paths are kept
 
 
 def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

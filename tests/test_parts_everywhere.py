@@ -26,9 +26,9 @@ from advisorchain import (
     tool,
 )
 from advisorchain.advisors._observe import messages_json, output_json
+from advisorchain.core.text_tool_calls import with_text_calls
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.providers.llamacpp import _message
-from advisorchain.providers.text_tool_calls import with_text_calls
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(48))
 B64 = base64.b64encode(PNG).decode("ascii")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from advisorchain import cli
-from advisorchain.providers import preflight as preflight_module
 from advisorchain.providers.llamacpp import LlamaCppChatModel
-from advisorchain.providers.preflight import PreflightError, ensure_preflight, preflight
+from advisorchain.providers.local import preflight as preflight_module
+from advisorchain.providers.local.preflight import PreflightError, ensure_preflight, preflight
 
 SIGILL_CHILD = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGILL)"]
 OK_CHILD = [sys.executable, "-c", "print(96)"]
@@ -96,7 +96,7 @@ def test_prepare_model_prints_one_line_and_fails(
     _use_child(monkeypatch, SIGILL_CHILD)
     monkeypatch.setenv("ADVISORCHAIN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(
-        "advisorchain.providers.local_weights.ensure_local_model", lambda: model_file
+        "advisorchain.providers.local.weights.ensure_local_model", lambda: model_file
     )
     status = cli.run(["prepare-model"])
     out, err = capsys.readouterr()

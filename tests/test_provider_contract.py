@@ -35,7 +35,7 @@ from advisorchain.providers import (
     ProviderUnavailableError,
     RateLimitError,
 )
-from advisorchain.providers import http as provider_http
+from advisorchain.providers.http import client as provider_http
 
 from provider_cases import CASES, Answer, ProviderCase
 from provider_support import (

@@ -23,7 +23,8 @@ import pytest
 from advisorchain import ChatRequest, UserMessage
 from advisorchain.core.errors import StreamInterruptedError
 from advisorchain.providers import GeminiChatModel, ProviderError
-from advisorchain.providers.http import MAX_CACHED_URLS, json_body, json_dumps, json_loads, plain
+from advisorchain.providers.http.client import MAX_CACHED_URLS
+from advisorchain.providers.http.json_values import json_body, json_dumps, json_loads, plain
 from advisorchain.providers.sse import ServerSentEvent, SSEDecoder
 
 

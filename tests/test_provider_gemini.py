@@ -47,12 +47,11 @@ from advisorchain.providers.gemini import (
     PROVIDER,
     GeminiStreamReader,
     contents,
-    gemini_schema,
     request_body,
     request_url,
-    response_format,
     response_from_payload,
 )
+from advisorchain.providers.gemini_schema import gemini_schema, response_format
 from advisorchain.providers.sse import SSEDecoder
 
 from provider_support import (

@@ -33,7 +33,8 @@ from advisorchain.providers import (
     RateLimitError,
     RetryPolicy,
 )
-from advisorchain.providers import http as provider_http
+from advisorchain.providers.http import client as provider_http
+from advisorchain.providers.http import retry as provider_retry
 
 from provider_support import HTTPX_ABANDONED_GENERATORS
 
@@ -372,12 +373,12 @@ def test_retry_after_is_honoured_up_to_the_limit() -> None:
     ],
 )
 def test_retry_after_headers(headers: dict[str, str], expected: float | None) -> None:
-    assert provider_http.retry_after(httpx.Headers(headers)) == expected
+    assert provider_retry.retry_after(httpx.Headers(headers)) == expected
 
 
 def test_retry_after_http_date() -> None:
     when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
-    wait = provider_http.retry_after(httpx.Headers({"retry-after": when}))
+    wait = provider_retry.retry_after(httpx.Headers({"retry-after": when}))
     assert wait is not None and 25 <= wait <= 30
 
 
@@ -392,12 +393,12 @@ def test_retry_after_http_date() -> None:
     ],
 )
 def test_retry_after_past_http_dates_mean_no_wait(value: str) -> None:
-    assert provider_http.retry_after(httpx.Headers({"retry-after": value})) == 0.0
+    assert provider_retry.retry_after(httpx.Headers({"retry-after": value})) == 0.0
 
 
 def test_retry_after_future_date_without_zone_is_read_as_utc() -> None:
     when = (datetime.now(UTC) + timedelta(seconds=30)).strftime("%a, %d %b %Y %H:%M:%S -0000")
-    wait = provider_http.retry_after(httpx.Headers({"retry-after": when}))
+    wait = provider_retry.retry_after(httpx.Headers({"retry-after": when}))
     assert wait is not None and 25 <= wait <= 30
 
 
@@ -415,7 +416,7 @@ def test_retry_after_future_date_without_zone_is_read_as_utc() -> None:
     ],
 )
 def test_retry_after_garbage_is_ignored(value: str) -> None:
-    wait = provider_http.retry_after(httpx.Headers({"retry-after": value}))
+    wait = provider_retry.retry_after(httpx.Headers({"retry-after": value}))
     assert wait is None or wait == 0.0
 
 

@@ -43,8 +43,7 @@ from advisorchain.advisors.small_model import (
     not_done_reason,
 )
 from advisorchain.core.messages import Message
-from advisorchain.providers import Reply, ScriptedChatModel
-from advisorchain.providers.text_tool_calls import TextToolCallModel
+from advisorchain.providers import Reply, ScriptedChatModel, TextToolCallModel
 
 Path = Literal["call", "stream"]
 PATHS: list[Path] = ["call", "stream"]

@@ -24,14 +24,13 @@ from advisorchain import (
     tool,
 )
 from advisorchain.core.events import StreamEvent
-from advisorchain.providers import ScriptedChatModel
-from advisorchain.providers.text_tool_calls import (
-    TextToolCallModel,
+from advisorchain.core.text_tool_calls import (
     TextToolCallParser,
     apply_text_tool_calls,
     parse_text_tool_call_stream,
     parse_text_tool_calls,
 )
+from advisorchain.providers import ScriptedChatModel, TextToolCallModel
 
 NAMES = frozenset({"get_order_status", "get_customer_orders"})
 CALL = '{"name": "get_order_status", "arguments": {"order_id": "A-1001"}}'

@@ -17,13 +17,12 @@ from advisorchain import (
     ToolCallStarted,
     tool,
 )
-from advisorchain.providers import ScriptedChatModel
-from advisorchain.providers.text_tool_calls import (
-    TextToolCallModel,
+from advisorchain.core.text_tool_calls import (
     TextToolCallParser,
     apply_text_tool_calls,
     parse_text_tool_calls,
 )
+from advisorchain.providers import ScriptedChatModel, TextToolCallModel
 
 NAMES = {"get_order_status", "cancel_order"}
 

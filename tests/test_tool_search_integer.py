@@ -214,7 +214,7 @@ async def test_a_converted_file_that_does_not_load_falls_back_to_the_float_graph
     monkeypatch.setattr(embedding, "_SESSIONS", {})
     broken = tmp_path / "broken.onnx"
     broken.write_bytes(b"\x00 a truncated file")
-    monkeypatch.setattr(integer_model, "integer_model", lambda source: broken)
+    monkeypatch.setattr(embedding, "integer_model", lambda source: broken)
     floats = await embedding.minilm_embedder(threads=1)(TEXTS)
     with caplog.at_level(logging.WARNING, logger="advisorchain.tool_search"):
         fallback = await embedding.minilm_embedder(threads=1, integer=True)(TEXTS)

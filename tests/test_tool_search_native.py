@@ -10,6 +10,7 @@ import pytest
 
 from advisorchain import (
     Chain,
+    ChainConfigurationError,
     ChatRequest,
     ResponseCompleted,
     Tool,
@@ -18,12 +19,16 @@ from advisorchain import (
     UserMessage,
 )
 from advisorchain.advisors import ToolSearchAdvisor
-from advisorchain.providers import AnthropicChatModel
-from advisorchain.providers.anthropic_tool_search import (
-    NATIVE_KEY,
-    anthropic_tool_search,
-    native_mark,
+from advisorchain.providers import (
+    AnthropicChatModel,
+    BadRequestError,
+    FallbackModel,
+    NativeToolSearch,
+    OpenAIChatModel,
+    ScriptedChatModel,
+    TextToolCallModel,
 )
+from advisorchain.providers.anthropic_tool_search import anthropic_tool_search
 
 from provider_support import (
     FAST_RETRY,
@@ -120,7 +125,7 @@ async def test_the_provider_searches_a_deferred_catalog_sent_whole_every_round(
     first, second = recorder.bodies
     assert first["tools"] == json.loads(fixture("anthropic_tool_search_tools.json"))
     assert second["tools"] == first["tools"]  # the same prefix on every round
-    assert NATIVE_KEY not in first and NATIVE_KEY not in second
+    assert "native_tool_search" not in first and "advisorchain_tool_search" not in first
     assert "search_tools" not in json.dumps(first)  # no local search tool, no note
     assert "system" not in first
     result = response.messages[1]
@@ -135,26 +140,74 @@ def test_pinned_tools_and_a_named_tool_choice_are_not_deferred() -> None:
     )
     narrowed = advisor.narrow(request)
     assert [t.name for t in narrowed.tools] == ["get_weather", "search_files"]
-    assert narrowed.options.extra[NATIVE_KEY] == {"variant": "regex", "deferred": ["get_weather"]}
+    assert narrowed.options.native_tool_search == NativeToolSearch(
+        variant="regex", deferred=("get_weather",)
+    )
+    assert not narrowed.options.extra  # a typed option, no hidden channel
     chosen = advisor.narrow(request.with_options(tool_choice="get_weather"))
-    assert chosen.options.extra[NATIVE_KEY]["deferred"] == []
+    assert chosen.options.native_tool_search is not None
+    assert chosen.options.native_tool_search.deferred == ()
     few = ToolSearchAdvisor(native="bm25", min_tools=5)
     small = few.narrow(request.with_tools((few.search_tool, *tools)))
-    assert NATIVE_KEY not in small.options.extra and len(small.tools) == 2
+    assert small.options.native_tool_search is None and len(small.tools) == 2
 
 
 def test_the_anthropic_mapping() -> None:
-    plain = {"model": "m", "tools": [{"name": "a"}]}
-    assert anthropic_tool_search(dict(plain)) == plain
-    body = {"tools": [{"name": "a"}, {"name": "b"}], **native_mark("regex", ["b"])}
-    assert anthropic_tool_search(body) == {
+    body = {"tools": [{"name": "a"}, {"name": "b"}]}
+    search = NativeToolSearch(variant="regex", deferred=("b",))
+    assert anthropic_tool_search(body, search) == {
         "tools": [
             {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
             {"name": "a"},
             {"name": "b", "defer_loading": True},
         ]
     }
-    with pytest.raises(ValueError, match=NATIVE_KEY):
-        anthropic_tool_search({NATIVE_KEY: {"variant": "vector"}})
+    with pytest.raises(ValueError, match="variant"):
+        NativeToolSearch(variant="vector")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="deferred"):
+        NativeToolSearch(variant="bm25", deferred=(1,))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="native"):
         ToolSearchAdvisor(native="vector")  # type: ignore[arg-type]
+
+
+def test_models_declare_native_tool_search_and_wrappers_pass_it_on() -> None:
+    anthropic = AnthropicChatModel("claude-opus-4-6", api_key="k")
+    openai = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1")
+    assert anthropic.supports_native_tool_search("bm25")
+    assert anthropic.supports_native_tool_search("regex")
+    assert not openai.supports_native_tool_search("bm25")
+    assert TextToolCallModel(anthropic).supports_native_tool_search("bm25")
+    assert FallbackModel([anthropic, anthropic]).supports_native_tool_search("regex")
+    assert not FallbackModel([anthropic, openai]).supports_native_tool_search("regex")
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        ScriptedChatModel(["ok"]),
+        OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1"),
+    ],
+    ids=["no-capability", "openai"],
+)
+def test_a_chain_refuses_native_search_on_a_model_without_it(model: Any) -> None:
+    with pytest.raises(ChainConfigurationError, match="supports_native_tool_search"):
+        Chain([ToolCallingAdvisor(), ToolSearchAdvisor(native="bm25")], model=model)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True], ids=["call", "stream"])
+async def test_a_provider_without_tool_search_refuses_the_option_before_sending(
+    stream: bool,
+) -> None:
+    recorder = Recorder(httpx.Response(200, json={}))
+    model = OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", http_client=recorder.client())
+    request = ChatRequest(messages=(UserMessage(content="hi"),)).with_options(
+        native_tool_search=NativeToolSearch(variant="bm25", deferred=("a",))
+    )
+    with pytest.raises(BadRequestError, match="tool search"):
+        if stream:
+            async for _ in model.stream(request):
+                pass
+        else:
+            await model.call(request)
+    assert recorder.bodies == []

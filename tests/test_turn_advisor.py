@@ -13,6 +13,7 @@ import pytest
 
 from advisorchain import (
     Advisor,
+    AnswerDiscarded,
     AssistantMessage,
     CallNext,
     Chain,
@@ -303,3 +304,132 @@ async def test_an_around_that_swallows_the_close_cannot_stream_on() -> None:
             break
     assert stubborn.log == ["closed", "closed again"]
     assert len(model.requests) == 1
+
+
+class Discards(TurnAdvisor):
+    """Rejects the first answer, tells the caller, and asks again."""
+
+    def __init__(self) -> None:
+        self.streamed: list[bool] = []
+
+    async def around(self, request: ChatRequest, proceed: Proceed) -> ChatResponse:
+        first = await proceed(request)
+        if isinstance(proceed, StreamProceed):
+            self.streamed.append(proceed.streamed)
+        await self.discard(proceed, AnswerDiscarded(reason=f"not {first.text!r}", attempt=1))
+        if isinstance(proceed, StreamProceed):
+            self.streamed.append(proceed.streamed)
+        return await proceed(request)
+
+
+@PATHS
+async def test_discard_lets_around_ask_again_after_events_streamed(path: Path) -> None:
+    model = ScriptedChatModel(["one", "two"])
+    discards = Discards()
+    chain = Chain([discards], model=model)
+    if path == "call":
+        assert (await chain.call("Hi")).text == "two"
+        assert discards.streamed == []
+        return
+    events = [event async for event in chain.stream("Hi")]
+    assert [type(e).__name__ for e in events] == [
+        "TextDelta",
+        "AnswerDiscarded",
+        "TextDelta",
+        "ResponseCompleted",
+    ]
+    assert events[1] == AnswerDiscarded(reason="not 'one'", attempt=1)
+    assert isinstance(events[-1], ResponseCompleted) and events[-1].response.text == "two"
+    assert discards.streamed == [True, False]
+    assert len(model.requests) == 2
+
+
+async def test_closing_the_stream_at_the_discarded_event_closes_around() -> None:
+    log: list[str] = []
+
+    class Logs(Discards):
+        async def around(self, request: ChatRequest, proceed: Proceed) -> ChatResponse:
+            try:
+                return await super().around(request, proceed)
+            except GeneratorExit:
+                log.append("closed")
+                raise
+
+    model = ScriptedChatModel(["one", "two"])
+    async with closing_stream(Chain([Logs()], model=model).stream("Hi")) as events:
+        async for event in events:
+            if isinstance(event, AnswerDiscarded):
+                break
+    assert log == ["closed"]
+    assert len(model.requests) == 1
+
+
+class Scoped(Recorder):
+    def scoped(self, request: ChatRequest) -> bool:
+        return True
+
+
+class Peeks(Advisor):
+    """Records the context variable at each step of its stream (and its call)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def call(self, request: ChatRequest, next: CallNext) -> ChatResponse:
+        self.seen.append(_seen.get())
+        return await next(request)
+
+    async def stream(self, request: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
+        async with closing_stream(next(request)) as events:
+            async for event in events:
+                self.seen.append(_seen.get())
+                yield event
+                self.seen.append(_seen.get())
+
+
+@PATHS
+@pytest.mark.parametrize("scoped", [False, True])
+async def test_a_scoped_context_is_the_rest_of_the_chains_never_the_callers(
+    path: Path, scoped: bool
+) -> None:
+    peeks = Peeks()
+    link = Scoped() if scoped else Recorder()
+    chain = Chain([link, peeks], model=ScriptedChatModel(["Hello there."], chunk_size=3))
+    if path == "call":
+        await chain.call("Hi")
+        assert peeks.seen == ["set by around"]
+        assert _seen.get() == "unset"
+        return
+    between: list[str] = []
+    async with closing_stream(chain.stream("Hi")) as events:
+        async for _ in events:
+            between.append(_seen.get())
+    assert set(peeks.seen) == {"set by around"}  # every step of the rest of the chain
+    # the caller holds each event: unscoped, around's variable is still set there
+    assert set(between[:-1]) == ({"unset"} if scoped else {"set by around"})
+    assert between[-1] == "unset"  # around has returned before the final event
+    assert _seen.get() == "unset"
+
+
+async def test_a_scoped_turn_closed_early_runs_around_s_finally_in_its_context() -> None:
+    scoped = Scoped()
+    chain = Chain([scoped], model=ScriptedChatModel(["Hello there."], chunk_size=3))
+    async with closing_stream(chain.stream("Hi")) as events:
+        async for _ in events:
+            break
+    # `_seen.reset(token)` in around's finally would raise in another context
+    assert scoped.log == ["before Hi", "raised GeneratorExit", "finally"]
+    assert _seen.get() == "unset"
+
+
+@PATHS
+@pytest.mark.parametrize("applies", [False, True])
+async def test_a_turn_the_link_does_not_apply_to_skips_around(path: Path, applies: bool) -> None:
+    class Sometimes(Replaces):
+        def applies(self, request: ChatRequest) -> bool:
+            return applies
+
+    response, deltas = await run(Chain([Sometimes()], model=ScriptedChatModel(["Hi."])), path)
+    assert response.text == ("HI." if applies else "Hi.")
+    if path == "stream":
+        assert deltas == ["Hi."]

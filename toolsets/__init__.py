@@ -4,22 +4,17 @@ Importing this package needs no optional extra; connecting an `McpToolset` needs
 """
 
 from ..core._exports import publish
-from ._mcp_content import ContentLimits, McpCallResult
-from ._mcp_elicitation import (
-    ConsoleElicitor,
-    DeferredElicitation,
-    ElicitationNotWaiting,
-    InvalidElicitationAnswer,
-)
-from ._mcp_sampling import (
-    ElicitationAnswer,
-    ElicitationHandler,
-    ElicitationRequest,
-    SamplingPolicy,
-    SamplingRequest,
-)
 from .mcp import (
     ApprovalPolicy,
+    ConsoleElicitor,
+    ContentLimits,
+    DeferredElicitation,
+    ElicitationAnswer,
+    ElicitationHandler,
+    ElicitationNotWaiting,
+    ElicitationRequest,
+    InvalidElicitationAnswer,
+    McpCallResult,
     McpConnectionError,
     McpError,
     McpOptions,
@@ -31,6 +26,8 @@ from .mcp import (
     McpTimeoutError,
     McpToolError,
     McpToolset,
+    SamplingPolicy,
+    SamplingRequest,
     ToolFilter,
     ToolHints,
     result_text,

@@ -83,7 +83,8 @@ def _is_async_callable(fn: Callable[..., Any]) -> bool:
 
 
 class DeferredApprover:
-    """An approver that always decides later: every call waits for `Chain.resume`."""
+    """An approver that always decides later: every call is deferred until a resume
+    (`chain.call(transcript, decisions=...)`)."""
 
     def __repr__(self) -> str:
         return "DeferredApprover()"

@@ -11,7 +11,6 @@ from ...core._streams import closing_stream
 from ...core.advisor import Advisor, CallNext, Placement, StreamNext, overrides
 from ...core.errors import AdvisorChainError, ChainConfigurationError
 from ...core.events import ResponseCompleted, StreamEvent
-from ...core.limits import after_model_call, before_model_call, enclosing_limits
 from ...core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from ...core.model import ChatModel, model_name
 from ...core.options import ChatOptions
@@ -19,6 +18,7 @@ from ...core.parts import DocumentPart, ImagePart, ReasoningPart
 from ...core.request import ChatRequest
 from ...core.response import ChatResponse
 from ...core.usage import Usage
+from ...core.watchers import model_call_watchers, notify_after, notify_before
 from ..memory.store import CompactionBoundary, CompactionBoundaryStore
 from .native import NativeCompaction
 from .transcript import (
@@ -542,15 +542,15 @@ class CompactionAdvisor(Advisor):
             ),
             options=ChatOptions(max_tokens=self.max_summary_tokens).merged(self.summarizer_options),
         )
-        limits = enclosing_limits()
-        if limits:
-            await before_model_call(limits, private)
+        watchers = model_call_watchers()  # an enclosing tool call's (a budget's)
+        if watchers:
+            await notify_before(watchers, private)
         try:
             response = await self.summarizer.call(private)
         except Exception as exc:
             raise CompactionError(f"the summarizer failed: {type(exc).__name__}") from exc
-        if limits:
-            await after_model_call(limits, private, response)
+        if watchers:
+            await notify_after(watchers, private, response)
         summary = response.text.strip()
         if not summary:
             raise CompactionError("the summarizer answered with no text")

@@ -1,9 +1,9 @@
 """Provider-native context management, asked for through `CompactionAdvisor(native=...)`.
 
-The advisor marks each request with `NATIVE_COMPACTION_KEY` in `ChatOptions.extra`; a
-provider that has such a feature reads its own part of the mark and turns it into its
-request field, and every provider removes the mark, so a fallback to another provider
-never sends a field it does not know:
+The advisor sets `ChatOptions.native_compaction` (a typed option: a provider's name to
+what it sends) on each request; a provider that has such a feature reads its own entry
+and turns it into its request field, and no provider reads another's, so a fallback to
+another provider never sends a field it does not know:
 
 - OpenAI Responses: `context_management=[{"type": "compaction", "compact_threshold": N}]`.
   The `compaction` output item the server returns is kept in the assistant message's
@@ -22,7 +22,6 @@ from typing import Any
 
 from ...core.errors import ChainConfigurationError
 from ...core.request import ChatRequest
-from ...providers.native_compaction import NATIVE_COMPACTION_KEY
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +64,7 @@ class NativeCompaction:
             )
 
     def mark(self) -> dict[str, Any]:
-        """The mark put in `ChatOptions.extra[NATIVE_COMPACTION_KEY]`."""
+        """What is put in `ChatOptions.native_compaction`, by provider name."""
         mark: dict[str, Any] = {}
         if self.openai_compact_threshold is not None:
             mark["openai-responses"] = [
@@ -99,11 +98,11 @@ class NativeCompaction:
         return mark
 
     def apply(self, request: ChatRequest) -> ChatRequest:
-        """`request` with the mark in its options' `extra`."""
+        """`request` with the mark as its options' `native_compaction`."""
         mark = self.mark()
         if not mark:
             return request
-        return request.with_options(extra={NATIVE_COMPACTION_KEY: mark})
+        return request.with_options(native_compaction=mark)
 
 
-__all__ = ["NATIVE_COMPACTION_KEY", "NativeCompaction"]
+__all__ = ["NativeCompaction"]

@@ -13,9 +13,10 @@ from ...core.errors import ChainConfigurationError
 from ...core.invocation import ToolInvocation, ToolResult
 from ...core.manager import describe_exception
 from ...core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from ...core.model import supports_native_tool_search
+from ...core.options import NativeSearchVariant, NativeToolSearch
 from ...core.request import ChatRequest
 from ...core.tools import Tool
-from ...providers.anthropic_tool_search import NativeSearch, native_mark
 from .catalog import CatalogIndexes
 from .defaults import default_index
 from .index import QueryRejected, ToolIndex, one_line
@@ -100,7 +101,7 @@ class ToolSearchAdvisor(Advisor):
         keep: Keep = "conversation",
         max_found: int | None = 32,
         max_queries: int = 5,
-        native: NativeSearch | None = None,
+        native: NativeSearchVariant | None = None,
         proactive: ProactiveSearch | None = None,
     ) -> None:
         if max_results < 1:
@@ -109,7 +110,7 @@ class ToolSearchAdvisor(Advisor):
             raise ValueError("min_tools must not be negative")
         if native is not None and native not in ("bm25", "regex"):
             raise ValueError('native must be "bm25", "regex" or None')
-        self.native: NativeSearch | None = native
+        self.native: NativeSearchVariant | None = native
         if proactive is not None and not isinstance(proactive, ProactiveSearch):
             raise TypeError("proactive must be a ProactiveSearch or None")
         if proactive is not None and native is not None:
@@ -178,6 +179,13 @@ class ToolSearchAdvisor(Advisor):
             raise ChainConfigurationError(
                 "ToolSearchAdvisor must come after a ToolCallingAdvisor in the chain "
                 "(inside the tool loop), so that every round sees the tools it found"
+            )
+        model = placement.chain.model
+        if self.native is not None and not supports_native_tool_search(model, self.native):
+            raise ChainConfigurationError(
+                f"ToolSearchAdvisor(native={self.native!r}) needs a model whose provider "
+                f"searches tools itself (AnthropicChatModel); {type(model).__name__} does "
+                "not declare supports_native_tool_search: use native=None (local search)"
             )
         return self
 
@@ -301,7 +309,7 @@ class ToolSearchAdvisor(Advisor):
             # The provider searches: every tool goes, the unpinned ones deferred.
             deferred = [t.name for t in catalog if t.name not in fixed]
             return request.with_tools(tuple(catalog)).with_options(
-                extra=native_mark(self.native, deferred)
+                native_tool_search=NativeToolSearch(variant=self.native, deferred=tuple(deferred))
             )
         # Pinned tools in catalog order, then found tools in the order they were found:
         # each model call's tool list extends the previous one's (a local model's KV-cache

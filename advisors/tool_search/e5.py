@@ -15,7 +15,8 @@ from typing import Any
 import anyio.to_thread
 
 from ...core._extras import install_hint
-from .embedding import EmbeddingCache, EmbeddingFunction, EmbeddingIndex, default_cache_path
+from ._cache import default_cache_path
+from .embedding import EmbeddingCache, EmbeddingFunction, EmbeddingIndex
 
 __all__ = ["E5", "e5_available", "e5_embedders", "e5_index"]
 

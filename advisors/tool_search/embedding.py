@@ -27,6 +27,7 @@ from ._cache import default_cache_path as default_cache_path
 from ._store import KeyedBlobs
 from .examples import Examples, check_examples, examples_for
 from .index import MAX_QUERY_CHARS, ToolIndex, document_text
+from .integer_model import integer_model
 
 EmbeddingFunction: TypeAlias = Callable[[Sequence[str]], Awaitable[Sequence[Sequence[float]]]]
 """`await embed(texts)` -> one vector per text, in order (any dimension, any scale)."""
@@ -379,56 +380,78 @@ def minilm_embedder(
         ) from exc
     model_file = Path(model_path) if model_path is not None else _packaged_model()
     tokenizer_file = Path(tokenizer_path) if tokenizer_path is not None else _packaged_tokenizer()
-    tokenizer_key = (str(tokenizer_file), max_length)
-
-    def session_of(path: Path) -> Any:
-        options = onnxruntime.SessionOptions()
-        if threads is not None:
-            options.intra_op_num_threads = threads
-        # Idle worker threads sleep instead of spinning: on a machine whose cores
-        # are busy, spinning threads steal the time the working ones need.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def load() -> tuple[Any, Any]:
-        # One session per model, kind and threads in a process, one tokenizer per file
-        # and length: embedders share them.
-        session_key = (str(model_file), integer, threads)
-        with _LOAD_LOCK:
-            if session_key not in _SESSIONS:
-                session = _integer_session(model_file, session_of) if integer else None
-                _SESSIONS[session_key] = session_of(model_file) if session is None else session
-            if tokenizer_key not in _TOKENIZERS:
-                tokenizer = Tokenizer.from_file(str(tokenizer_file))
-                tokenizer.enable_truncation(max_length)
-                tokenizer.no_padding()
-                _TOKENIZERS[tokenizer_key] = tokenizer
-            return _SESSIONS[session_key], _TOKENIZERS[tokenizer_key]
+        session = _shared_session(onnxruntime, model_file, integer, threads)
+        return session, _shared_tokenizer(Tokenizer, tokenizer_file, max_length)
 
     def run(texts: list[str]) -> list[list[float]]:
         session, tokenizer = load()
-        encodings = tokenizer.encode_batch(texts)
-        out: list[list[float]] = [[] for _ in texts]
-        # Batches of similar length: padding to each batch's longest text costs little.
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            width = max(len(encodings[i].ids) for i in chunk)
-            ids = np.zeros((len(chunk), width), dtype=np.int64)  # 0 is [PAD]
-            mask = np.zeros((len(chunk), width), dtype=np.int64)
-            for row, i in enumerate(chunk):
-                tokens = encodings[i].ids
-                ids[row, : len(tokens)] = tokens
-                mask[row, : len(tokens)] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            (hidden,) = session.run(["last_hidden_state"], feeds)
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            for i, vector in zip(chunk, pooled.tolist(), strict=True):
-                out[i] = vector
-        return out
+        return _embed(np, session, tokenizer, texts, batch_size)
 
     return _LocalEmbedder(run, load)
+
+
+def _shared_session(onnxruntime: Any, model_file: Path, integer: bool, threads: int | None) -> Any:
+    """The one session of the model, kind and threads in this process (loaded on first use):
+    embedders share it."""
+    key = (str(model_file), integer, threads)
+    with _LOAD_LOCK:
+        if key not in _SESSIONS:
+
+            def session_of(path: Path) -> Any:
+                options = onnxruntime.SessionOptions()
+                if threads is not None:
+                    options.intra_op_num_threads = threads
+                # Idle worker threads sleep instead of spinning: on a machine whose cores
+                # are busy, spinning threads steal the time the working ones need.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                return onnxruntime.InferenceSession(
+                    str(path), options, providers=["CPUExecutionProvider"]
+                )
+
+            session = _integer_session(model_file, session_of) if integer else None
+            _SESSIONS[key] = session_of(model_file) if session is None else session
+        return _SESSIONS[key]
+
+
+def _shared_tokenizer(tokenizer_class: Any, tokenizer_file: Path, max_length: int) -> Any:
+    """The one tokenizer of the file and length in this process (loaded on first use),
+    truncating to `max_length` tokens, without padding."""
+    key = (str(tokenizer_file), max_length)
+    with _LOAD_LOCK:
+        if key not in _TOKENIZERS:
+            tokenizer = tokenizer_class.from_file(str(tokenizer_file))
+            tokenizer.enable_truncation(max_length)
+            tokenizer.no_padding()
+            _TOKENIZERS[key] = tokenizer
+        return _TOKENIZERS[key]
+
+
+def _embed(
+    np: Any, session: Any, tokenizer: Any, texts: list[str], batch_size: int
+) -> list[list[float]]:
+    """The mean-pooled vectors of `texts`, in their order, run in batches of similar length:
+    padding to each batch's longest text costs little."""
+    encodings = tokenizer.encode_batch(texts)
+    out: list[list[float]] = [[] for _ in texts]
+    order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        width = max(len(encodings[i].ids) for i in chunk)
+        ids = np.zeros((len(chunk), width), dtype=np.int64)  # 0 is [PAD]
+        mask = np.zeros((len(chunk), width), dtype=np.int64)
+        for row, i in enumerate(chunk):
+            tokens = encodings[i].ids
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        (hidden,) = session.run(["last_hidden_state"], feeds)
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        for i, vector in zip(chunk, pooled.tolist(), strict=True):
+            out[i] = vector
+    return out
 
 
 class _LocalEmbedder:
@@ -467,8 +490,6 @@ async def _in_thread(
 
 def _integer_session(model_file: Path, session_of: Callable[[Path], Any]) -> Any:
     """A session over `model_file`'s integer graph, or None (logged) when there is none."""
-    from .integer_model import integer_model
-
     try:
         return session_of(integer_model(model_file))
     except ImportError as exc:

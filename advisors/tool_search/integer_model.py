@@ -77,8 +77,6 @@ def convert(model: Any) -> int:
     the bias of an `Add` that alone follows it; fuse `x * 0.5 * (1 + erf(x / sqrt 2))`
     into one `Gelu`; drop what no longer feeds the outputs. Returns how many `MatMul`s
     were rewritten (0: the model is left as it was)."""
-    import numpy as np
-
     onnx: Any = importlib.import_module("onnx")
     helper, numpy_helper = onnx.helper, onnx.numpy_helper
     graph = model.graph
@@ -97,29 +95,13 @@ def convert(model: Any) -> int:
         if weights is None:
             nodes.append(node)
             continue
-        quantized, scale = weights
-        columns = quantized.shape[1]
-        scale_name, zero_name = f"{node.name}_b_scale", f"{node.name}_b_zero"
-        added.append(numpy_helper.from_array(scale.reshape(columns).astype(np.float32), scale_name))
-        added.append(numpy_helper.from_array(np.zeros(columns, dtype=np.int8), zero_name))
-        inputs = [node.input[0], producer[producer[node.input[1]].input[0]].input[0]]
-        inputs += [scale_name, zero_name]
-        output = node.output[0]
-        bias = _bias(output, consumers, initializers, outputs, columns, numpy_helper)
-        if bias is not None:
-            add, bias_name = bias
-            folded.add(id(add))
-            inputs.append(bias_name)
-            output = add.output[0]
-        nodes.append(
-            helper.make_node(
-                "DynamicQuantizeMatMul",
-                inputs,
-                [output],
-                name=f"{node.name}_integer",
-                domain="com.microsoft",
-            )
+        replacement, bias_add, new_initializers = _integer_matmul(
+            node, weights, producer, consumers, initializers, outputs, onnx
         )
+        nodes.append(replacement)
+        added += new_initializers
+        if bias_add is not None:
+            folded.add(id(bias_add))
         rewritten += 1
     if not rewritten:
         return 0
@@ -132,6 +114,47 @@ def convert(model: Any) -> int:
     if not any(o.domain == "com.microsoft" for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     return rewritten
+
+
+def _integer_matmul(
+    node: Any,
+    weights: tuple[Any, Any],
+    producer: dict[str, Any],
+    consumers: dict[str, list[Any]],
+    initializers: dict[str, Any],
+    outputs: set[str],
+    onnx: Any,
+) -> tuple[Any, Any | None, list[Any]]:
+    """`DynamicQuantizeMatMul` in place of the `MatMul` `node` of int8 `weights` `(q, scale)`:
+    the new node, the `Add` whose bias it folded in (or `None`), and the initializers
+    it adds (the scale and zero point)."""
+    import numpy as np
+
+    helper, numpy_helper = onnx.helper, onnx.numpy_helper
+    quantized, scale = weights
+    columns = quantized.shape[1]
+    scale_name, zero_name = f"{node.name}_b_scale", f"{node.name}_b_zero"
+    added = [
+        numpy_helper.from_array(scale.reshape(columns).astype(np.float32), scale_name),
+        numpy_helper.from_array(np.zeros(columns, dtype=np.int8), zero_name),
+    ]
+    inputs = [node.input[0], producer[producer[node.input[1]].input[0]].input[0]]
+    inputs += [scale_name, zero_name]
+    output = node.output[0]
+    bias = _bias(output, consumers, initializers, outputs, columns, numpy_helper)
+    add = None
+    if bias is not None:
+        add, bias_name = bias
+        inputs.append(bias_name)
+        output = add.output[0]
+    replacement = helper.make_node(
+        "DynamicQuantizeMatMul",
+        inputs,
+        [output],
+        name=f"{node.name}_integer",
+        domain="com.microsoft",
+    )
+    return replacement, add, added
 
 
 def _int8_weights(

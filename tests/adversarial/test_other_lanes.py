@@ -33,7 +33,7 @@ from advisorchain.advisors import (
 )
 from advisorchain.core.manager import describe_exception
 from advisorchain.providers import OpenAIChatModel, ScriptedChatModel
-from advisorchain.providers.http import retry_after
+from advisorchain.providers.http.retry import retry_after
 
 from .support import KEY, exception_chain_text
 

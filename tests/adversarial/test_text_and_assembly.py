@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from advisorchain import StreamInterruptedError, TextDelta, ToolCall, ToolCallDelta
+from advisorchain.core.text_tool_calls import TextToolCallParser, parse_text_tool_calls
 from advisorchain.providers import StreamAssembler
-from advisorchain.providers.text_tool_calls import TextToolCallParser, parse_text_tool_calls
 
 from .strategies import fragments, json_values
 from .support import PROPERTY

@@ -20,13 +20,13 @@ from typing import Any, TextIO
 import anyio
 import anyio.to_thread
 
-from ..core.advisor import Advisor, Placement
-from ..core.context import ToolContext
-from ..core.deferred import Result
-from ..core.errors import ChainConfigurationError, InvalidDecisions, ResumeConflict
-from ..core.invocation import ToolInvocation, ToolNext, ToolResult
-from ._mcp_answers import check_answer, choices_of
-from ._mcp_sampling import ElicitationAnswer, ElicitationRequest
+from ...core.advisor import Advisor, Placement
+from ...core.context import ToolContext
+from ...core.deferred import Result
+from ...core.errors import ChainConfigurationError, InvalidDecisions, ResumeConflict
+from ...core.invocation import ToolInvocation, ToolNext, ToolResult
+from ._answers import check_answer, choices_of
+from ._elicitation import ElicitationAnswer, ElicitationRequest
 
 logger = logging.getLogger("advisorchain.mcp")
 
@@ -337,25 +337,9 @@ class DeferredElicitation(Advisor):
     async def _answer(
         self, invocation: ToolInvocation, next: ToolNext, metadata: Mapping[str, Any]
     ) -> ToolResult:
-        decision = invocation.decision
         schema = metadata.get("schema")
         question_id = metadata.get("question_id")
-        if isinstance(decision, Result):
-            content = decision.value if isinstance(decision.value, Mapping) else {}
-            if not isinstance(decision.value, Mapping):
-                raise InvalidElicitationAnswer(
-                    f"the answer for {invocation.call.id!r} must be Result(a mapping of the "
-                    f"requested fields), not Result({type(decision.value).__name__})"
-                )
-            errors = check_answer(content, schema) if isinstance(schema, Mapping) else []
-            if errors:
-                raise InvalidElicitationAnswer(
-                    f"the answer for {invocation.call.id!r} does not fit the requested "
-                    "schema: " + "; ".join(errors)
-                )
-            answer = ElicitationAnswer("accept", dict(content))
-        else:
-            answer = ElicitationAnswer("decline")
+        answer = _answer_of(invocation, schema)
         if not isinstance(question_id, str) or question_id not in self._open:
             raise ElicitationNotWaiting(
                 f"the question of call {invocation.call.id!r} is not waiting here: it was "
@@ -390,6 +374,28 @@ class DeferredElicitation(Advisor):
             self._supplied.pop(call_id, None)
             self._reissuing.discard(call_id)
             self._asked.pop(call_id, None)
+
+
+def _answer_of(invocation: ToolInvocation, schema: object) -> ElicitationAnswer:
+    """The user's answer in a resume's decision: `Result(content)` accepts (content checked
+    against the requested `schema`), anything else declines. Raises
+    `InvalidElicitationAnswer` for content that is not a mapping or does not fit."""
+    decision = invocation.decision
+    if not isinstance(decision, Result):
+        return ElicitationAnswer("decline")
+    if not isinstance(decision.value, Mapping):
+        raise InvalidElicitationAnswer(
+            f"the answer for {invocation.call.id!r} must be Result(a mapping of the "
+            f"requested fields), not Result({type(decision.value).__name__})"
+        )
+    content = decision.value
+    errors = check_answer(content, schema) if isinstance(schema, Mapping) else []
+    if errors:
+        raise InvalidElicitationAnswer(
+            f"the answer for {invocation.call.id!r} does not fit the requested "
+            "schema: " + "; ".join(errors)
+        )
+    return ElicitationAnswer("accept", dict(content))
 
 
 __all__ = [

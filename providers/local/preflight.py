@@ -24,9 +24,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.errors import AdvisorChainError
-from .llama_build import PORTABLE_CMAKE_ARGS, rebuild_command
-from .local_weights import default_cache_dir
+from ...core.errors import AdvisorChainError
+from .build import PORTABLE_CMAKE_ARGS, rebuild_command
+from .weights import default_cache_dir
 
 PROMPT_TOKENS = 96
 """Tokens in the preflight's prompt: more than one batch row, like a real chat prompt."""

@@ -1,6 +1,6 @@
-"""Requests an MCP server sends to the client: sampling (`sampling/createMessage`) and
-elicitation (`elicitation/create`). Both are opt-in: a toolset without a policy or a
-handler does not advertise the capability, and the SDK refuses such requests.
+"""Sampling: an MCP server asks the client's model for a completion
+(`sampling/createMessage`). Opt-in: a toolset without a `SamplingPolicy` does not
+advertise the capability, and the SDK refuses such requests.
 """
 
 from __future__ import annotations
@@ -9,26 +9,23 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any
 
-from ..core.messages import AssistantMessage, Message, SystemMessage, UserMessage
-from ..core.model import ChatModel
-from ..core.options import ChatOptions
-from ..core.request import ChatRequest
-from ._mcp_answers import check_answer
-from ._mcp_content import ContentLimits, _Mapper
+from ...advisors.approval import ApprovalCall, ApprovalRequest, Approve, Approver
+from ...core.messages import AssistantMessage, Message, SystemMessage, UserMessage
+from ...core.model import ChatModel
+from ...core.options import ChatOptions
+from ...core.request import ChatRequest
+from ._content import ContentLimits, _Mapper
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientRequestContext
     from mcp_types import (
         CreateMessageRequestParams,
         CreateMessageResult,
-        ElicitRequestParams,
-        ElicitResult,
         ErrorData,
     )
 
-    from ..advisors.approval import Approver
 
 logger = logging.getLogger("advisorchain.mcp")
 
@@ -65,35 +62,6 @@ class SamplingPolicy:
     approver: Approver | None = None
     limits: ContentLimits = field(default_factory=ContentLimits)
 
-
-@dataclass(frozen=True, slots=True)
-class ElicitationRequest:
-    """A server's question to the user: a form (`schema`, a flat JSON schema) or a URL
-    to open (`url`).
-
-    `call_id` is the id of the tool call the server asked during, when the toolset can
-    tell (exactly one of its calls was running); else `None`.
-    """
-
-    server: str
-    message: str
-    schema: Mapping[str, Any] | None = None
-    url: str | None = None
-    call_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ElicitationAnswer:
-    """The user's answer: `accept` (with `content` fitting the schema), `decline`, `cancel`."""
-
-    action: Literal["accept", "decline", "cancel"]
-    content: Mapping[str, Any] | None = None
-
-
-ElicitationHandler: TypeAlias = Callable[
-    [ElicitationRequest], ElicitationAnswer | Awaitable[ElicitationAnswer]
-]
-"""Answers a server's elicitation (sync or async): a callback, a console prompt, a UI."""
 
 _MAX_MESSAGE_CHARS = 10_000
 
@@ -146,8 +114,6 @@ async def _approved(policy: SamplingPolicy, request: SamplingRequest, number: in
             return False
     if policy.approver is None:
         return True
-    from ..advisors.approval import ApprovalCall, ApprovalRequest, Approve
-
     call = ApprovalCall(
         id=f"mcp-sampling-{number}",
         name="mcp_sampling",
@@ -190,55 +156,8 @@ def _sampling_messages(
     return tuple(converted)
 
 
-def elicitation_callback(
-    handler: ElicitationHandler,
-    server: str,
-    running_call: Callable[[], str | None] = lambda: None,
-) -> Any:
-    """The SDK callback that routes `elicitation/create` to `handler`, checking that an
-    accepted answer fits the requested schema before it goes back to the server.
-    `running_call()` names the one tool call running on the connection, if there is one."""
-
-    async def answer(
-        context: ClientRequestContext, params: ElicitRequestParams
-    ) -> ElicitResult | ErrorData:
-        from mcp_types import INVALID_PARAMS, ElicitResult, ErrorData
-
-        schema = getattr(params, "requested_schema", None)
-        url = getattr(params, "url", None)
-        request = ElicitationRequest(
-            server=server,
-            message=str(params.message)[:_MAX_MESSAGE_CHARS],
-            schema=dict(schema) if schema is not None else None,
-            url=None if url is None else str(url)[:_MAX_MESSAGE_CHARS],
-            call_id=running_call(),
-        )
-        reply = handler(request)
-        if inspect.isawaitable(reply):
-            reply = await reply
-        if not isinstance(reply, ElicitationAnswer):
-            return ErrorData(code=INVALID_PARAMS, message="the elicitation handler gave no answer")
-        if reply.action != "accept":
-            return ElicitResult(action=reply.action)
-        content = dict(reply.content or {})
-        if request.schema is not None:
-            errors = check_answer(content, request.schema)
-            if errors:
-                return ErrorData(
-                    code=INVALID_PARAMS,
-                    message="the answer does not fit the requested schema: " + "; ".join(errors),
-                )
-        return ElicitResult(action="accept", content=content if request.url is None else None)
-
-    return answer
-
-
 __all__ = [
-    "ElicitationAnswer",
-    "ElicitationHandler",
-    "ElicitationRequest",
     "SamplingPolicy",
     "SamplingRequest",
-    "elicitation_callback",
     "sampling_callback",
 ]

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ..core.messages import AssistantMessage, UserMessage
-from ..core.parts import DocumentPart, ImagePart, TextPart
+from ...core.messages import AssistantMessage, UserMessage
+from ...core.parts import DocumentPart, ImagePart, TextPart
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult

@@ -12,7 +12,7 @@ there would be installed again whatever the flags. The wheel is therefore built 
 that changes the binary: the llama-cpp-python version, the CMake flags, the Python tag, the
 platform and the compiler. A second clone on the same machine installs from there.
 
-Control flow of `python providers/llama_build.py install --python VENV_PYTHON`:
+Control flow of `python providers/local/build.py install --python VENV_PYTHON`:
 compute the key; if `<cache>/wheels/<key>/` holds a wheel, install it; otherwise build it
 into a temporary folder, move it into place atomically, then install it. Runs before the
 package is installed, so it uses the standard library only.
@@ -89,7 +89,7 @@ def build_key(
 def default_cache_dir() -> Path:
     """`$ADVISORCHAIN_CACHE_DIR`, else `$XDG_CACHE_HOME/advisorchain` or `~/.cache/advisorchain`.
 
-    The same rule as `local_weights.default_cache_dir` (restated: this file runs stand-alone).
+    The same rule as `weights.default_cache_dir` (restated: this file runs stand-alone).
     """
     explicit = os.environ.get("ADVISORCHAIN_CACHE_DIR")
     if explicit:
@@ -174,7 +174,7 @@ def install(python: str, cache_dir: Path | None = None) -> Path:
 
 def rebuild_command() -> str:
     """The command a user runs to rebuild the local model's llama.cpp portably."""
-    return "make local-llama   (or: python providers/llama_build.py install --force)"
+    return "make local-llama   (or: python providers/local/build.py install --force)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,155 +9,80 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeAlias, TypedDict, TypeVar, Unpack
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, TextIO, TypedDict, TypeVar, Unpack
 
 import anyio
 
-from ..core._extras import install_hint
-from ..core._progress import bound_reporter
-from ..core._scrub import long_values, safe_str, scrub_error_text
-from ..core.context import ToolContext
-from ..core.errors import (
-    AdvisorChainError,
-    ChainConfigurationError,
-    ServerReportedError,
-    ToolDefinitionError,
-)
-from ..core.messages import AssistantMessage, UserMessage
-from ..core.tools import Tool, ToolDefinition
-from ._mcp_content import (
+from ...core._progress import bound_reporter
+from ...core._scrub import scrub_error_text
+from ...core.context import ToolContext
+from ...core.errors import ToolDefinitionError
+from ...core.messages import AssistantMessage, UserMessage
+from ...core.tools import Tool, ToolDefinition
+from ._catalog import McpPrompt, McpResource, browsing_tools, prompt_of, resource_of
+from ._content import (
     ContentLimits,
     McpCallResult,
     ResultPart,
     convert_contents,
     convert_prompt,
     convert_result,
-    result_text,
 )
-from ._mcp_sampling import (
-    ElicitationHandler,
-    SamplingPolicy,
-    elicitation_callback,
-    sampling_callback,
+from ._elicitation import ElicitationHandler, elicitation_callback
+from ._errors import (
+    McpConnectionError,
+    McpError,
+    McpProtocolError,
+    McpTaskRequiredError,
+    McpTimeoutError,
+    McpToolError,
+    describe,
+)
+from ._hints import (
+    ApprovalPolicy,
+    ToolHints,
+    check_policy,
+    needs_approval,
+    tool_hints,
+    trusted_effects,
+)
+from ._progress import ProgressCallback, RunningCalls, progress_listener, silence_deadline
+from ._sampling import SamplingPolicy, sampling_callback
+from ._server_log import ServerLogLevel, log_server_message
+from ._tools import (
+    ToolFilter,
+    context_mapping,
+    for_model,
+    hide_arguments,
+    tool_metadata,
+    with_context,
+)
+from ._transport import (
+    Connector,
+    given_values,
+    http_connector,
+    http_name,
+    require_mcp,
+    sdk_version,
+    stdio_connector,
 )
 
 if TYPE_CHECKING:
     import httpx2
     from mcp import ClientSession
     from mcp.client.session import IncomingMessage
-    from mcp.client.stdio import StdioServerParameters
     from mcp_types import CallToolResult, LoggingMessageNotificationParams
     from mcp_types import Tool as McpTool
 
 logger = logging.getLogger("advisorchain.mcp")
 
-ToolFilter: TypeAlias = Callable[[ToolDefinition], bool]
-"""Decides from a server tool's definition (its own name, unprefixed) whether to keep it."""
-
-ApprovalPolicy: TypeAlias = (
-    bool | Literal["destructive"] | Collection[str] | Callable[[ToolDefinition], bool]
-)
-"""Which tools need approval: all (`True`), none (`False`), those the server marks
-`destructiveHint: true` (`"destructive"`, the default), server tool names, or a predicate."""
-
-_Connector: TypeAlias = Callable[[], AbstractAsyncContextManager[Any]]
-
-
-class McpError(AdvisorChainError):
-    """Base class of the errors of an MCP toolset."""
-
-
-class McpConnectionError(McpError):
-    """The MCP server cannot be reached: it failed to start, died, or closed the connection."""
-
-
-class McpProtocolError(McpError, ServerReportedError):
-    """The server answered a request with a protocol error (unknown tool, bad params, ...).
-
-    When the server sent it (a JSON-RPC error), `server_text` is the message the model
-    reads, paths kept; when the SDK refused the server's answer here, it is `None` and the
-    message is redacted like any local exception's.
-    """
-
-    def __init__(self, message: str, *, server_text: str | None = None) -> None:
-        super().__init__(message)
-        self.server_text = server_text
-
-
-class McpToolError(McpError, ServerReportedError):
-    """The server's tool ran and reported a failure (`isError`); the message is its text.
-
-    `result` is the whole result (parts, structured content, the raw `CallToolResult`).
-    `server_text` (what the model reads) is the message, paths kept: they are the server's.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        result: McpCallResult | None = None,
-        *,
-        server_text: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.result = result
-        self.server_text = message if server_text is None else server_text
-
-
-class McpTaskRequiredError(McpProtocolError):
-    """The tool can only run as an MCP task (`taskSupport: "required"`), which the
-    installed MCP SDK does not support."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolHints:
-    """A server tool's annotations, each `True` only when the server says exactly `true`."""
-
-    read_only: bool = False
-    destructive: bool = False
-    idempotent: bool = False
-    open_world: bool = False
-    task_required: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class McpResource:
-    """A resource a server lists: its URI, name, description and media type."""
-
-    uri: str
-    name: str
-    description: str | None = None
-    mime_type: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class McpPromptArgument:
-    """An argument of a server's prompt."""
-
-    name: str
-    description: str | None = None
-    required: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class McpPrompt:
-    """A prompt (template) a server lists, with its arguments."""
-
-    name: str
-    description: str | None = None
-    arguments: tuple[McpPromptArgument, ...] = ()
-
-
-class McpTimeoutError(McpError):
-    """The server sent no answer (and, for a tool call, no progress) in time.
-
-    Not a `TimeoutError`: the tool loop reports it with its own message (how long the
-    server stayed silent), not as the tool's overall timeout."""
+_MAX_SERVER_TEXT = 2000
+_MAX_LISTED = 10_000
+_MAX_PAGES = 1000
+_T = TypeVar("_T")
 
 
 class McpOptions(TypedDict, total=False):
@@ -175,36 +100,6 @@ class McpOptions(TypedDict, total=False):
     log_level: ServerLogLevel | None
     sampling: SamplingPolicy | None
     elicitation: ElicitationHandler | None
-
-
-ServerLogLevel: TypeAlias = Literal[
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
-]
-"""An MCP (syslog) log level."""
-
-_LOG_LEVELS: Mapping[str, int] = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
-_MAX_LOG_CHARS = 2000
-_MAX_PROGRESS_MESSAGE = 1000
-_MAX_SERVER_TEXT = 2000
-_MAX_TOOLS = 10_000
-server_logger = logging.getLogger("advisorchain.mcp.server")
-"""Where the servers' log messages go (`notifications/message`), at the mapped level."""
-
-
-def _require_mcp() -> None:
-    try:
-        import mcp  # noqa: F401
-    except ImportError as exc:
-        raise ImportError("McpToolset needs the MCP SDK: " + install_hint("mcp")) from exc
 
 
 class McpToolset:
@@ -250,8 +145,9 @@ class McpToolset:
       not offer sampling.
     - `elicitation`: an `ElicitationHandler` answers the server's questions to the user
       (an accepted answer is checked against the requested schema): a callback,
-      `ConsoleElicitor()` (a terminal), or `DeferredElicitation()` (the question suspends
-      the turn until `Chain.resume`); without it the client does not offer elicitation.
+      `ConsoleElicitor()` (a terminal), or `DeferredElicitation()` (the question defers the
+      call until a resume answers it with `Result(...)` or `Reject(...)`); without it the
+      client does not offer elicitation.
 
     Effects: a tool whose annotations say `readOnlyHint: true` is `read_only`, one that
     says `idempotentHint: true` is `idempotent` (`tool_hints`), so the result cache, the
@@ -287,7 +183,7 @@ class McpToolset:
 
     def __init__(
         self,
-        connect: _Connector,
+        connect: Connector,
         *,
         name: str,
         prefix: str = "",
@@ -302,11 +198,7 @@ class McpToolset:
         sampling: SamplingPolicy | None = None,
         elicitation: ElicitationHandler | None = None,
     ) -> None:
-        if isinstance(requires_approval, str) and requires_approval != "destructive":
-            raise ChainConfigurationError(
-                "requires_approval takes True, False, 'destructive', a collection of tool "
-                "names or a predicate"
-            )
+        check_policy(requires_approval)
         self.name = name
         self.prefix = prefix
         self.filter = filter
@@ -331,8 +223,7 @@ class McpToolset:
         self._changed: anyio.Event | None = None
         self._resources: tuple[McpResource, ...] | None = None
         self._prompts: tuple[McpPrompt, ...] | None = None
-        self._running: dict[str, int] = {}
-        """The chain tool calls running on this connection (call id -> how many)."""
+        self._running = RunningCalls()
         self._given_values: tuple[str, ...] = ()
         """Values this process gives the server (env, headers): never shown to the model."""
 
@@ -356,22 +247,10 @@ class McpToolset:
         `name` (default: the command's file name) is how errors and tool metadata refer
         to the server. The other options are `McpToolset`'s.
         """
-        _require_mcp()
-        from mcp.client.stdio import StdioServerParameters, stdio_client
-
-        parameters: StdioServerParameters = StdioServerParameters(
-            command=command,
-            args=list(args),
-            env=dict(env) if env is not None else None,
-            cwd=os.fspath(cwd) if cwd is not None else None,
-        )
-
-        def connect() -> AbstractAsyncContextManager[Any]:
-            return stdio_client(parameters, errlog=errlog or sys.stderr)
-
+        connect = stdio_connector(command, args, env, cwd, errlog)
         options.setdefault("name", os.path.basename(command))
         toolset = cls(connect, **options)
-        toolset._given_values = _long_values(env)
+        toolset._given_values = given_values(env)
         return toolset
 
     @classmethod
@@ -392,25 +271,10 @@ class McpToolset:
         group raises out of the `async with` block). `name` defaults to the URL without
         credentials or query. The other options are `McpToolset`'s.
         """
-        _require_mcp()
-        from mcp.client.streamable_http import streamable_http_client
-
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ChainConfigurationError("an MCP server URL must be http(s)://host[:port]/path")
-        fixed_headers = dict(headers or {})
-
-        def connect() -> AbstractAsyncContextManager[Any]:
-            if http_client is not None:
-                return streamable_http_client(url, http_client=http_client)
-            return _http_transport(url, fixed_headers)
-
-        port = f":{parts.port}" if parts.port else ""
-        options.setdefault("name", f"{parts.scheme}://{parts.hostname}{port}{parts.path}")
+        connect = http_connector(url, headers or {}, http_client)
+        options.setdefault("name", http_name(url))
         toolset = cls(connect, **options)
-        toolset._given_values = _long_values(fixed_headers)
-        if parts.password:
-            toolset._given_values += (parts.password,)
+        toolset._given_values = given_values(headers, url=url)
         return toolset
 
     def __repr__(self) -> str:
@@ -436,7 +300,7 @@ class McpToolset:
         Raises `McpConnectionError` when the server cannot be started or reached, or does
         not answer `initialize` within `connect_timeout` seconds.
         """
-        _require_mcp()
+        require_mcp()
         from mcp import ClientSession
 
         if self._stack is not None:
@@ -453,7 +317,7 @@ class McpToolset:
                     sampling_callback(self.sampling, self.name) if self.sampling else None
                 ),
                 elicitation_callback=(
-                    elicitation_callback(self.elicitation, self.name, self._running_call)
+                    elicitation_callback(self.elicitation, self.name, self._running.only)
                     if self.elicitation
                     else None
                 ),
@@ -468,7 +332,7 @@ class McpToolset:
                 await stack.aclose()
             except Exception:  # the original failure is the one to report
                 logger.debug("closing a failed MCP connection raised", exc_info=True)
-            why = _describe(exc)
+            why = describe(exc)
             if isinstance(exc, TimeoutError):
                 why = f"no answer to initialize within {self.connect_timeout:g} s"
             raise McpConnectionError(f"cannot connect to MCP server {self.name!r}: {why}") from exc
@@ -508,17 +372,10 @@ class McpToolset:
         elif isinstance(message, PromptListChangedNotification):
             self._prompts = None
         elif isinstance(message, Exception):
-            logger.warning("MCP server %r: transport error: %s", self.name, _describe(message))
+            logger.warning("MCP server %r: transport error: %s", self.name, describe(message))
 
     async def _on_log(self, params: LoggingMessageNotificationParams) -> None:
-        level = _LOG_LEVELS.get(str(params.level), logging.INFO)
-        if not server_logger.isEnabledFor(level):
-            return
-        data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
-        if len(data) > _MAX_LOG_CHARS:
-            data = data[:_MAX_LOG_CHARS] + "..."
-        source = f" ({str(params.logger)[:100]})" if params.logger else ""
-        server_logger.log(level, "MCP server %r%s: %s", self.name, source, data)
+        log_server_message(self.name, params)
 
     async def wait_for_tools_change(self) -> None:
         """Wait for the server's next `tools/list_changed` notification."""
@@ -559,13 +416,13 @@ class McpToolset:
 
         listed: list[Any] = []
         cursor: str | None = None
-        for _ in range(1000):
+        for _ in range(_MAX_PAGES):
             params = PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await self._request(what, list_page(params=params))
             listed.extend(getattr(page, field))
-            if len(listed) > _MAX_TOOLS:
+            if len(listed) > _MAX_LISTED:
                 raise McpProtocolError(
-                    f"MCP server {self.name!r} lists more than {_MAX_TOOLS} items in {what}"
+                    f"MCP server {self.name!r} lists more than {_MAX_LISTED} items in {what}"
                 )
             cursor = page.next_cursor
             if not cursor:
@@ -605,63 +462,30 @@ class McpToolset:
         output_schema: Mapping[str, Any] | None = None,
     ) -> Tool:
         server_name = definition.name
-        declared = definition.parameters.get("properties") or {}
-        mapped = {a: k for a, k in self.context_arguments.items() if a in declared}
-        schema = _hide_arguments(definition.parameters, mapped)
+        mapped = context_mapping(definition, self.context_arguments)
 
         async def handler(arguments: dict[str, Any], context: ToolContext) -> McpCallResult:
-            call_id = context.call_id
-            self._running[call_id] = self._running.get(call_id, 0) + 1
-            try:
+            with self._running.running(context.call_id):
                 return await self.call_result(
                     server_name,
-                    _with_context(arguments, context, mapped),
-                    on_progress=bound_reporter(call_id),
+                    with_context(arguments, context, mapped),
+                    on_progress=bound_reporter(context.call_id),
                 )
-            finally:
-                if self._running[call_id] == 1:
-                    del self._running[call_id]
-                else:
-                    self._running[call_id] -= 1
 
-        metadata: dict[str, Any] = {
-            "mcp_server": self.name,
-            "mcp_tool": server_name,
-            "reports_progress": True,
-        }
-        if hints.destructive:
-            metadata["mcp_destructive"] = True
-        if output_schema is not None:
-            metadata["mcp_output_schema"] = output_schema
-        needs_approval = self._needs_approval(definition, hints)
-        # Approval the app imposed (not the server's destructiveHint) is not the server's
-        # to lift: its read-only and idempotent hints, which would let it be approved
-        # without asking, served from a cache, retried or fallen back over, are ignored.
-        trusted = not needs_approval or self.requires_approval == "destructive"
+        needed = needs_approval(self.requires_approval, definition, hints)
+        read_only, idempotent = trusted_effects(self.requires_approval, needed, hints)
         return Tool(
             self.prefix + server_name,
             definition.description,
-            schema,
+            hide_arguments(definition.parameters, mapped),
             handler,
-            requires_approval=needs_approval,
-            result_converter=_for_model,
+            requires_approval=needed,
+            result_converter=for_model,
             timeout=self.max_call_time,
-            metadata=metadata,
-            read_only=trusted and hints.read_only,
-            idempotent=trusted and hints.idempotent,
+            metadata=tool_metadata(self.name, server_name, hints, output_schema),
+            read_only=read_only,
+            idempotent=idempotent,
         )
-
-    def _needs_approval(self, definition: ToolDefinition, hints: ToolHints) -> bool:
-        policy = self.requires_approval
-        if isinstance(policy, bool):
-            return policy
-        if policy == "destructive":
-            return hints.destructive
-        if callable(policy):
-            return bool(policy(definition))
-        if isinstance(policy, str):
-            raise ChainConfigurationError("requires_approval takes a collection of tool names")
-        return definition.name in policy
 
     # -- resources and prompts ------------------------------------------------------------------
 
@@ -671,15 +495,7 @@ class McpToolset:
         session = self._live_session()
         if self._resources is None:
             listed = await self._paginate("resources/list", session.list_resources, "resources")
-            self._resources = tuple(
-                McpResource(
-                    uri=str(r.uri),
-                    name=str(r.name),
-                    description=_short(r.description),
-                    mime_type=r.mime_type,
-                )
-                for r in listed
-            )
+            self._resources = tuple(resource_of(r) for r in listed)
         return list(self._resources)
 
     async def read_resource(self, uri: str) -> tuple[ResultPart, ...]:
@@ -695,21 +511,7 @@ class McpToolset:
         session = self._live_session()
         if self._prompts is None:
             listed = await self._paginate("prompts/list", session.list_prompts, "prompts")
-            self._prompts = tuple(
-                McpPrompt(
-                    name=str(p.name),
-                    description=_short(p.description),
-                    arguments=tuple(
-                        McpPromptArgument(
-                            name=str(a.name),
-                            description=_short(a.description),
-                            required=a.required is True,
-                        )
-                        for a in p.arguments or ()
-                    ),
-                )
-                for p in listed
-            )
+            self._prompts = tuple(prompt_of(p) for p in listed)
         return list(self._prompts)
 
     async def get_prompt(
@@ -726,47 +528,9 @@ class McpToolset:
     def resource_tools(self) -> list[Tool]:
         """Two tools that let the model browse the server's resources:
         `{prefix}list_resources` and `{prefix}read_resource(uri)` (both read-only)."""
-
-        async def list_resources(arguments: dict[str, Any], context: ToolContext) -> str:
-            listed = await self.resources()
-            lines = [
-                f"{r.uri}"
-                + (f" ({r.name})" if r.name else "")
-                + (f": {r.description}" if r.description else "")
-                for r in listed
-            ]
-            return "\n".join(lines) or "No resources."
-
-        async def read(arguments: dict[str, Any], context: ToolContext) -> tuple[ResultPart, ...]:
-            return await self.read_resource(str(arguments["uri"]))
-
-        metadata = {"mcp_server": self.name}
-        return [
-            Tool(
-                f"{self.prefix}list_resources",
-                f"List the resources of the MCP server {self.name!r} (URI, name, description).",
-                {"type": "object", "properties": {}},
-                list_resources,
-                metadata=metadata,
-                read_only=True,
-                idempotent=True,
-                timeout=self.max_call_time,
-            ),
-            Tool(
-                f"{self.prefix}read_resource",
-                f"Read one resource of the MCP server {self.name!r} by its URI.",
-                {
-                    "type": "object",
-                    "properties": {"uri": {"type": "string", "description": "The resource URI."}},
-                    "required": ["uri"],
-                },
-                read,
-                metadata=metadata,
-                read_only=True,
-                idempotent=True,
-                timeout=self.max_call_time,
-            ),
-        ]
+        return browsing_tools(
+            self.name, self.prefix, self.max_call_time, self.resources, self.read_resource
+        )
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -798,27 +562,17 @@ class McpToolset:
             raise McpTaskRequiredError(
                 f"the MCP tool {name!r} of {self.name!r} runs only as an MCP task "
                 f'(taskSupport: "required"), and the installed mcp SDK '
-                f"({_sdk_version()}) cannot make task-augmented calls"
+                f"({sdk_version()}) cannot make task-augmented calls"
             )
         session = self._live_session()
         timeout = self.timeout
-        with anyio.CancelScope() as clock:
-            if timeout is not None:
-                clock.deadline = anyio.current_time() + timeout
-
-            async def notified(progress: float, total: float | None, message: str | None) -> None:
-                if timeout is not None:
-                    clock.deadline = anyio.current_time() + timeout
-                if on_progress is not None:
-                    text = str(message)[:_MAX_PROGRESS_MESSAGE] if message is not None else None
-                    on_progress(float(progress), None if total is None else float(total), text)
-
+        with anyio.CancelScope(deadline=silence_deadline(timeout)) as clock:
             raw: CallToolResult = await self._request(
                 f"tools/call {name!r}",
                 session.call_tool(
                     name,
                     dict(arguments),
-                    progress_callback=notified,
+                    progress_callback=progress_listener(clock, timeout, on_progress),
                 ),
             )
         if clock.cancelled_caught:
@@ -867,16 +621,8 @@ class McpToolset:
             # The SDK's answers to results it cannot use (input required, claimed, invalid,
             # structured content that does not match the output schema).
             raise McpProtocolError(
-                f"MCP server {self.name!r} failed {what}: {_describe(exc)}"
+                f"MCP server {self.name!r} failed {what}: {describe(exc)}"
             ) from exc
-
-    def _running_call(self) -> str | None:
-        """The id of the one chain tool call running on this connection, if just one is."""
-        if len(self._running) == 1:
-            ((call_id, count),) = self._running.items()
-            if count == 1:
-                return call_id
-        return None
 
     def _server_text(self, text: str) -> str:
         """A server's error text as the model may read it: bounded and scrubbed as a
@@ -888,162 +634,8 @@ class McpToolset:
         )
 
     def _connection_lost(self, exc: BaseException) -> McpConnectionError:
-        self._lost = f"the connection to MCP server {self.name!r} was lost ({_describe(exc)})"
+        self._lost = f"the connection to MCP server {self.name!r} was lost ({describe(exc)})"
         return McpConnectionError(self._lost)
 
 
-ProgressCallback: TypeAlias = Callable[[float, "float | None", "str | None"], None]
-"""`(progress, total, message)` for each progress notification of one call."""
-
-_T = TypeVar("_T")
-
-
-def _long_values(values: Mapping[str, str] | None) -> tuple[str, ...]:
-    """The values (and their words: `Bearer <token>`) long enough to be worth scrubbing."""
-    return long_values((values or {}).values())
-
-
-def _short(text: str | None, limit: int = 2000) -> str | None:
-    return None if text is None else str(text)[:limit]
-
-
-def _for_model(value: Any) -> str | Sequence[ResultPart]:
-    if isinstance(value, McpCallResult):
-        return value.for_model()
-    return str(value)
-
-
-def _sdk_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"mcp {version('mcp')}"
-    except PackageNotFoundError:
-        return "mcp"
-
-
-def tool_hints(info: McpTool) -> ToolHints:
-    """The annotations of a server tool (`readOnlyHint`, `destructiveHint`,
-    `idempotentHint`, `openWorldHint`) and whether it requires MCP tasks.
-
-    A hint that is absent or not exactly `true` is `False` (the MCP default of
-    `destructiveHint` is true, but almost no server sets it: pass `requires_approval=True`
-    for servers you do not trust). Hints may add caution, never remove it: a tool that
-    says both `readOnlyHint: true` and `destructiveHint: true` is destructive, not
-    read-only.
-    """
-    annotations = getattr(info, "annotations", None)
-    execution = getattr(info, "execution", None)
-    task_required = getattr(execution, "task_support", None) == "required"
-    if annotations is None:
-        return ToolHints(task_required=task_required)
-    destructive = getattr(annotations, "destructive_hint", None) is True
-    return ToolHints(
-        read_only=not destructive and getattr(annotations, "read_only_hint", None) is True,
-        destructive=destructive,
-        idempotent=getattr(annotations, "idempotent_hint", None) is True,
-        open_world=getattr(annotations, "open_world_hint", None) is True,
-        task_required=task_required,
-    )
-
-
-def tool_effects(info: McpTool) -> tuple[bool, bool]:
-    """`(read_only, idempotent)` from a server tool's annotations (see `tool_hints`)."""
-    hints = tool_hints(info)
-    return hints.read_only, hints.idempotent
-
-
-def _with_context(
-    arguments: Mapping[str, Any], context: ToolContext, mapped: Mapping[str, str]
-) -> dict[str, Any]:
-    """The arguments to send: the model's, with the mapped context values put in."""
-    forwarded = {k: v for k, v in arguments.items() if k not in mapped}
-    for argument, key in mapped.items():
-        if key not in context:
-            raise McpError(
-                f"the tool context has no {key!r} value for the MCP argument {argument!r}"
-            )
-        forwarded[argument] = context[key]
-    return forwarded
-
-
-def _hide_arguments(schema: Mapping[str, Any], hidden: Collection[str]) -> dict[str, Any]:
-    result = dict(schema)
-    if not hidden:
-        return result
-    properties = dict(result.get("properties") or {})
-    for name in hidden:
-        properties.pop(name, None)
-    result["properties"] = properties
-    if "required" in result:
-        result["required"] = [r for r in result["required"] if r not in hidden]
-    return result
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        return _describe(exc.exceptions[0])
-    message = safe_str(exc).strip()
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-
-
-@asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
-    """The streamable-HTTP transport over an HTTP client it opens and closes itself.
-
-    The SDK lets a failed connection escape its transport's task group, which would
-    cancel the caller's whole `async with` block; the client's transport turns such
-    failures into a JSON-RPC "connection closed" error for the one request instead.
-    """
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp_types import CONNECTION_CLOSED
-
-    class Unreachable(httpx2.AsyncBaseTransport):
-        def __init__(self) -> None:
-            self.inner = httpx2.AsyncHTTPTransport()
-
-        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-            try:
-                return await self.inner.handle_async_request(request)
-            except httpx2.TransportError as exc:
-                error = {"code": CONNECTION_CLOSED, "message": f"unreachable ({_describe(exc)})"}
-                return httpx2.Response(
-                    503,
-                    json={"jsonrpc": "2.0", "id": None, "error": error},
-                    request=request,
-                )
-
-        async def aclose(self) -> None:
-            await self.inner.aclose()
-
-    timeout = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults: reads wait for events
-    client = httpx2.AsyncClient(headers=headers, timeout=timeout, transport=Unreachable())
-    async with client, streamable_http_client(url, http_client=client) as streams:
-        yield streams
-
-
-__all__ = [
-    "ApprovalPolicy",
-    "ContentLimits",
-    "McpCallResult",
-    "McpConnectionError",
-    "McpError",
-    "McpOptions",
-    "McpPrompt",
-    "McpPromptArgument",
-    "McpProtocolError",
-    "McpResource",
-    "McpTaskRequiredError",
-    "McpTimeoutError",
-    "McpToolError",
-    "McpToolset",
-    "ProgressCallback",
-    "ServerLogLevel",
-    "ToolFilter",
-    "ToolHints",
-    "result_text",
-    "server_logger",
-    "tool_effects",
-    "tool_hints",
-]
+__all__ = ["McpOptions", "McpToolset"]
