@@ -19,6 +19,7 @@ from .advisors import (
     ToolCallingAdvisor,
     ToolSearchAdvisor,
     TracingAdvisor,
+    chain_tool,
 )
 from .core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext, advisor
 from .core.chain import Chain
@@ -129,6 +130,7 @@ __all__ = [
     "UserMessage",
     "__version__",
     "advisor",
+    "chain_tool",
     "dump_messages",
     "from_openai_messages",
     "load_messages",

@@ -185,7 +185,7 @@ class BudgetAdvisor(Advisor):
     up; after it: exceeded). A turn without a conversation id raises
     `ConversationIdError`.
 
-    Sub-chains (`Chain.as_tool`), and any chain a tool runs: while one of the turn's
+    Sub-chains (`chain_tool`), and any chain a tool runs: while one of the turn's
     tool calls runs (`call_tool`), every model call made inside it counts against this
     turn's spend as it happens, the same limits checked the same way. A call that would
     find a limit used up raises `BudgetExceeded` inside the child (whatever `on_exceed`

@@ -1,4 +1,4 @@
-"""Chains as tools (sub-agents): `Chain.as_tool(...)` builds a `Tool` whose call runs a
+"""Chains as tools (sub-agents): `chain_tool(Chain, ...)` builds a `Tool` whose call runs a
 whole turn of another chain.
 
 Control flow of one call: the model of the parent chain calls the tool; its arguments
@@ -94,7 +94,7 @@ def chain_tool(
     timeout: float | None = None,
     max_depth: int = 3,
 ) -> Tool:
-    """A `Tool` that runs one turn of `chain` per call (see `Chain.as_tool`)."""
+    """A `Tool` that runs one turn of `chain` per call (see `chain_tool`)."""
     require_number(max_depth, "max_depth", integer=True)
     if max_depth < 1:
         raise ChainConfigurationError("max_depth must be at least 1")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -140,46 +140,6 @@ class Chain:
     def __repr__(self) -> str:
         links = ", ".join(a.name for a in self.advisors)
         return f"Chain([{links}], model={self.model!r})"
-
-    def as_tool(
-        self,
-        name: str,
-        description: str,
-        *,
-        parameters: Mapping[str, Any] | None = None,
-        context_keys: Collection[str] = (),
-        requires_approval: bool = False,
-        timeout: float | None = None,
-        max_depth: int = 3,
-    ) -> Tool:
-        """This chain as a `Tool` another chain's model can call (a sub-agent).
-
-        Each call runs one turn of this chain: its input is a `task` text (or, with
-        `parameters`, arguments of that JSON schema, sent as JSON), its result the
-        answer's text (or structured output). Only the parent's tool-context values
-        named in `context_keys` are passed down. The turn's usage is added to the
-        parent turn's; while the parent streams, each event of this turn (but its
-        `ToolCallDelta`s) reaches the parent's stream as `ToolProgress(call_id,
-        event=...)`. The parent's tool `timeout` and cancellation bound the call, and the
-        parent's links that watch its tool calls' model calls (`core/watchers.py`) see
-        each model call of this turn as it happens; `max_depth` bounds nesting.
-        A turn of this chain that ends deferred defers the parent's call (kind
-        `"subchain"`, this turn's deferred calls nested in it, its transcript kept in the
-        parent's); the parent's resume, given a mapping of this turn's decisions for the
-        call, resumes this turn first. See `advisors/subchain.py`.
-        """
-        from ..advisors.subchain import chain_tool
-
-        return chain_tool(
-            self,
-            name,
-            description,
-            parameters=parameters,
-            context_keys=context_keys,
-            requires_approval=requires_approval,
-            timeout=timeout,
-            max_depth=max_depth,
-        )
 
     def request(
         self,

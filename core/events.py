@@ -101,7 +101,7 @@ class ToolProgress:
     `call_id` is the id of the call (as in `ToolCallStarted.call`). An MCP tool's
     progress notifications, and a local tool's `ToolContext.report_progress(...)` calls,
     arrive as `progress` (and `total`, when known) with an optional `message`; a chain
-    called as a tool (`Chain.as_tool`) forwards each event of its own stream but its
+    called as a tool (`chain_tool`) forwards each event of its own stream but its
     `ToolCallDelta`s as `event` (nested: its text deltas stay out of the parent's text).
     Only `stream()` yields them.
     """

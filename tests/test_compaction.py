@@ -9,7 +9,7 @@ import anyio
 import pytest
 from wire_rules import wire_errors
 
-from advisorchain import Chain, MemoryAdvisor, ToolCallingAdvisor, ToolSearchAdvisor
+from advisorchain import Chain, MemoryAdvisor, ToolCallingAdvisor, ToolSearchAdvisor, chain_tool
 from advisorchain.advisors import BudgetAdvisor, BudgetExceeded
 from advisorchain.advisors.compaction import (
     INTERRUPTED,
@@ -507,7 +507,7 @@ async def test_a_sub_chain_compacts_its_own_turn(streaming: bool) -> None:
     parent = Chain(
         [ToolCallingAdvisor()],
         model=ScriptedChatModel(script),
-        tools=[child.as_tool("helper", "A helper")],
+        tools=[chain_tool(child, "helper", "A helper")],
     )
     response = await run(parent, "go", streaming=streaming)
     assert response.text == "parent done"

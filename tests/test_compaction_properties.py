@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from wire_rules import wire_errors
 
-from advisorchain import Chain, ToolCallingAdvisor, tool
+from advisorchain import Chain, ToolCallingAdvisor, chain_tool, tool
 from advisorchain.advisors import (
     ApprovalAdvisor,
     Approve,
@@ -220,7 +220,10 @@ def test_every_request_leaving_the_chain_is_valid(
 
     from advisorchain.core.tools import Tool
 
-    tools = [Tool("lookup", "Look up", {"type": "object"}, lookup), child.as_tool("helper", "Help")]
+    tools = [
+        Tool("lookup", "Look up", {"type": "object"}, lookup),
+        chain_tool(child, "helper", "Help"),
+    ]
     model = ScriptedChatModel(checked(parent))
     chain = Chain(
         [
@@ -342,7 +345,7 @@ def test_deferred_calls_survive_compaction_through_the_resume(
             store=memory_store if with_memory else None,
         ),
     ]
-    chain = Chain(advisors, model=model, tools=[pay, note, child.as_tool("helper", "Help")])
+    chain = Chain(advisors, model=model, tools=[pay, note, chain_tool(child, "helper", "Help")])
     waiting = {f"d{i}" for i, name in enumerate(names) if name == "pay"}
     decisions = {
         call_id: Approve() if approvals[int(call_id[1:])] else Reject(f"no {call_id}")

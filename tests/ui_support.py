@@ -9,7 +9,15 @@ from typing import Any
 
 import httpx
 
-from advisorchain import Chain, ToolCall, ToolCallingAdvisor, ToolContext, ToolMessage, tool
+from advisorchain import (
+    Chain,
+    ToolCall,
+    ToolCallingAdvisor,
+    ToolContext,
+    ToolMessage,
+    chain_tool,
+    tool,
+)
 from advisorchain.advisors import ApprovalAdvisor, DeferredApprover, InMemoryApprovalStore
 from advisorchain.core.request import ChatRequest
 from advisorchain.providers import Reply, ScriptedChatModel
@@ -126,7 +134,7 @@ def billing_tools() -> list[Any]:
         model=ScriptedChatModel(_billing_reply),
         tools=[refund],
     )
-    return [billing.as_tool("billing", "The billing department: refunds and invoices.")]
+    return [chain_tool(billing, "billing", "The billing department: refunds and invoices.")]
 
 
 def billing_chain() -> Chain:

@@ -14,7 +14,7 @@ comes from the client: clients do not carry the records a resume needs, and what
 sends is not trusted to say what ran or what waits. The tools and tool context of the
 resume are the server's too.
 
-A sub-agent (a chain called as a tool, `Chain.as_tool`) whose turn ended deferred makes
+A sub-agent (a chain called as a tool, `chain_tool`) whose turn ended deferred makes
 its call wait with the sub-agent's own waiting calls nested in it. Each nested approval
 is offered as one more `WaitingCall` whose id names its path (`"{token}:{sub-agent call
 id}:{nested call id}"`, deeper sub-agents adding ids), with `within` the sub-agent calls
