@@ -19,9 +19,8 @@ from .advisors import (
     ToolCallingAdvisor,
     ToolSearchAdvisor,
     TracingAdvisor,
+    chain_tool,
 )
-from .core._exports import publish
-from .core._sync import SyncInAsyncError
 from .core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext, advisor
 from .core.chain import Chain
 from .core.context import ToolContext
@@ -46,6 +45,7 @@ from .core.events import (
     ToolCallStarted,
     ToolProgress,
 )
+from .core.exports import publish
 from .core.invocation import ToolInvocation, ToolResult
 from .core.manager import ToolCallingManager
 from .core.messages import (
@@ -64,6 +64,7 @@ from .core.parts import DocumentPart, ImagePart, ReasoningPart, TextPart
 from .core.prompt import InvalidPromptError, from_openai_messages
 from .core.request import ChatRequest
 from .core.response import ChatResponse
+from .core.sync import SyncInAsyncError
 from .core.tools import Tool, ToolDefinition, tool, tools_from
 from .core.usage import Usage
 from .providers.errors import ProviderError
@@ -129,6 +130,7 @@ __all__ = [
     "UserMessage",
     "__version__",
     "advisor",
+    "chain_tool",
     "dump_messages",
     "from_openai_messages",
     "load_messages",

@@ -12,5 +12,8 @@ def main(argv: list[str] | None = None) -> int:
     return run(sys.argv[1:] if argv is None else argv)
 
 
+__all__ = ["main"]
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

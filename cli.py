@@ -127,3 +127,6 @@ def _quiet_log() -> None:
     logger.propagate = False
     if not logger.handlers:
         logger.addHandler(logging.NullHandler())
+
+
+__all__ = ["run"]

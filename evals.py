@@ -20,8 +20,8 @@ from typing import Any, TypeAlias
 
 import anyio
 
-from .core._checks import require_number
 from .core.chain import Chain
+from .core.checks import require_number
 from .core.messages import AssistantMessage
 from .core.prompt import Prompt
 from .core.response import ChatResponse

@@ -1,8 +1,8 @@
 """The named advisors: links of a chain that each own one concern, and their parts
 (approvers, approval and memory stores, tool-search indexes)."""
 
-from ..core._exports import publish
 from ..core.errors import TurnReplayError
+from ..core.exports import publish
 from ..core.turn import Proceed, StreamProceed, TurnAdvisor
 from .approval import (
     ApprovalAdvisor,
@@ -56,6 +56,7 @@ from .memory import (
 from .redaction import RedactionAdvisor, RedactionBlocked, RedactionRule
 from .small_model import SmallModelAdvisor
 from .structured_output import StructuredOutputAdvisor, StructuredOutputError
+from .subchain import SubchainError, chain_tool
 from .text_transform import Span, TextRewriter, TextTransformAdvisor
 from .tool_cache import ToolResultCacheAdvisor
 from .tool_calling import ToolCallingAdvisor
@@ -128,6 +129,7 @@ __all__ = [
     "StreamProceed",
     "StructuredOutputAdvisor",
     "StructuredOutputError",
+    "SubchainError",
     "TextRewriter",
     "TextTransformAdvisor",
     "ToolCallingAdvisor",
@@ -138,6 +140,7 @@ __all__ = [
     "TracingAdvisor",
     "TurnAdvisor",
     "TurnReplayError",
+    "chain_tool",
     "model_judge",
     "trim_history",
 ]

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from ..core.messages import AssistantMessage, Message, ToolMessage
 from ..core.parts import ContentPart, ImagePart, ReasoningPart, TextPart
 from ..core.request import ChatRequest
 
@@ -45,31 +45,16 @@ def round_of(request: ChatRequest) -> int:
     messages = request.messages
     for i in range(len(messages) - 1, -1, -1):  # back to the last user message, once
         message = messages[i]
-        kind = type(message)  # exact classes first: a negative isinstance costs more
-        if kind is ToolMessage:
-            continue
-        if kind is UserMessage or (
-            kind is not AssistantMessage and isinstance(message, UserMessage)
-        ):
+        if message.role == "user":
             break
-        if (kind is AssistantMessage or isinstance(message, AssistantMessage)) and (
-            message.tool_calls  # type: ignore[union-attr]
-        ):
+        if message.role == "assistant" and message.tool_calls:
             rounds += 1
     return rounds
 
 
 def tool_messages(messages: Sequence[Message]) -> int:
     """How many of `messages` are tool results."""
-    count = 0
-    for message in messages:
-        kind = type(message)  # exact classes first: a negative isinstance costs more
-        if kind is ToolMessage or (kind not in _NOT_TOOL and isinstance(message, ToolMessage)):
-            count += 1
-    return count
-
-
-_NOT_TOOL = (AssistantMessage, UserMessage, SystemMessage)
+    return sum(1 for message in messages if message.role == "tool")
 
 
 def error_type(exc: BaseException) -> str:
@@ -147,3 +132,15 @@ def output_json(message: AssistantMessage, finish_reason: str, limit: int) -> st
 def arguments_json(arguments: Mapping[str, Any], limit: int) -> str:
     """A tool call's arguments as JSON text, truncated."""
     return truncate(json.dumps(dict(arguments), ensure_ascii=False, default=str), limit)
+
+
+__all__ = [
+    "ModelNames",
+    "arguments_json",
+    "error_type",
+    "messages_json",
+    "output_json",
+    "round_of",
+    "tool_messages",
+    "truncate",
+]

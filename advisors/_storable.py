@@ -27,3 +27,6 @@ def without_surrogates(value: object) -> object:
     if isinstance(value, dict):
         return {k: without_surrogates(v) for k, v in value.items()}
     return value
+
+
+__all__ = ["storable", "without_surrogates"]

@@ -8,15 +8,15 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, runtime_checkable
 
-from ..core._checks import require_number
-from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, Placement, StreamNext, ToolNext
+from ..core.checks import require_number
 from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.messages import Message, ToolMessage, UserMessage
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from ..core.usage import Usage
 from ..core.watchers import watched_by
 from .memory import ConversationIdError
@@ -185,7 +185,7 @@ class BudgetAdvisor(Advisor):
     up; after it: exceeded). A turn without a conversation id raises
     `ConversationIdError`.
 
-    Sub-chains (`Chain.as_tool`), and any chain a tool runs: while one of the turn's
+    Sub-chains (`chain_tool`), and any chain a tool runs: while one of the turn's
     tool calls runs (`call_tool`), every model call made inside it counts against this
     turn's spend as it happens, the same limits checked the same way. A call that would
     find a limit used up raises `BudgetExceeded` inside the child (whatever `on_exceed`

@@ -7,9 +7,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import replace
 from typing import Literal, TypeAlias
 
-from ..core._checks import require_callable
-from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, Placement, StreamNext
+from ..core.checks import require_callable
 from ..core.errors import AdvisorChainError, ChainConfigurationError, StreamInterruptedError
 from ..core.events import (
     AnswerDiscarded,
@@ -24,6 +23,7 @@ from ..core.model import ChatModel
 from ..core.options import ChatOptions
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 
 CheckResult: TypeAlias = str | None
 """What a check returns: `None` when the text passes, else why it trips (a reason)."""

@@ -12,13 +12,13 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from types import FrameType
 from typing import Any, TypeAlias
 
-from ..core._checks import require_number
-from ..core._streams import closing_stream
 from ..core.advisor import CallNext, Placement, StreamNext, ToolNext
+from ..core.checks import require_number
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from ..core.turn import Proceed, StreamProceed, TurnAdvisor
 from ._observe import (
     ModelNames,
@@ -501,3 +501,6 @@ def _first_chunk(proceed: Proceed, start: float) -> float | None:
     if isinstance(proceed, StreamProceed) and proceed.first_event_at is not None:
         return proceed.first_event_at - start
     return None
+
+
+__all__ = ["LOGGER_NAME", "LoggingAdvisor"]

@@ -12,15 +12,15 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal, TypeAlias
 
-from ..core._checks import require_number
-from ..core._scrub import API_KEY_PATTERN
 from ..core.advisor import ToolNext
+from ..core.checks import require_number
 from ..core.errors import AdvisorChainError
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from ..core.parts import map_text
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.scrub import API_KEY_PATTERN
 from .text_transform import Span, TextRewriter, TextTransformAdvisor
 
 Strategy: TypeAlias = Literal["redact", "mask", "hash", "block"]
@@ -567,3 +567,15 @@ def _mask(value: str, keep: int) -> str:
         else:
             out.append(c)
     return "".join(reversed(out))
+
+
+__all__ = [
+    "BUILTIN_RULES",
+    "RedactionAdvisor",
+    "RedactionBlocked",
+    "RedactionRule",
+    "Strategy",
+    "Target",
+    "iban_valid",
+    "luhn_valid",
+]

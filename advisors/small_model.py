@@ -8,9 +8,8 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import replace
 from typing import Literal
 
-from ..core._arguments import ArgumentsError, parse_arguments
-from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, StreamNext
+from ..core.arguments import ArgumentsError, parse_arguments
 from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta
 from ..core.messages import (
     AssistantMessage,
@@ -22,6 +21,7 @@ from ..core.messages import (
 )
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from ..core.text_tool_calls import apply_text_tool_calls, parse_text_tool_call_stream
 
 QWEN_SYSTEM_PREFIX = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
@@ -361,8 +361,12 @@ def _without_written_calls(request: ChatRequest, response: ChatResponse) -> Chat
 
 __all__ = [
     "CONTINUE_INSTRUCTION",
+    "DONE",
     "LOOKUP_FAILED_INSTRUCTION",
+    "NOT_DONE",
     "QWEN_SYSTEM_PREFIX",
+    "RESULTS_HEADING",
     "SmallModelAdvisor",
+    "format_call",
     "not_done_reason",
 ]

@@ -12,13 +12,13 @@ from typing import Any, Generic, Literal, TypeAlias, TypeVar, cast, get_args, ge
 from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
-from ..core._arguments import (
+from ..core.advisor import Placement
+from ..core.arguments import (
     MAX_ARGUMENT_CHARS,
     MAX_ARGUMENT_DEPTH,
     ArgumentsError,
     parse_arguments,
 )
-from ..core.advisor import Placement
 from ..core.chain import Chain
 from ..core.errors import AdvisorChainError, ChainConfigurationError, OutputSchemaRefused
 from ..core.events import AnswerDiscarded
@@ -456,3 +456,12 @@ def _schema_name(output_type: object) -> str:
         raw = getattr(output_type, "__name__", "output")
     name = _NAME_CHARS.sub("_", raw).strip("_") or "output"
     return name[:64]
+
+
+__all__ = [
+    "INSTRUCTION",
+    "MAX_REPORTED_ERRORS",
+    "OutputMode",
+    "StructuredOutputAdvisor",
+    "StructuredOutputError",
+]

@@ -1,11 +1,12 @@
-"""Chains as tools (sub-agents): `Chain.as_tool(...)` builds a `Tool` whose call runs a
+"""Chains as tools (sub-agents): `chain_tool(Chain, ...)` builds a `Tool` whose call runs a
 whole turn of another chain.
 
 Control flow of one call: the model of the parent chain calls the tool; its arguments
 become the child's prompt (the `task` text, or the arguments as JSON when you give an
 input schema); the child runs one turn with only the named tool-context values; its
 answer (or structured output) is the tool result. While the parent streams, the child
-streams too, and each of its events reaches the parent's stream wrapped in a
+streams too, and each of its events (but the fragments of its model's tool calls, which
+reach the parent as the calls' `ToolCallStarted`) reaches the parent's stream wrapped in a
 `ToolProgress(call_id, event=...)`; its text never mixes into the parent's text.
 
 A child turn that ends deferred (a deferred approval inside it, external work, a
@@ -31,16 +32,16 @@ from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Protocol
 
-from ..core._checks import require_number
-from ..core._progress import ProgressSink, current_progress_sink
-from ..core._streams import closing_stream
+from ..core.checks import require_number
 from ..core.context import ToolContext
 from ..core.deferred import inner_transcript, transcript_state
 from ..core.errors import AdvisorChainError, ChainConfigurationError
-from ..core.events import ResponseCompleted, StreamEvent, ToolProgress
+from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta, ToolProgress
 from ..core.invocation import ToolResult
 from ..core.messages import Message, UserMessage
+from ..core.progress import ProgressSink, current_progress_sink
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from ..core.tools import Tool, default_result_converter
 
 
@@ -93,7 +94,7 @@ def chain_tool(
     timeout: float | None = None,
     max_depth: int = 3,
 ) -> Tool:
-    """A `Tool` that runs one turn of `chain` per call (see `Chain.as_tool`)."""
+    """A `Tool` that runs one turn of `chain` per call (see `chain_tool`)."""
     require_number(max_depth, "max_depth", integer=True)
     if max_depth < 1:
         raise ChainConfigurationError("max_depth must be at least 1")
@@ -167,7 +168,9 @@ async def _streamed(
         async for event in events:
             if isinstance(event, ResponseCompleted):
                 response = event.response
-            else:
+            elif not isinstance(event, ToolCallDelta):
+                # the child's calls reach the parent as their `ToolCallStarted` (a link
+                # that rewrites progress rewrites those arguments; fragments it cannot)
                 await sink.send(ToolProgress(call_id, event=event))
     if response is None:  # pragma: no cover - Chain.stream always ends with one
         raise SubchainError("the sub-agent's stream ended without a response")

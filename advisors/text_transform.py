@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from typing import TypeAlias
 
-from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, StreamNext
 from ..core.events import (
     AnswerDiscarded,
@@ -34,6 +33,7 @@ from ..core.messages import AssistantMessage, Message
 from ..core.parts import ReasoningPart, TextPart, map_text
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,3 +412,6 @@ def _with_content(
     message: AssistantMessage, content: str | tuple[TextPart | ReasoningPart, ...] | None
 ) -> AssistantMessage:
     return message.model_copy(update={"content": content or None})
+
+
+__all__ = ["Finder", "Replacer", "Span", "TextRewriter", "TextTransformAdvisor"]

@@ -19,8 +19,8 @@ import pydantic_core
 from opentelemetry import trace
 from pydantic import BaseModel
 
-from ..core._checks import require_callable, require_number
 from ..core.advisor import Advisor, ToolNext
+from ..core.checks import require_callable, require_number
 from ..core.invocation import ToolInvocation, ToolResult
 from ..core.tools import InvalidToolArguments
 
@@ -240,3 +240,6 @@ def _tagged(value: Any, depth: int) -> Any:
     if isinstance(value, enum.Enum):
         return [kind, _tagged(value.value, depth + 1)]
     raise TypeError(f"{kind} is not data")
+
+
+__all__ = ["HIT_ATTRIBUTE", "CacheKey", "ToolResultCacheAdvisor"]

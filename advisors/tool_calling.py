@@ -8,23 +8,22 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, Literal
 
-from ..core._progress import reports_progress, with_progress
-from ..core._streams import closing_stream
 from ..core.advisor import Advisor, CallNext, ChainView, Placement, StreamNext
 from ..core.deferred import DeferredCall, Waiting, check_decisions, record, with_records
 from ..core.errors import StreamInterruptedError, ToolCallLimitExceeded
 from ..core.events import (
     ResponseCompleted,
     StreamEvent,
-    ToolCallDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
 from ..core.invocation import ToolHook, ToolInvocation, ToolResult
 from ..core.manager import ToolCallingManager, ToolRound
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from ..core.progress import reports_progress, with_progress
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from ..core.usage import Usage
 from ..core.watchers import watched_by
 
@@ -58,9 +57,11 @@ class ToolCallingAdvisor(Advisor):
     The returned response carries the usage of every round, including every model call
     made inside its tool calls by a chain (a sub-agent's, also one that failed or was
     retried; as an enclosing `BudgetAdvisor` counts them), and, in `messages`, every
-    message the turn added. Streaming passes text deltas through as they arrive, hides
-    tool-call fragments, and emits `ToolCallStarted` / `ToolCallFinished`, and between
-    them the `ToolProgress` of tools that report it (MCP tools, chains as tools).
+    message the turn added. Streaming passes the model's deltas through as they arrive
+    (text, reasoning, and the `ToolCallDelta` fragments of the calls it writes, so a UI
+    shows the arguments as they come), then emits `ToolCallStarted` for each call of the
+    round, the `ToolProgress` of tools that report it (MCP tools, chains as tools), and
+    each call's `ToolCallFinished` as it ends.
 
     A forcing `tool_choice` (`"required"` or a tool's name) applies to the first model
     call only: after a round in which tools ran (and on a resumed turn), the next calls
@@ -133,12 +134,31 @@ class ToolCallingAdvisor(Advisor):
         turn = _Turn(request, self.reset_tool_choice)
         hooks = self._hooks()
         if turn.waiting is not None:
-            settled = await turn.settle(self.manager, hooks)
+            # As a round: each decided call's start, its progress (a resumed sub-chain's
+            # events), and its end as it ends.
+            decided = tuple(c for c in turn.waiting.message.tool_calls if c.id in turn.decisions)
+            for call in decided:
+                yield ToolCallStarted(call)
+            done_settle: list[ToolRound] = []
+            updates = with_progress(
+                partial(turn.settle, self.manager, hooks),
+                done_settle,
+                [call.id for call in decided],
+                progress=reports_progress(turn.request.find_tool(c.name) for c in decided),
+                on_finished=partial(_finished_event, decided),
+            )
+            told: set[str] = set()
+            async with closing_stream(updates) as running:
+                async for update in running:
+                    if isinstance(update, ToolCallFinished):
+                        told.add(update.call.id)
+                    yield update
+            settled = done_settle[0]
             for call, result, message, duration in zip(
                 settled.calls, settled.results, settled.messages, settled.durations, strict=True
             ):
-                yield ToolCallStarted(call)
-                yield ToolCallFinished(call, message, result.outcome, duration)
+                if call.id not in told:
+                    yield ToolCallFinished(call, message, result.outcome, duration)
             done = turn.settled(settled)
             if done is not None:
                 yield ResponseCompleted(done)
@@ -149,7 +169,7 @@ class ToolCallingAdvisor(Advisor):
                 async for event in events:
                     if isinstance(event, ResponseCompleted):
                         response = event.response
-                    elif not isinstance(event, ToolCallDelta):
+                    else:
                         yield event
             if response is None:
                 raise StreamInterruptedError("the model's stream ended without a response")
@@ -430,3 +450,6 @@ class _Turn:
             id=response.id,
             deferred=response.deferred,
         )
+
+
+__all__ = ["ToolCallingAdvisor"]

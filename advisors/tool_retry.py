@@ -11,8 +11,8 @@ from typing import TypeAlias
 import anyio
 from opentelemetry import trace
 
-from ..core._checks import require_callable, require_number
 from ..core.advisor import Advisor, ToolNext
+from ..core.checks import require_callable, require_number
 from ..core.errors import ToolExecutionError
 from ..core.invocation import ToolInvocation, ToolResult
 
@@ -207,3 +207,6 @@ def _mark_attempts(attempts: int) -> None:
     span = trace.get_current_span()
     if span.is_recording():
         span.set_attribute(ATTEMPTS_ATTRIBUTE, attempts)
+
+
+__all__ = ["ATTEMPTS_ATTRIBUTE", "Backoff", "ExponentialBackoff", "Sleep", "ToolRetryAdvisor"]

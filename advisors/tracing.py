@@ -12,11 +12,12 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import Histogram, MeterProvider, NoOpHistogram
-from opentelemetry.metrics._internal.instrument import _ProxyHistogram
 from opentelemetry.trace import (
     INVALID_SPAN,
     NoOpTracer,
+    NoOpTracerProvider,
     ProxyTracer,
+    ProxyTracerProvider,
     Span,
     SpanKind,
     Status,
@@ -25,13 +26,13 @@ from opentelemetry.trace import (
     TracerProvider,
 )
 
-from ..core._streams import closing_stream
 from ..core.advisor import CallNext, Placement, StreamNext, ToolNext
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.invocation import ToolInvocation, ToolResult
-from ..core.manager import describe_exception
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.scrub import describe_exception
+from ..core.streams import closing_stream
 from ..core.turn import Proceed, StreamProceed, TurnAdvisor
 from ._observe import (
     ModelNames,
@@ -104,6 +105,7 @@ class TracingAdvisor(TurnAdvisor):
         self.max_content_chars = max_content_chars
         self._names = ModelNames(provider_name)
         self._turn_spans = True
+        self._silent_key = f"advisorchain.tracing.silent.{id(self)}"
         self._tracer = trace.get_tracer(SCOPE, tracer_provider=tracer_provider)
         meter = metrics.get_meter(SCOPE, meter_provider=meter_provider)
         self._duration = meter.create_histogram(
@@ -141,7 +143,7 @@ class TracingAdvisor(TurnAdvisor):
     def applies(self, request: ChatRequest) -> bool:
         """Whether the turn gets a span: the link sits outside the tool loop and an SDK
         or a current span could see it (else the turn passes through, nothing paid)."""
-        return self._turn_spans and not self._unseen()
+        return self._turn_spans and not self._unseen(request)
 
     def scoped(self, request: ChatRequest) -> bool:
         """The turn's span is current while the rest of the chain runs, never while the
@@ -197,7 +199,7 @@ class TracingAdvisor(TurnAdvisor):
     # -- each model call --------------------------------------------------------------
 
     async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
-        if self._unseen(metrics=True):
+        if self._unseen(request, metrics=True):
             return await next(request)
         span, metric = self._start_chat(request)
         start = time.perf_counter()
@@ -217,7 +219,7 @@ class TracingAdvisor(TurnAdvisor):
     async def stream_model(
         self, request: ChatRequest, next: StreamNext
     ) -> AsyncIterator[StreamEvent]:
-        if self._unseen(metrics=True):
+        if self._unseen(request, metrics=True):
             async with closing_stream(next(request)) as events:
                 async for event in events:
                     yield event
@@ -299,7 +301,7 @@ class TracingAdvisor(TurnAdvisor):
     # -- each tool call ---------------------------------------------------------------
 
     async def call_tool(self, invocation: ToolInvocation, next: ToolNext) -> ToolResult:
-        if self._unseen():
+        if self._unseen(invocation.request):
             return await next(invocation)
         name = invocation.name
         if _no_op(self._tracer):
@@ -357,15 +359,23 @@ class TracingAdvisor(TurnAdvisor):
 
     # -- shared -----------------------------------------------------------------------
 
-    def _unseen(self, *, metrics: bool = False) -> bool:
+    def _unseen(self, request: ChatRequest, *, metrics: bool = False) -> bool:
         """Whether nothing a hook does could be seen: OpenTelemetry's no-op tracer (no SDK)
         with no current span, whose span would be the invalid span (not made current,
-        every call on it doing nothing), and with `metrics` the no-op histograms too."""
-        if not _no_op(self._tracer) or trace.get_current_span() is not INVALID_SPAN:
+        every call on it doing nothing), and with `metrics` the no-op histograms too.
+
+        Whether the tracer and the histograms are no-ops is asked once per turn and kept
+        in the turn's `request.context` (asking reads the global providers): a global
+        provider set during a turn is used from the next turn on."""
+        silent = request.context.get(self._silent_key)
+        if silent is None:
+            silent = request.context[self._silent_key] = (
+                _no_op(self._tracer),
+                _no_op(self._duration, self._tokens, self._first_chunk),
+            )
+        if not silent[0] or trace.get_current_span() is not INVALID_SPAN:
             return False
-        return not metrics or (
-            _no_op(self._duration) and _no_op(self._tokens) and _no_op(self._first_chunk)
-        )
+        return not metrics or silent[1]
 
     def _common(self, attributes: dict[str, Any], request: ChatRequest) -> None:
         provider = self._names.provider_name
@@ -407,18 +417,32 @@ class TracingAdvisor(TurnAdvisor):
             span.set_status(Status(StatusCode.ERROR, kind))
 
 
-def _no_op(instrument: Tracer | Histogram) -> bool:
-    """Whether `instrument` is OpenTelemetry's no-op tracer or histogram (no SDK): the API's
-    own no-op classes, or its proxies before a global provider is set, whose spans ignore
-    the attributes they start with and whose records go nowhere. Anything else (an SDK's,
-    a subclass, a proxy once a provider is set) gets every attribute and every record."""
-    kind = type(instrument)
-    if kind is ProxyTracer:
-        # what ProxyTracer.start_span itself resolves to (the global provider's, once set)
-        return type(instrument._tracer) is NoOpTracer  # type: ignore[union-attr]
-    if kind is _ProxyHistogram:
-        return instrument._real_instrument is None  # type: ignore[union-attr]
-    return kind is NoOpTracer or kind is NoOpHistogram
+def _no_op(*instruments: Tracer | Histogram) -> bool:
+    """Whether each of `instruments` is OpenTelemetry's no-op tracer or histogram (no
+    SDK): the API's own no-op classes, or its proxies before a global provider is set,
+    whose spans ignore the attributes they start with and whose records go nowhere.
+    Anything else (an SDK's, a subclass, a proxy once a provider is set) gets every
+    attribute and every record."""
+    proxies = False
+    for instrument in instruments:
+        kind = type(instrument)
+        if kind is NoOpTracer or kind is NoOpHistogram:
+            continue
+        if kind is ProxyTracer:
+            # the global provider's proxy: a no-op tracer while that provider is the API's
+            if type(trace.get_tracer_provider()) not in _API_TRACER_PROVIDERS:
+                return False
+        elif kind.__module__.startswith(_API_METRICS):
+            proxies = True  # the API's proxy histogram (the global meter provider's)
+        else:
+            return False
+    # The proxies' records go nowhere while the global meter provider is the API's own (no
+    # SDK set): asked once for all of them, through public names only.
+    return not proxies or type(metrics.get_meter_provider()).__module__.startswith(_API_METRICS)
+
+
+_API_TRACER_PROVIDERS = (ProxyTracerProvider, NoOpTracerProvider)
+_API_METRICS = "opentelemetry.metrics"  # the API package's classes, not an SDK's
 
 
 def _enter(span: Span) -> Token[otel_context.Context] | None:
@@ -490,3 +514,14 @@ async def _traced_stream(
         raise
     finally:
         span.end()
+
+
+__all__ = [
+    "CLOSED_EARLY",
+    "MODEL_CALLS",
+    "ROUND",
+    "SCOPE",
+    "TOOL_CALLS",
+    "TOOL_OUTCOME",
+    "TracingAdvisor",
+]

@@ -1,1 +1,3 @@
 """advisorchain's core contracts: messages, requests, tools, advisors, the chain."""
+
+__all__: list[str] = []

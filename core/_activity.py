@@ -2,7 +2,7 @@
 the round's sink and the call's activity clock, in context variables.
 
 `ToolContext.report_progress` checks the values and calls `report` here; the streaming
-tool loop puts a sink in `sink` (`core._progress`, which turns raw reports into
+tool loop puts a sink in `sink` (`core.progress`, which turns raw reports into
 `ToolProgress` events); a tool with an `idle_timeout` runs under `run_while_active`,
 whose clock every report restarts. Reports from a worker thread are handed to the event
 loop the sink or clock was made in.
@@ -47,7 +47,7 @@ class Loop:
 
 
 class RawSink(Protocol):
-    """The sink of a streaming round, as reports reach it (`core._progress._Sender`)."""
+    """The sink of a streaming round, as reports reach it (`core.progress._Sender`)."""
 
     @property
     def loop(self) -> Loop:
@@ -139,3 +139,16 @@ def check(progress: object, total: object, message: object) -> None:
             raise ValueError(f"{name} must be finite, not {value!r}")
     if message is not None and not isinstance(message, str):
         raise TypeError(f"message must be a str or None, not {type(message).__name__}")
+
+
+__all__ = [
+    "Clock",
+    "Loop",
+    "RawSink",
+    "activity",
+    "check",
+    "deliver",
+    "report",
+    "run_while_active",
+    "sink",
+]

@@ -67,3 +67,6 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
         elif section == ":param" and current is not None and stripped:
             params[current] = f"{params[current]} {stripped}".strip()
     return ParsedDocstring("\n".join(description).strip(), params)
+
+
+__all__ = ["ParsedDocstring", "parse_docstring"]

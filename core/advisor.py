@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeAlias
 
-from ._checks import require_callable
+from .checks import require_callable
 from .events import StreamEvent
 from .invocation import ToolHook as ToolHook
 from .invocation import ToolInvocation, ToolResult
@@ -277,3 +277,21 @@ def advisor(
     cls = type("FunctionAdvisor", (FunctionAdvisor,), hooks)
     instance: Advisor = cls(functions, name)
     return instance
+
+
+__all__ = [
+    "PATH_PAIRS",
+    "Advisor",
+    "AfterFunction",
+    "BeforeFunction",
+    "CallFunction",
+    "CallNext",
+    "ChainView",
+    "FunctionAdvisor",
+    "Placement",
+    "StreamFunction",
+    "StreamNext",
+    "advisor",
+    "one_sided",
+    "overrides",
+]

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from ._call_ids import StreamCallIds, unique_response
-from ._checks import require_chat_model, require_mapping
-from ._streams import closing_stream
-from ._sync import iterate_sync, refuse_in_loop, run_sync
 from .advisor import (
     Advisor,
     AfterFunction,
@@ -23,6 +19,8 @@ from .advisor import (
     one_sided,
     overrides,
 )
+from .call_ids import StreamCallIds, unique_response
+from .checks import require_chat_model, require_mapping
 from .deferred import Decision
 from .errors import ChainConfigurationError, InvalidDecisions, StreamInterruptedError
 from .events import ResponseCompleted, StreamEvent, ToolCallDelta
@@ -33,6 +31,8 @@ from .options import ChatOptions
 from .prompt import Prompt, to_messages
 from .request import ChatRequest
 from .response import ChatResponse
+from .streams import closing_stream
+from .sync import iterate_sync, refuse_in_loop, run_sync
 from .tools import Tool, merge_tools
 from .watchers import model_call_watchers, notify_after, notify_before
 
@@ -140,46 +140,6 @@ class Chain:
     def __repr__(self) -> str:
         links = ", ".join(a.name for a in self.advisors)
         return f"Chain([{links}], model={self.model!r})"
-
-    def as_tool(
-        self,
-        name: str,
-        description: str,
-        *,
-        parameters: Mapping[str, Any] | None = None,
-        context_keys: Collection[str] = (),
-        requires_approval: bool = False,
-        timeout: float | None = None,
-        max_depth: int = 3,
-    ) -> Tool:
-        """This chain as a `Tool` another chain's model can call (a sub-agent).
-
-        Each call runs one turn of this chain: its input is a `task` text (or, with
-        `parameters`, arguments of that JSON schema, sent as JSON), its result the
-        answer's text (or structured output). Only the parent's tool-context values
-        named in `context_keys` are passed down. The turn's usage is added to the
-        parent turn's; while the parent streams, each event of this turn reaches the
-        parent's stream as `ToolProgress(call_id, event=...)`. The parent's tool
-        `timeout` and cancellation bound the call, and the parent's links that watch
-        its tool calls' model calls (`core/watchers.py`) see each model call of this
-        turn as it happens; `max_depth` bounds nesting.
-        A turn of this chain that ends deferred defers the parent's call (kind
-        `"subchain"`, this turn's deferred calls nested in it, its transcript kept in the
-        parent's); the parent's resume, given a mapping of this turn's decisions for the
-        call, resumes this turn first. See `advisors/subchain.py`.
-        """
-        from ..advisors.subchain import chain_tool
-
-        return chain_tool(
-            self,
-            name,
-            description,
-            parameters=parameters,
-            context_keys=context_keys,
-            requires_approval=requires_approval,
-            timeout=timeout,
-            max_depth=max_depth,
-        )
 
     def request(
         self,
@@ -444,7 +404,7 @@ def _stream_nested(chain: Chain, request: ChatRequest) -> AsyncIterator[StreamEv
 async def _call_without_tool_context(model: ChatModel, request: ChatRequest) -> ChatResponse:
     """The innermost step: the model never receives the tool context, so cannot leak it;
     the ids of the tool calls it answers are made unique and valid before any link sees
-    them (`core._call_ids`); the watchers of an enclosing tool call see the call
+    them (`core.call_ids`); the watchers of an enclosing tool call see the call
     (`core/watchers.py`)."""
     watchers = model_call_watchers()
     if watchers:
@@ -537,3 +497,6 @@ async def _around_stream(
             if after is not None and isinstance(event, ResponseCompleted):
                 event = ResponseCompleted(await after(event.response))
             yield event
+
+
+__all__ = ["Chain"]

@@ -80,3 +80,6 @@ class ToolContext(Mapping[str, Any]):
         return f"ToolContext(tool_name={self.tool_name!r}, call_id={self.call_id!r}, keys=[{keys}])"
 
     __str__ = __repr__
+
+
+__all__ = ["ToolContext"]

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
-from ._schema import check_json_schema
 from .errors import InvalidDecisions
 from .messages import (
     AssistantMessage,
@@ -35,6 +34,7 @@ from .messages import (
     dump_messages,
     load_messages,
 )
+from .schema import check_json_schema
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 

@@ -94,3 +94,18 @@ class OutputSchemaRefused(AdvisorChainError):
 class TurnReplayError(AdvisorChainError, RuntimeError):
     """A `TurnAdvisor` called `proceed` again on the stream path after events of an earlier
     attempt were streamed: a caller cannot unsee them, so that retry is refused."""
+
+
+__all__ = [
+    "AdvisorChainError",
+    "ChainConfigurationError",
+    "InvalidDecisions",
+    "ResumeConflict",
+    "ServerReportedError",
+    "StreamInterruptedError",
+    "ToolCallLimitExceeded",
+    "ToolDefinitionError",
+    "ToolExecutionError",
+    "ToolIdleTimeoutError",
+    "TurnReplayError",
+]

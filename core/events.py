@@ -32,11 +32,24 @@ class ReasoningDelta:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallDelta:
-    """A fragment of a tool call as a provider streams it; the tool loop assembles them.
+    """A fragment of a tool call as the model streams it.
 
-    Fragments with the same `index` belong to one call; `id` and `name` may arrive in any
-    fragment (usually the first), `arguments` is appended; `provider_data` (opaque data
-    the provider needs back with the call) is merged into the call's.
+    Fragments with the same `index` belong to one call of one model answer; `id` and
+    `name` may arrive in any fragment (usually the first), `arguments` is appended;
+    `provider_data` (opaque data the provider needs back with the call) is merged into
+    the call's.
+
+    What a caller of `Chain.stream` sees: the fragments of every model call of the turn
+    as they arrive, the tool loop's rounds included (indexes start at 0 again with each
+    model call). `id` is the id the call keeps (the chain makes ids unique before any
+    link sees them); the tool loop's `ToolCallStarted` for the call follows the answer's
+    last fragment. The arguments are the model's text as written; `ToolCallStarted.call`
+    is the assembled call the loop runs. A call a model gives whole may come as one
+    fragment or, from a provider that streams none, as no fragment: `ToolCallStarted` is
+    then the first a caller hears of it. A fragment whose call never gets an id (a
+    provider that sends none) keeps `id=None`; the call's `ToolCallStarted` carries the
+    id it was given. A chain called as a tool does not forward its model's fragments: its
+    calls reach the parent's stream as their `ToolCallStarted`, wrapped in `ToolProgress`.
     """
 
     index: int
@@ -88,8 +101,9 @@ class ToolProgress:
     `call_id` is the id of the call (as in `ToolCallStarted.call`). An MCP tool's
     progress notifications, and a local tool's `ToolContext.report_progress(...)` calls,
     arrive as `progress` (and `total`, when known) with an optional `message`; a chain
-    called as a tool (`Chain.as_tool`) forwards each event of its own stream as `event`
-    (nested: its text deltas stay out of the parent's text). Only `stream()` yields them.
+    called as a tool (`chain_tool`) forwards each event of its own stream but its
+    `ToolCallDelta`s as `event` (nested: its text deltas stay out of the parent's text).
+    Only `stream()` yields them.
     """
 
     call_id: str
@@ -117,3 +131,17 @@ StreamEvent: TypeAlias = (
     | ResponseCompleted
 )
 """Any event a stream yields."""
+
+
+__all__ = [
+    "AnswerDiscarded",
+    "ModelDelta",
+    "ReasoningDelta",
+    "ResponseCompleted",
+    "StreamEvent",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolProgress",
+]

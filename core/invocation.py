@@ -180,3 +180,6 @@ ToolNext: TypeAlias = Callable[[ToolInvocation], Awaitable[ToolResult]]
 
 ToolHook: TypeAlias = Callable[[ToolInvocation, ToolNext], Awaitable[ToolResult]]
 """A `call_tool` hook, bound to its advisor."""
+
+
+__all__ = ["ToolHook", "ToolInvocation", "ToolNext", "ToolOutcome", "ToolResult"]

@@ -175,3 +175,16 @@ def dump_messages(messages: Sequence[Message]) -> bytes:
 def load_messages(data: str | bytes) -> tuple[Message, ...]:
     """Parse messages serialized by `dump_messages` (0.1's plain-text rows included)."""
     return tuple(_MESSAGES.validate_json(data))
+
+
+__all__ = [
+    "AssistantMessage",
+    "Message",
+    "SystemMessage",
+    "ToolCall",
+    "ToolMessage",
+    "UserMessage",
+    "dump_messages",
+    "load_messages",
+    "new_call_id",
+]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
-from ._checks import require_number
+from .checks import require_number
 
 ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str
 """`"auto"`, `"none"`, `"required"`, or the name of the one tool the model must call."""
@@ -158,3 +158,6 @@ class ChatOptions:
 
 
 _OPTION_NAMES = frozenset(f.name for f in fields(ChatOptions))
+
+
+__all__ = ["ChatOptions", "OutputSchema", "ToolChoice"]

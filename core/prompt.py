@@ -54,7 +54,6 @@ Prompt: TypeAlias = (
 (advisorchain messages and/or OpenAI-style dicts), or a whole request."""
 
 _MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
-_EXACT_TYPES = frozenset(_MESSAGE_TYPES)
 
 _EXPECTED = (
     "a prompt is the user's text (str), a message (UserMessage(...) or an OpenAI-style "
@@ -80,16 +79,6 @@ def _describe(value: object) -> str:
 def to_messages(prompt: object) -> tuple[Message, ...]:
     """The messages of a prompt that is not a `ChatRequest`; `InvalidPromptError` if it is
     not a prompt at all."""
-    kind = type(prompt)
-    if kind is str:
-        return (UserMessage(content=prompt),)  # type: ignore[arg-type]
-    if kind is list or kind is tuple:  # exact types first: pydantic's isinstance is slow
-        items: tuple[Any, ...] = tuple(prompt)  # type: ignore[arg-type]
-        if _EXACT_TYPES.issuperset(map(type, items)):
-            return items  # the common case: a transcript of messages, nothing to convert
-        return _transcript(items)
-    if kind in _EXACT_TYPES:
-        return (prompt,)  # type: ignore[return-value]
     if isinstance(prompt, str):
         return (UserMessage(content=prompt),)
     if isinstance(prompt, _MESSAGE_TYPES):

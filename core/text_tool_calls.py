@@ -28,14 +28,14 @@ import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
-from ._arguments import ArgumentsError, parse_arguments
-from ._call_ids import CallIds
-from ._streams import closing_stream
+from .arguments import ArgumentsError, parse_arguments
+from .call_ids import CallIds
 from .events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from .messages import AssistantMessage, ToolCall
 from .parts import TextPart, assistant_content
 from .request import ChatRequest
 from .response import ChatResponse
+from .streams import closing_stream
 
 _OPEN_TAG = "<tool_call>"
 _CLOSE_TAG = "</tool_call>"
@@ -126,7 +126,7 @@ class TextToolCallParser:
     Time is linear in the text's length however it is split: text that cannot decide
     what is held (the inside of a long call) is only stored until something can. Each
     call gets an id of its own, valid for every provider: the id the model wrote when it
-    is (`core._call_ids`), else a new one.
+    is (`core.call_ids`), else a new one.
     """
 
     __slots__ = (

@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from contextvars import Context, copy_context
 from typing import Any, TypeAlias
 
-from ._streams import closing_stream
 from .advisor import Advisor, CallNext, StreamNext
 from .errors import StreamInterruptedError, TurnReplayError
 from .events import AnswerDiscarded, ResponseCompleted, StreamEvent
 from .request import ChatRequest
 from .response import ChatResponse
+from .streams import closing_stream
 
 __all__ = ["Proceed", "StreamProceed", "TurnAdvisor"]
 

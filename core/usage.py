@@ -43,3 +43,6 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
         )
+
+
+__all__ = ["Usage"]

@@ -1,7 +1,7 @@
 """Model-call watchers: what an enclosing piece of work (one of a turn's tool calls) asks
 to see of every model call made inside it, by any chain, however it is run.
 
-A tool may run a chain of its own: as a sub-agent (`Chain.as_tool`) or by hand
+A tool may run a chain of its own: as a sub-agent (`chain_tool`) or by hand
 (`await other.call(...)` in its body). Such a chain has none of the enclosing chain's
 links, so only the step every chain shares, the innermost one that calls the model,
 can show its model calls to the enclosing turn. Core keeps this one generic hook and

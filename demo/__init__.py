@@ -4,3 +4,5 @@
 `tools` and `orders` are the shop behind it; `catalog` holds ~50 further tools for tool
 search; `render` prints to the terminal.
 """
+
+__all__: list[str] = []

@@ -192,3 +192,6 @@ def _peak_rss_mb() -> float | None:
     except ImportError:  # not on Windows
         return None
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+__all__ = ["DEFAULT_QUESTIONS", "DemoOptions", "prepare_model", "run_demo"]

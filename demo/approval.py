@@ -51,3 +51,6 @@ def make_approver(
         return decisions
 
     return CallbackApprover(decide, name=f"--{'yes' if mode == 'yes' else 'no-input'}")
+
+
+__all__ = ["NO_INPUT_REASON", "Say", "describe_call", "make_approver"]

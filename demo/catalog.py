@@ -176,3 +176,6 @@ def business_catalog() -> list[Tool]:
         )
         for name, description, params in _CATALOG
     ]
+
+
+__all__ = ["READ_ONLY", "SAMPLE_ANSWERS", "NotInDemoShop", "business_catalog"]

@@ -17,7 +17,6 @@ from ..advisors import (
     ToolSearchAdvisor,
 )
 from ..advisors.small_model import QWEN_SYSTEM_PREFIX
-from ..core._scrub import safe_str, scrub_error_text
 from ..core.advisor import Advisor
 from ..core.chain import Chain
 from ..core.context import ToolContext
@@ -25,6 +24,7 @@ from ..core.invocation import ToolInvocation, ToolNext, ToolResult
 from ..core.messages import Message, ToolMessage, UserMessage
 from ..core.model import ChatModel
 from ..core.options import ChatOptions
+from ..core.scrub import safe_str, scrub_error_text
 from ..core.tools import Tool
 from .catalog import NotInDemoShop
 from .orders import CancellationRefused, OrderNotFound
@@ -172,3 +172,16 @@ def build_chain(
         ),
     ]
     return Chain(advisors, model=model, tools=[*tools.read_tools, *catalog], options=options)
+
+
+__all__ = [
+    "EXPECTED_ERRORS",
+    "LOGGER_NAME",
+    "LOOK_BEFORE_ACTING",
+    "SMALL_MODEL_SYSTEM_PROMPT",
+    "SYSTEM_PROMPT",
+    "GivenIdsOnly",
+    "build_chain",
+    "latest_question",
+    "tool_error_text",
+]

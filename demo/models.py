@@ -81,3 +81,6 @@ def create_model(spec: ModelSpec, *, local_model_path: Path | None = None) -> Ch
     model_from_name = _providers_attribute("model_from_name")
     created: ChatModel = model_from_name(f"{spec.kind}:{spec.name}")
     return created
+
+
+__all__ = ["MODEL_HELP", "ModelOptionError", "ModelSpec", "create_model", "parse_model_option"]

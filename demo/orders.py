@@ -160,3 +160,14 @@ class OrderService:
         cancelled = replace(self._orders[key], status="cancelled")
         self._orders[key] = cancelled
         return cancelled
+
+
+__all__ = [
+    "CancellationQuote",
+    "CancellationRefused",
+    "Customer",
+    "Order",
+    "OrderNotFound",
+    "OrderService",
+    "OrderStatus",
+]

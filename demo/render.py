@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import TextIO, cast
 
 from ..advisors.small_model import format_call
-from ..core._streams import closing_stream
 from ..core.events import (
     ResponseCompleted,
     StreamEvent,
@@ -24,6 +23,7 @@ from ..core.events import (
     ToolCallStarted,
 )
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from ..core.usage import Usage
 
 

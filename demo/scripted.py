@@ -87,3 +87,6 @@ def _after_tool(request: ChatRequest, result: ToolMessage) -> Reply:
 def scripted_order_model() -> ScriptedChatModel:
     """The `--model scripted` model."""
     return ScriptedChatModel(order_assistant_reply, model_name="scripted-order-assistant")
+
+
+__all__ = ["order_assistant_reply", "scripted_order_model"]

@@ -130,3 +130,6 @@ class OrderTools:
             f"Order {order.id} is cancelled; {order.total:.2f} {order.currency} "
             "will be refunded within 5 days."
         )
+
+
+__all__ = ["OrderId", "OrderTools", "mask_emails"]

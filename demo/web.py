@@ -11,11 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..advisors.approval import DeferredApprover, InMemoryApprovalStore
-from ..core._extras import install_hint
+from ..core.extras import install_hint
 from ..core.model import ChatModel, model_name
 from ..core.options import ChatOptions
-from ..ui import AgUiApp, UiLimits
-from ..ui._http import Receive, Scope, Send, serve_lifespan
+from ..ui import AgUiApp, Receive, Scope, Send, UiLimits, serve_lifespan
 from .app import DemoOptions
 from .catalog import business_catalog
 from .chain import SMALL_MODEL_SYSTEM_PROMPT, SYSTEM_PROMPT, build_chain

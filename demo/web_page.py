@@ -169,7 +169,9 @@ function handle(event, turn) {
         turn.outputTokens + " out tokens, " + seconds + " s, " + turn.approvals + " approvals";
       if (event.outcome && event.outcome.type === "interrupt") {
         turn.summary.textContent += " (waiting for you)";
-        event.outcome.interrupts.forEach((i) => askApproval(i, turn));
+        // one resume answers every interrupt of the run: it is sent once all are decided
+        const answers = {left: event.outcome.interrupts.length, resume: []};
+        event.outcome.interrupts.forEach((i) => askApproval(i, turn, answers));
       } else {
         history.push({id: newId(), role: "user", content: turn.question});
         if (turn.text) history.push({id: newId(), role: "assistant", content: turn.text});
@@ -185,7 +187,7 @@ function handle(event, turn) {
   }
 }
 
-function askApproval(interrupt, turn) {
+function askApproval(interrupt, turn, answers) {
   const meta = interrupt.metadata || {};
   const box = add(chat, el("div", "msg approval"));
   box.appendChild(el("div", "", "Approve " + meta.toolName + "?"));
@@ -200,7 +202,9 @@ function askApproval(interrupt, turn) {
     box.appendChild(el("div", "decided", label));
     turn.approvals += 1;
     row(turn, ["approval", meta.toolName, args.value, label, ""]);
-    run({messages: [], resume: [{interruptId: interrupt.id, status: "resolved", payload}]}, turn);
+    answers.resume.push({interruptId: interrupt.id, status: "resolved", payload});
+    answers.left -= 1;
+    if (answers.left === 0) run({messages: [], resume: answers.resume}, turn);
   };
   approve.onclick = () => answer({approved: true}, "approved");
   edit.onclick = () => {

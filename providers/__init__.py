@@ -1,7 +1,7 @@
 """Chat models: the innermost step of a chain."""
 
-from ..core._assembly import StreamAssembler
-from ..core._exports import publish
+from ..core.assembly import StreamAssembler
+from ..core.exports import publish
 from ..core.options import NativeToolSearch, OutputSchema
 from .anthropic import AnthropicChatModel, AnthropicWire
 from .errors import (

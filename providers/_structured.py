@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..core._arguments import MAX_ARGUMENT_DEPTH
+from ..core.arguments import MAX_ARGUMENT_DEPTH
 from ..core.errors import ChainConfigurationError
 from ..core.options import OutputSchema
 
@@ -300,3 +300,16 @@ def _plain(value: Any, depth: int = 0) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v, depth + 1) for v in value]
     return value
+
+
+__all__ = [
+    "MAX_SCHEMA_DEPTH",
+    "OPENAI_OFFICIAL_URL",
+    "anthropic_output_config",
+    "anthropic_schema",
+    "anthropic_supports",
+    "llamacpp_response_format",
+    "openai_response_format",
+    "openai_supports",
+    "strict_schema",
+]

@@ -47,9 +47,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Unpack
 
-from ..core._arguments import ArgumentsError, parse_argument_object, parse_arguments
-from ..core._assembly import StreamAssembler
-from ..core._call_ids import unique_tool_calls
+from ..core.arguments import ArgumentsError, parse_argument_object, parse_arguments
+from ..core.assembly import StreamAssembler
+from ..core.call_ids import unique_tool_calls
 from ..core.errors import StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage
@@ -502,6 +502,9 @@ def wire_usage(payload: Any, base: Usage | None = None) -> Usage:
 
     fresh, output = field("input_tokens"), field("output_tokens")
     written, read = field("cache_creation_input_tokens"), field("cache_read_input_tokens")
+    iterations = _iterations(payload.get("iterations"))
+    if iterations is not None:  # server-side compaction: the top level omits its step
+        fresh, written, read, output = iterations
     if fresh is None and written is None and read is None:
         input_tokens, cached = base.input_tokens, base.cached_tokens
         cache_write = base.cache_write_tokens
@@ -518,6 +521,25 @@ def wire_usage(payload: Any, base: Usage | None = None) -> Usage:
         cache_write_tokens=cache_write,
         reasoning_tokens=token_count(thinking) if thinking is not None else base.reasoning_tokens,
     )
+
+
+def _iterations(value: Any) -> tuple[int, int, int, int] | None:
+    """The sums (input, cache written, cache read, output) over a `usage.iterations`
+    list. With server-side compaction (`compact_20260112`) the top-level counts leave out
+    the summarizing step; the iterations are every sampling step the request was billed
+    for, so their sum is what it cost."""
+    if not isinstance(value, list) or not value:
+        return None
+    sums = [0, 0, 0, 0]
+    names = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    for step in value:
+        if not isinstance(step, Mapping):
+            return None
+        for i, name in enumerate((*names, "output_tokens")):
+            count = step.get(name)
+            if isinstance(count, (int, float)):
+                sums[i] += token_count(count)
+    return sums[0], sums[1], sums[2], sums[3]
 
 
 def message_response(payload: Mapping[str, Any]) -> ChatResponse:
@@ -785,3 +807,28 @@ class _StreamState:
             raise StreamInterruptedError(
                 f"anthropic: the streamed response is invalid ({type(exc).__name__}: {exc})"
             ) from exc
+
+
+__all__ = [
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_VERSION",
+    "MAX_SERVER_INPUT_CHARS",
+    "RAW_ARGUMENTS_KEY",
+    "SERVER_BLOCKS_KEY",
+    "THINKING_MIN_BUDGET",
+    "AnthropicChatModel",
+    "AnthropicWire",
+    "build_response",
+    "check_thinking",
+    "content_blocks",
+    "message_response",
+    "reasoning_part",
+    "server_block",
+    "stream_error",
+    "thinking_block",
+    "tool_input",
+    "wire_messages",
+    "wire_tool_choice",
+    "wire_usage",
+    "with_server_blocks",
+]

@@ -133,3 +133,6 @@ def _count_marks(body: Mapping[str, Any]) -> int:
         if isinstance(content, list):
             count += sum(isinstance(b, Mapping) and "cache_control" in b for b in content)
     return count
+
+
+__all__ = ["MAX_BREAKPOINTS", "PromptCache", "place_breakpoints"]

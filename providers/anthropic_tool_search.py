@@ -36,3 +36,9 @@ def anthropic_tool_search(body: dict[str, Any], search: NativeToolSearch) -> dic
     ]
     body["tools"] = [dict(ANTHROPIC_SEARCH_TOOLS[search.variant]), *tools]
     return body
+
+
+__all__ = [
+    "ANTHROPIC_SEARCH_TOOLS",
+    "anthropic_tool_search",
+]

@@ -113,3 +113,19 @@ class ProviderRequestError(ProviderError):
 class ProviderStreamError(ProviderError, StreamInterruptedError):
     """A provider's stream broke off, or sent something that cannot be read, after it
     started: nothing is retried, since part of the answer was delivered."""
+
+
+__all__ = [
+    "BODY_EXCERPT_CHARS",
+    "AuthenticationError",
+    "BadRequestError",
+    "InvalidAPIKeyError",
+    "InvalidResponseError",
+    "OutputSchemaRefusedError",
+    "ProviderError",
+    "ProviderRequestError",
+    "ProviderStreamError",
+    "ProviderTimeoutError",
+    "ProviderUnavailableError",
+    "RateLimitError",
+]

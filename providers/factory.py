@@ -169,3 +169,6 @@ register_provider(
     form="openai-compatible:<base_url>:<model>",
 )
 register_provider("scripted", _scripted, form="scripted", model_required=False)
+
+
+__all__ = ["ProviderFactory", "model_from_name", "register_provider", "registered_providers"]

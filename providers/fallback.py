@@ -9,7 +9,6 @@ from typing import Any, NamedTuple, TypeAlias
 
 from opentelemetry import trace
 
-from ..core._streams import closing_stream
 from ..core.errors import AdvisorChainError, ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.manager import EFFECTS
@@ -23,6 +22,7 @@ from ..core.model import (
 from ..core.options import NativeSearchVariant, OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from .errors import ProviderUnavailableError, RateLimitError
 
 logger = logging.getLogger("advisorchain.fallback")
@@ -308,3 +308,16 @@ def _note(
             for i, f in enumerate(failures)
         )
         exc.add_note(f"FallbackModel: failed before: {tried}")
+
+
+__all__ = [
+    "DEFAULT_FALLBACK_ON",
+    "FALLBACK_RECORDS",
+    "INDEX_ATTRIBUTE",
+    "MODEL_ATTRIBUTE",
+    "PROVIDER_ATTRIBUTE",
+    "FallbackAfterEffectsError",
+    "FallbackModel",
+    "FallbackOn",
+    "FallbackRecord",
+]

@@ -62,7 +62,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Unpack
 from urllib.parse import quote
 
-from ..core._arguments import ArgumentsError, parse_arguments
+from ..core.arguments import ArgumentsError, parse_arguments
 from ..core.errors import ChainConfigurationError, StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import (
@@ -711,3 +711,29 @@ class GeminiStreamReader:
         # calls without an API id: keep the local ids the deltas announced
         calls = tuple(c.model_copy(update={"id": i}) for c, i in zip(calls, self._ids, strict=True))
         return response.with_message(response.message.model_copy(update={"tool_calls": calls}))
+
+
+__all__ = [
+    "AUTHENTICATION_REASONS",
+    "GEMINI_BASE_URL",
+    "LOCAL_ID_PREFIX",
+    "PROVIDER",
+    "GeminiChatModel",
+    "GeminiStreamReader",
+    "GeminiWire",
+    "SchemaMode",
+    "content_parts",
+    "contents",
+    "error_type",
+    "function_call",
+    "function_declaration",
+    "local_call_id",
+    "merged_parts",
+    "model_path",
+    "payload_error",
+    "request_body",
+    "request_headers",
+    "request_url",
+    "response_from_payload",
+    "wire_usage",
+]

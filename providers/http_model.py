@@ -11,12 +11,12 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import httpx
 
-from ..core._scrub import safe_str
 from ..core.errors import AdvisorChainError, StreamInterruptedError
 from ..core.events import ResponseCompleted, StreamEvent
 from ..core.options import NativeSearchVariant
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.scrub import safe_str
 from .errors import BadRequestError, InvalidResponseError, ProviderError, ProviderStreamError
 from .http.client import HTTPClient
 from .http.connection import Connection, ConnectionOptions
@@ -351,3 +351,6 @@ def _without_password(url: str) -> str:
         return url
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
+__all__ = ["END_OF_STREAM_GRACE", "HTTPChatModel", "StreamState"]

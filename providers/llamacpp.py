@@ -23,12 +23,12 @@ from typing import Any, Literal
 import anyio
 import anyio.to_thread
 
-from ..core._arguments import parse_argument_object
-from ..core._assembly import StreamAssembler
-from ..core._extras import install_hint
-from ..core._loop_lock import LoopLock
+from ..core.arguments import parse_argument_object
+from ..core.assembly import StreamAssembler
 from ..core.errors import ChainConfigurationError
 from ..core.events import ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
+from ..core.extras import install_hint
+from ..core.loop_lock import LoopLock
 from ..core.messages import (
     AssistantMessage,
     Message,

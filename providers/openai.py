@@ -42,8 +42,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias, Unpack
 
-from ..core._assembly import StreamAssembler
-from ..core._call_ids import unique_tool_calls
+from ..core.assembly import StreamAssembler
+from ..core.call_ids import unique_tool_calls
 from ..core.errors import StreamInterruptedError
 from ..core.events import ModelDelta, ReasoningDelta, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, new_call_id
@@ -659,3 +659,20 @@ def wire_arguments(function: Mapping[str, Any]) -> str:
     if isinstance(arguments, (dict, list)):
         return json_dumps(arguments)
     raise TypeError(f"arguments is a {type(arguments).__name__}, not a string")
+
+
+__all__ = [
+    "OPENAI_BASE_URL",
+    "PROVIDER",
+    "OpenAIChatModel",
+    "OpenAIChatWire",
+    "ToolMedia",
+    "build_response",
+    "call_provider_data",
+    "completion_response",
+    "content_parts",
+    "wire_arguments",
+    "wire_messages",
+    "wire_tool_choice",
+    "wire_usage",
+]

@@ -689,3 +689,23 @@ class ResponsesStreamReader:
             raise StreamInterruptedError(
                 f"{PROVIDER}: the streamed response is invalid ({type(exc).__name__}: {exc})"
             ) from exc
+
+
+__all__ = [
+    "INCLUDE",
+    "PROVIDER",
+    "OpenAIResponsesChatModel",
+    "OpenAIResponsesWire",
+    "ResponsesStreamReader",
+    "content_parts",
+    "function_call",
+    "input_items",
+    "reasoning_part",
+    "reasoning_text",
+    "request_body",
+    "response_error",
+    "response_from_payload",
+    "text_format",
+    "wire_tool_choice",
+    "wire_usage",
+]

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from operator import attrgetter
 from typing import Literal, TypeAlias, TypeGuard
 
-from ..core._assembly import StreamAssembler
+from ..core.assembly import StreamAssembler
 from ..core.errors import AdvisorChainError
 from ..core.events import ReasoningDelta, ResponseCompleted, StreamEvent, TextDelta, ToolCallDelta
 from ..core.messages import AssistantMessage, Message, ToolCall
@@ -210,3 +210,6 @@ def _estimate_usage(messages: Sequence[Message], answer: AssistantMessage) -> Us
     return Usage(
         input_tokens=max(1, prompt_chars // 4), output_tokens=max(1, answer_chars // 4), requests=1
     )
+
+
+__all__ = ["Reply", "ReplyFunction", "ScriptExhaustedError", "ScriptedChatModel"]

@@ -232,3 +232,6 @@ async def aiter_sse(chunks: AsyncIterable[bytes]) -> AsyncIterator[ServerSentEve
             yield event
     for event in decoder.close():
         yield event
+
+
+__all__ = ["MAX_EVENT_SIZE", "EventFields", "SSEDecoder", "ServerSentEvent", "aiter_sse"]

@@ -287,3 +287,54 @@ def test_compaction_benchmark_bounds_the_input_and_measures_the_prefix() -> None
     assert 0 < with_it["prefix"]["mean_cached_share"] <= 1
     report = {"without": without, "with": with_it}
     assert "| with compaction | 120 |" in compaction.render(report)
+
+
+def test_compaction_recall_benchmark_with_a_scripted_reader() -> None:
+    """The recall run's plumbing, the local model replaced by a reader that writes the
+    fact sentences it reads as its summary and answers from what it is sent: every fact
+    survives compaction, a question never makes a new summary, the held-out set differs."""
+    from advisorchain.core.messages import AssistantMessage
+    from advisorchain.core.response import ChatResponse
+    from advisorchain.core.usage import Usage
+    from advisorchain.providers import ScriptedChatModel
+
+    from benchmarks import compaction
+
+    statements = [fact for set_ in compaction.FACT_SETS.values() for fact, _, _ in set_]
+
+    def reader(request: Any) -> ChatResponse:
+        text = "\n".join(m.text for m in request.messages)
+        if "<conversation>" in text:  # a summary: the fact sentences, one a line
+            found = [s for s in statements if s in text]
+            answer = "\n".join(found) or "Nothing to note."
+        else:
+            question = request.messages[-1].text
+            asked = [q for set_ in compaction.FACT_SETS.values() for _, q, _ in set_]
+            index = [q in question for q in asked].index(True)
+            fact = statements[index]
+            answer = fact if fact in text else "I do not know."
+        return ChatResponse(
+            message=AssistantMessage(content=answer),
+            usage=Usage(input_tokens=len(text) // 4, output_tokens=5, requests=1),
+        )
+
+    model = ScriptedChatModel(reader, model_name="reader")
+    assert {s for s, _, _ in compaction.FACT_SETS["A"]}.isdisjoint(
+        s for s, _, _ in compaction.FACT_SETS["B"]
+    )
+    prompts = compaction.recall_prompts(200, "B")
+    assert all(s in prompts[:40] for s, _, _ in compaction.FACT_SETS["B"])
+    with_it = asyncio.run(compaction.run_recall(200, "B", compaction=True, model=model))
+    assert len(with_it["summaries"]) >= 2 and with_it["summarized_messages"] > 0
+    assert with_it["right"] == with_it["asked"] == 8
+    assert max(with_it["input_tokens_per_turn"]) < 12_000  # two requests at most, each ~5000
+    short = asyncio.run(compaction.run_recall(60, "B", compaction=False, model=model))
+    assert short["right"] == 8 and not short["summaries"]
+    windowed = asyncio.run(
+        compaction.run_recall(200, "B", compaction=False, window=20, model=model)
+    )
+    assert windowed["right"] == 0 and windowed["window"] == 20  # the facts left the window
+    report = {"without": {}, "with": {}, "recall_with": with_it, "recall_without": short}
+    report["without"] = asyncio.run(compaction.run_scripted(10, compaction=False))
+    report["with"] = asyncio.run(compaction.run_scripted(10, compaction=True))
+    assert "| set B, with compaction | 200 | 8 of 8 |" in compaction.render(report)

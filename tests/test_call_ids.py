@@ -30,14 +30,14 @@ from advisorchain import (
     UserMessage,
     tool,
 )
-from advisorchain.core._call_ids import (
+from advisorchain.core.advisor import CallNext, StreamNext
+from advisorchain.core.call_ids import (
     MAX_CALL_ID_CHARS,
     CallIds,
     StreamCallIds,
     is_valid_call_id,
     unique_response,
 )
-from advisorchain.core.advisor import CallNext, StreamNext
 from advisorchain.core.events import ToolCallDelta
 from advisorchain.core.text_tool_calls import (
     apply_text_tool_calls,

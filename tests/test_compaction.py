@@ -9,7 +9,7 @@ import anyio
 import pytest
 from wire_rules import wire_errors
 
-from advisorchain import Chain, MemoryAdvisor, ToolCallingAdvisor, ToolSearchAdvisor
+from advisorchain import Chain, MemoryAdvisor, ToolCallingAdvisor, ToolSearchAdvisor, chain_tool
 from advisorchain.advisors import BudgetAdvisor, BudgetExceeded
 from advisorchain.advisors.compaction import (
     INTERRUPTED,
@@ -38,6 +38,7 @@ from advisorchain.core.messages import (
     ToolMessage,
     UserMessage,
 )
+from advisorchain.core.options import ChatOptions
 from advisorchain.core.request import ChatRequest
 from advisorchain.core.response import ChatResponse
 from advisorchain.core.tools import Tool, tool
@@ -506,7 +507,7 @@ async def test_a_sub_chain_compacts_its_own_turn(streaming: bool) -> None:
     parent = Chain(
         [ToolCallingAdvisor()],
         model=ScriptedChatModel(script),
-        tools=[child.as_tool("helper", "A helper")],
+        tools=[chain_tool(child, "helper", "A helper")],
     )
     response = await run(parent, "go", streaming=streaming)
     assert response.text == "parent done"
@@ -573,3 +574,75 @@ async def test_reasoning_stays_whole_in_kept_messages_and_out_of_the_summary() -
     thinking = [b for m in wire for b in m["content"] if b["type"] == "thinking"]
     assert thinking == [{"type": "thinking", "thinking": "secret plan", "signature": "sig-1"}]
     assert "secret plan" not in summary.requests[0].messages[-1].text
+
+
+# -- running summaries ---------------------------------------------------------------
+
+
+def numbered_summarizer() -> ScriptedChatModel:
+    """Writes `note N` for each summary N and records what it read."""
+    counter = iter(range(1, 100))
+    return ScriptedChatModel(
+        lambda r: ChatResponse(
+            message=AssistantMessage(content=f"note {next(counter)}"),
+            usage=Usage(input_tokens=100, output_tokens=10, requests=1),
+        ),
+        model_name="numbered",
+    )
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_running_summary_is_appended_to_not_rewritten(streaming: bool) -> None:
+    model, summary = echo_model(), numbered_summarizer()
+    compaction = CompactionAdvisor(summary, trigger=Trigger(messages=6), keep=Keep(turns=1))
+    chain = Chain([ToolCallingAdvisor(), compaction], model=model)
+    transcript: list[Message] = []
+    for i in range(6):
+        transcript.append(UserMessage(content=f"fact {i}"))
+        response = await run(chain, transcript, streaming=streaming)
+        transcript.append(response.message)
+    assert len(summary.requests) >= 2
+    second = summary.requests[1].messages[-1].text
+    assert "Summary so far" not in second and "note 1" not in second  # only the new part
+    assert "[user] fact 0" not in second
+    sent = model.requests[-1].messages[0].text
+    assert sent.splitlines()[1:3] == ["note 1", "note 2"]  # the first note, kept word for word
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_long_running_summary_is_summarized_again(streaming: bool) -> None:
+    model, summary = echo_model(), numbered_summarizer()
+    compaction = CompactionAdvisor(
+        summary, trigger=Trigger(messages=6), keep=Keep(turns=1), running_summary_tokens=1
+    )
+    chain = Chain([ToolCallingAdvisor(), compaction], model=model)
+    transcript: list[Message] = []
+    for i in range(6):
+        transcript.append(UserMessage(content=f"fact {i}"))
+        response = await run(chain, transcript, streaming=streaming)
+        transcript.append(response.message)
+    second = summary.requests[1].messages[-1].text
+    assert "Summary so far:\nnote 1" in second
+    assert model.requests[-1].messages[0].text.splitlines()[1:] == [f"note {len(summary.requests)}"]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_summarizer_options_reach_the_private_call_only(streaming: bool) -> None:
+    model, summary = echo_model(), summarizer()
+    compaction = CompactionAdvisor(
+        summary,
+        trigger=Trigger(messages=4),
+        keep=Keep(turns=1),
+        max_summary_tokens=77,
+        summarizer_options=ChatOptions(temperature=0.0, top_p=0.5, max_tokens=99),
+    )
+    chain = Chain([ToolCallingAdvisor(), compaction], model=model)
+    await run(chain, history(3), streaming=streaming, temperature=0.9)
+    (private,) = summary.requests
+    assert (private.options.temperature, private.options.top_p) == (0.0, 0.5)
+    assert private.options.max_tokens == 99  # the options win over max_summary_tokens
+    assert model.requests[-1].options.temperature == 0.9
+    with pytest.raises(ChainConfigurationError):
+        CompactionAdvisor(summary, trigger=Trigger(messages=4), summarizer_options={"t": 0})  # type: ignore[arg-type]
+    with pytest.raises(ChainConfigurationError):
+        CompactionAdvisor(summary, trigger=Trigger(messages=4), running_summary_tokens=0)

@@ -11,7 +11,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from wire_rules import wire_errors
 
-from advisorchain import Chain, ToolCallingAdvisor
+from advisorchain import Chain, ToolCallingAdvisor, chain_tool, tool
+from advisorchain.advisors import (
+    ApprovalAdvisor,
+    Approve,
+    DeferredApprover,
+    InMemoryApprovalStore,
+    InMemoryChatMemoryStore,
+    MemoryAdvisor,
+    Reject,
+)
 from advisorchain.advisors.compaction import (
     ClearToolResults,
     CompactionAdvisor,
@@ -211,7 +220,10 @@ def test_every_request_leaving_the_chain_is_valid(
 
     from advisorchain.core.tools import Tool
 
-    tools = [Tool("lookup", "Look up", {"type": "object"}, lookup), child.as_tool("helper", "Help")]
+    tools = [
+        Tool("lookup", "Look up", {"type": "object"}, lookup),
+        chain_tool(child, "helper", "Help"),
+    ]
     model = ScriptedChatModel(checked(parent))
     chain = Chain(
         [
@@ -238,3 +250,141 @@ def test_every_request_leaving_the_chain_is_valid(
     response = anyio.run(turn)
     assert response.text == "final"
     assert not errors, errors[0]
+
+
+@tool(requires_approval=True)
+def pay(tag: str) -> str:
+    """Pay (needs approval)."""
+    return f"paid {tag}"
+
+
+@tool
+def note(tag: str) -> str:
+    """Write a note."""
+    return f"noted {tag}"
+
+
+async def answer(chain: Chain, prompt: Any, streaming: bool, **options: Any) -> ChatResponse:
+    if not streaming:
+        return await chain.call(prompt, **options)
+    final: ChatResponse | None = None
+    async for event in chain.stream(prompt, **options):
+        if isinstance(event, ResponseCompleted):
+            final = event.response
+    assert final is not None
+    return final
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    histories(waiting_tail=False),
+    triggers,
+    keeps,
+    clearings,
+    st.lists(st.sampled_from(["pay", "note", "helper"]), min_size=1, max_size=4).filter(
+        lambda names: "pay" in names
+    ),
+    st.lists(st.booleans(), min_size=4, max_size=4),
+    st.booleans(),
+    st.booleans(),
+)
+def test_deferred_calls_survive_compaction_through_the_resume(
+    history: list[Message],
+    trigger: Trigger,
+    keep: Keep,
+    clearing: ClearToolResults | None,
+    names: list[str],
+    approvals: list[bool],
+    streaming: bool,
+    with_memory: bool,
+) -> None:
+    """A turn defers calls (approval) with compaction in the chain; the resume
+    (`decisions=`, the transcript given or memory's log) settles every one of them, and
+    every model request, before and after, is valid for the four wire formats: on both
+    paths, with and without memory."""
+    errors: list[Any] = []
+    sent: list[ChatRequest] = []
+
+    def checked(script: Any) -> Any:
+        def answer(request: ChatRequest) -> Any:
+            sent.append(request)
+            found = wire_errors([m for m in request.messages if not isinstance(m, SystemMessage)])
+            if found:
+                errors.append((found, request.messages))
+            return script(request)
+
+        return answer
+
+    def parent(request: ChatRequest) -> Any:
+        last = request.messages[-1]
+        if isinstance(last, UserMessage) and last.text == "and now?":
+            return [
+                ToolCall.from_arguments(
+                    name, {"tag": f"t{i}"} if name != "helper" else {"task": f"t{i}"}, id=f"d{i}"
+                )
+                for i, name in enumerate(names)
+            ]
+        return "final"
+
+    child = Chain(
+        [CompactionAdvisor(summarizer(), trigger=trigger, keep=keep)],
+        model=ScriptedChatModel(checked(lambda r: "child answer")),
+    )
+    model = ScriptedChatModel(checked(parent))
+    summarize = summarizer()
+    memory_store = InMemoryChatMemoryStore()
+    advisors: list[Any] = [MemoryAdvisor(memory_store)] if with_memory else []
+    advisors += [
+        ToolCallingAdvisor(),
+        ApprovalAdvisor(DeferredApprover(), store=InMemoryApprovalStore()),
+        CompactionAdvisor(
+            summarize,
+            trigger=trigger,
+            keep=keep,
+            clear_tool_results=clearing,
+            store=memory_store if with_memory else None,
+        ),
+    ]
+    chain = Chain(advisors, model=model, tools=[pay, note, chain_tool(child, "helper", "Help")])
+    waiting = {f"d{i}" for i, name in enumerate(names) if name == "pay"}
+    decisions = {
+        call_id: Approve() if approvals[int(call_id[1:])] else Reject(f"no {call_id}")
+        for call_id in waiting
+    }
+
+    async def turns() -> tuple[ChatResponse, ChatResponse]:
+        if with_memory:
+            await memory_store.append("c", [m for m in history if not isinstance(m, SystemMessage)])
+            prompt: list[Message] = [UserMessage(content="and now?")]
+            deferred = await answer(chain, prompt, streaming, conversation_id="c")
+            marks.append(len(sent))
+            resumed = await answer(chain, [], streaming, decisions=decisions, conversation_id="c")
+        else:
+            prompt = [*history, UserMessage(content="and now?")]
+            deferred = await answer(chain, prompt, streaming)
+            transcript = [*prompt, *deferred.messages]
+            marks.append(len(sent))
+            resumed = await answer(chain, transcript, streaming, decisions=decisions)
+        return deferred, resumed
+
+    marks: list[int] = []
+    deferred, resumed = anyio.run(turns)
+    assert not errors, errors[0]
+    assert deferred.finish_reason == "deferred"
+    assert {d.id for d in deferred.deferred} == waiting
+    assert resumed.text == "final"
+    settled = [m for m in resumed.messages if isinstance(m, ToolMessage)]
+    assert sorted(m.tool_call_id for m in settled) == sorted(waiting)  # each once, none lost
+    for message in settled:
+        tag = message.tool_call_id[1:]
+        if approvals[int(tag)]:
+            assert message.text == f"paid t{tag}"
+        else:
+            assert message.is_error and f"no d{tag}" in message.text
+    # the model saw every settled result: verbatim in the first request after the
+    # resume, or in what the summarizer read to write the summary it was sent
+    after = [r for r in sent[marks[0] :] if r.messages[-1].role == "tool"][0]
+    seen = {m.tool_call_id: m.text for m in after.messages if isinstance(m, ToolMessage)}
+    read = " ".join(r.messages[-1].text for r in summarize.requests)
+    for message in settled:
+        assert message.tool_call_id in seen or message.text in read, message

@@ -21,7 +21,7 @@ from advisorchain import (
     tool,
 )
 from advisorchain.advisors import ApprovalAdvisor, ApprovalRequest, Approve, CallbackApprover
-from advisorchain.core._arguments import (
+from advisorchain.core.arguments import (
     MAX_ARGUMENT_CHARS,
     MAX_ARGUMENT_DEPTH,
     ArgumentsError,

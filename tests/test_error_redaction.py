@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisorchain.core.manager import describe_exception
+from advisorchain.core.scrub import describe_exception
 
 SECRETS = ("Users", "me", "secret", "Program Files", "server", "share", "srv", "home", "tmp")
 

@@ -18,8 +18,7 @@ from advisorchain import (
     ToolMessage,
     tool,
 )
-from advisorchain.core._scrub import scrub_error_text
-from advisorchain.core.manager import describe_exception
+from advisorchain.core.scrub import describe_exception, scrub_error_text
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.toolsets import McpToolset
 

@@ -28,8 +28,8 @@ from advisorchain import (
     UserMessage,
     tool,
 )
-from advisorchain.core._arguments import ArgumentsError, _deeper_than, parse_arguments
-from advisorchain.core._call_ids import (
+from advisorchain.core.arguments import ArgumentsError, _deeper_than, parse_arguments
+from advisorchain.core.call_ids import (
     MAX_CALL_ID_CHARS,
     CallIds,
     _kind,
@@ -43,7 +43,7 @@ from advisorchain.core.parts import DocumentPart, ImagePart, TextPart
 from advisorchain.core.tools import merge_tools, result_parts
 from advisorchain.providers import ScriptedChatModel
 
-# -- tool-call ids (core/_call_ids.py) ------------------------------------------------------
+# -- tool-call ids (core/call_ids.py) ------------------------------------------------------
 
 _REGEX = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -142,7 +142,7 @@ def test_a_response_is_kept_exactly_when_the_general_rules_keep_every_id(
     assert not any(i in taken for i in got)
 
 
-# -- argument bounds (core/_arguments.py) --------------------------------------------------
+# -- argument bounds (core/arguments.py) --------------------------------------------------
 
 
 def _parse_checking_depth_always(text: str, max_depth: int) -> object:

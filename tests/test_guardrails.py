@@ -23,6 +23,7 @@ from advisorchain import (
     ToolCallStarted,
     ToolProgress,
     UserMessage,
+    chain_tool,
     tool,
 )
 from advisorchain.advisors import (
@@ -184,7 +185,7 @@ async def test_a_sub_agents_text_is_held_too() -> None:
         model=ScriptedChatModel(
             [ToolCall.from_arguments("ask", {"task": "who?"}, id="c1"), "AcmeCorp it is."]
         ),
-        tools=[inner.as_tool("ask", "Ask the expert.")],
+        tools=[chain_tool(inner, "ask", "Ask the expert.")],
     )
     received: list[StreamEvent] = []
     with pytest.raises(GuardrailTripped):

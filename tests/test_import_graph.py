@@ -20,10 +20,6 @@ NOT_THE_PACKAGE = {"tests", "benchmarks", "docs", "build", "node_modules"}
 """Folders of the checkout that hold no module of the package."""
 
 LAZY_EXTRA = "an optional extra, loaded only when this path runs"
-TODO_CORE_CYCLE = (
-    "TODO(renovate-core): core imports advisors here only to break the cycle core.chain -> "
-    "advisors.subchain -> advisors/__init__ -> advisors.structured_output -> core.chain"
-)
 
 LOCAL_IMPORTS: dict[tuple[str, str], str] = {
     # -- optional extras and heavy machinery, loaded on the path that needs them --------------
@@ -72,7 +68,6 @@ LOCAL_IMPORTS: dict[tuple[str, str], str] = {
         "`create_model` loads only the provider a model string names"
     ),
     # -- known, owned elsewhere ---------------------------------------------------------------
-    ("advisorchain.core.chain", "advisorchain.advisors.subchain"): TODO_CORE_CYCLE,
     ("advisorchain.core.invocation", "advisorchain.core.deferred"): (
         "TODO(renovate-core): core.deferred no longer imports core.invocation: this import "
         "can move to the module's top"
@@ -80,15 +75,7 @@ LOCAL_IMPORTS: dict[tuple[str, str], str] = {
 }
 """Function-local imports of the package's modules: (importer, imported) -> why."""
 
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset(
-        {
-            "advisorchain.core.chain",
-            "advisorchain.advisors",
-            "advisorchain.advisors.structured_output",
-        }
-    ): TODO_CORE_CYCLE,
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 """Import cycles owned by other work, each with a TODO: the test lets exactly these pass."""
 
 

@@ -29,6 +29,7 @@ from advisorchain import (
     ToolMessage,
     UserMessage,
     advisor,
+    chain_tool,
     from_openai_messages,
     tool,
 )
@@ -271,12 +272,12 @@ BAD_CONSTRUCTORS: list[tuple[Callable[[], object], type[Exception] | None, str]]
     (lambda: ToolCallingAdvisor(tool_timeout=-1), ValueError, "tool_timeout must be positive"),
     (lambda: BudgetAdvisor(max_total_tokens="5k"), TypeError, "max_total_tokens must be a number"),  # type: ignore[arg-type]
     (
-        lambda: Chain(model=ScriptedChatModel([])).as_tool("t", "d", max_depth="3"),  # type: ignore[arg-type]
+        lambda: chain_tool(Chain(model=ScriptedChatModel([])), "t", "d", max_depth="3"),  # type: ignore[arg-type]
         TypeError,
         "max_depth must be an integer",
     ),
     (
-        lambda: Chain(model=ScriptedChatModel([])).as_tool("t", "d", parameters="x"),  # type: ignore[arg-type]
+        lambda: chain_tool(Chain(model=ScriptedChatModel([])), "t", "d", parameters="x"),  # type: ignore[arg-type]
         ChainConfigurationError,
         "parameters must be a JSON schema",
     ),

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import advisorchain
-from advisorchain.core._extras import EXTRAS, install_hint
+from advisorchain.core.extras import EXTRAS, install_hint
 
 ROOT = Path(advisorchain.__file__).resolve().parent
 INDEX_FORM = re.compile(r"""pip install\s+(-e\s+)?['"]?advisorchain\[""")

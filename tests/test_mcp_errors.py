@@ -28,7 +28,7 @@ from advisorchain import (
     ToolMessage,
     tool,
 )
-from advisorchain.core.manager import describe_exception
+from advisorchain.core.scrub import describe_exception
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.toolsets import McpProtocolError, McpToolError, McpToolset
 

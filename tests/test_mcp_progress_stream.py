@@ -1,4 +1,4 @@
-"""How `ToolProgress` reaches the stream (core/_progress.py), with plain tools that report
+"""How `ToolProgress` reaches the stream (core/progress.py), with plain tools that report
 progress as MCP tools and sub-chains do: order, errors, early close, the call path."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from advisorchain import (
     ToolExecutionError,
     ToolProgress,
 )
-from advisorchain.core._progress import current_progress_sink
+from advisorchain.core.progress import current_progress_sink
 from advisorchain.providers import ScriptedChatModel
 
 

@@ -24,6 +24,7 @@ from advisorchain import (
     ToolMessage,
     ToolResult,
     UserMessage,
+    chain_tool,
     tool,
 )
 from advisorchain.advisors import (
@@ -505,7 +506,7 @@ async def test_a_sub_agent_sharing_the_advisor_and_the_conversation_runs_without
     memory = MemoryAdvisor(store)
     child_model = ScriptedChatModel(["child says hi"])
     child = Chain([memory, ToolCallingAdvisor()], model=child_model)
-    helper = child.as_tool("helper", "Helps.", context_keys=["conversation_id"])
+    helper = chain_tool(child, "helper", "Helps.", context_keys=["conversation_id"])
     parent = Chain(
         [memory, ToolCallingAdvisor()],
         model=ScriptedChatModel([ToolCall.from_arguments("helper", {"task": "x"}, id="c1"), "ok"]),
@@ -530,7 +531,7 @@ async def test_a_sub_agent_sharing_the_advisor_keeps_its_own_conversation(stream
     store = InMemoryChatMemoryStore()
     memory = MemoryAdvisor(store)
     child = Chain([memory, ToolCallingAdvisor()], model=ScriptedChatModel(["one", "two"]))
-    helper = child.as_tool("helper", "Helps.", context_keys=["conversation_id"])
+    helper = chain_tool(child, "helper", "Helps.", context_keys=["conversation_id"])
     call = ToolCall.from_arguments("helper", {"task": "x"}, id="c1")
     parent = Chain(
         [memory, ToolCallingAdvisor()],

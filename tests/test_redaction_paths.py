@@ -32,6 +32,7 @@ from advisorchain import (
     ToolExecutionError,
     ToolMessage,
     ToolProgress,
+    chain_tool,
     tool,
 )
 from advisorchain.advisors import BudgetAdvisor, BudgetExceeded, RedactionAdvisor, RedactionRule
@@ -87,7 +88,7 @@ def sub_agent_chain(answer: str, chunk_size: int = 2) -> Chain:
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_a_sub_chains_streamed_text_is_redacted(streaming: bool) -> None:
     answer = f"Found {EMAIL}, card {CARD}, nothing else. " + "More words. " * 40
-    helper = sub_agent_chain(answer).as_tool("helper", "Looks people up.")
+    helper = chain_tool(sub_agent_chain(answer), "helper", "Looks people up.")
     model = ScriptedChatModel(
         [ToolCall.from_arguments("helper", {"task": "find jane"}, id="h1"), "Done."]
     )
@@ -130,7 +131,7 @@ async def test_a_nested_sub_chains_tool_results_and_text_are_redacted(streaming:
             [ToolCall.from_arguments("inner", {"task": "t"}, id="i1"), f"so {EMAIL} it is"],
             chunk_size=3,
         ),
-        tools=[inner.as_tool("inner", "inner agent")],
+        tools=[chain_tool(inner, "inner", "inner agent")],
     )
     model = ScriptedChatModel(
         [ToolCall.from_arguments("middle", {"task": "t"}, id="m1"), "Done."], chunk_size=3
@@ -138,7 +139,7 @@ async def test_a_nested_sub_chains_tool_results_and_text_are_redacted(streaming:
     chain = Chain(
         [RedactionAdvisor(RULES), ToolCallingAdvisor()],
         model=model,
-        tools=[middle.as_tool("middle", "middle agent")],
+        tools=[chain_tool(middle, "middle", "middle agent")],
     )
     response, events = await run(chain, "go", streaming)
     assert EMAIL not in repr(response) + repr(events)
@@ -430,7 +431,7 @@ def test_a_sub_chains_stream_redacts_alike_for_every_chunking(text: str, sizes: 
     child = Chain([ToolCallingAdvisor()], model=ScriptedChatModel([text or "-"], chunk_size=sizes))
     model = ScriptedChatModel([ToolCall.from_arguments("helper", {"task": "t"}, id="h1"), "ok"])
     chain = Chain(
-        [redaction, ToolCallingAdvisor()], model=model, tools=[child.as_tool("helper", "h")]
+        [redaction, ToolCallingAdvisor()], model=model, tools=[chain_tool(child, "helper", "h")]
     )
 
     async def main() -> list[StreamEvent]:
@@ -461,7 +462,7 @@ async def test_a_sub_chains_tool_call_arguments_are_shown_redacted() -> None:
     chain = Chain(
         [RedactionAdvisor(RULES), ToolCallingAdvisor()],
         model=model,
-        tools=[child.as_tool("helper", "h")],
+        tools=[chain_tool(child, "helper", "h")],
     )
     events = [e async for e in chain.stream("go")]
     assert EMAIL not in repr(events)

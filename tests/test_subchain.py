@@ -1,4 +1,4 @@
-"""Chains as tools (`Chain.as_tool`): a sub-agent's turn inside a parent's tool call."""
+"""Chains as tools (`chain_tool`): a sub-agent's turn inside a parent's tool call."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from advisorchain import (
     StreamEvent,
     TextDelta,
     ToolCall,
+    ToolCallDelta,
     ToolCallFinished,
     ToolCallingAdvisor,
     ToolCallStarted,
@@ -20,6 +21,7 @@ from advisorchain import (
     ToolMessage,
     ToolProgress,
     UserMessage,
+    chain_tool,
     tool,
 )
 from advisorchain.advisors import (
@@ -27,6 +29,7 @@ from advisorchain.advisors import (
     Approve,
     DeferredApprover,
     InMemoryApprovalStore,
+    RedactionAdvisor,
 )
 from advisorchain.core.errors import ChainConfigurationError
 from advisorchain.providers import ScriptedChatModel
@@ -62,7 +65,7 @@ async def _run(chain: Chain, prompt: Any, streamed: bool, **kw: Any) -> ChatResp
 @pytest.mark.parametrize("streamed", [False, True])
 async def test_the_parent_reads_the_childs_answer_and_pays_for_it(streamed: bool) -> None:
     child_model = ScriptedChatModel([_call("lookup", "k1", topic="answer"), "It is 42."])
-    researcher = _researcher(child_model).as_tool("research", "Research a topic.")
+    researcher = chain_tool(_researcher(child_model), "research", "Research a topic.")
     assert researcher.definition.parameters["required"] == ["task"]
     parent_model = ScriptedChatModel([_call("research", "c1", task="Find the answer."), "42!"])
     parent = Chain([ToolCallingAdvisor()], model=parent_model, tools=[researcher])
@@ -95,7 +98,7 @@ async def test_the_parent_reads_the_childs_answer_and_pays_for_it(streamed: bool
 @pytest.mark.anyio
 async def test_child_events_reach_the_parent_stream_as_nested_progress() -> None:
     child_model = ScriptedChatModel([_call("lookup", "k1", topic="t"), "child text"])
-    researcher = _researcher(child_model).as_tool("research", "Research.")
+    researcher = chain_tool(_researcher(child_model), "research", "Research.")
     parent_model = ScriptedChatModel([_call("research", "c1", task="go"), "parent text"])
     parent = Chain([ToolCallingAdvisor()], model=parent_model, tools=[researcher])
 
@@ -119,7 +122,7 @@ async def test_child_events_reach_the_parent_stream_as_nested_progress() -> None
 @pytest.mark.parametrize("streamed", [False, True])
 async def test_only_the_named_context_keys_go_down(streamed: bool) -> None:
     child_model = ScriptedChatModel([_call("lookup", "k1", topic="t"), "done"])
-    researcher = _researcher(child_model).as_tool("research", "R.", context_keys=["tenant"])
+    researcher = chain_tool(_researcher(child_model), "research", "R.", context_keys=["tenant"])
     parent_model = ScriptedChatModel([_call("research", "c1", task="go"), "ok"])
     parent = Chain([ToolCallingAdvisor()], model=parent_model, tools=[researcher])
 
@@ -137,8 +140,11 @@ async def test_a_schema_makes_the_arguments_the_childs_prompt() -> None:
         "properties": {"text": {"type": "string"}, "to": {"type": "string"}},
         "required": ["text", "to"],
     }
-    translator = Chain([ToolCallingAdvisor()], model=child_model).as_tool(
-        "translate", "Translate a text.", parameters=schema
+    translator = chain_tool(
+        Chain([ToolCallingAdvisor()], model=child_model),
+        "translate",
+        "Translate a text.",
+        parameters=schema,
     )
     parent_model = ScriptedChatModel([_call("translate", "c1", text="Hello", to="fr"), "ok"])
     parent = Chain([ToolCallingAdvisor()], model=parent_model, tools=[translator])
@@ -156,7 +162,7 @@ async def test_nesting_is_bounded_by_max_depth() -> None:
         [_call("again", f"c{i}", task="deeper") for i in range(3)] + ["x"] * 3
     )
     chain = Chain([ToolCallingAdvisor()], model=model)
-    chain.tools = (chain.as_tool("again", "Ask again.", max_depth=2),)
+    chain.tools = (chain_tool(chain, "again", "Ask again.", max_depth=2),)
     response = await chain.call("start")
     assert not _tool_messages(response)[0].is_error
     errors = [
@@ -183,7 +189,7 @@ async def test_a_child_that_waits_for_approval_defers_a_parent_without_approvals
     child = Chain([approvals, ToolCallingAdvisor()], model=child_model, tools=[pay])
     parent_model = ScriptedChatModel([_call("payer", "c1", task="pay 5"), "done"])
     parent = Chain(
-        [ToolCallingAdvisor()], model=parent_model, tools=[child.as_tool("payer", "Pays.")]
+        [ToolCallingAdvisor()], model=parent_model, tools=[chain_tool(child, "payer", "Pays.")]
     )
     response = await _run(parent, "pay", streamed)
     assert response.finish_reason == "deferred"
@@ -199,6 +205,29 @@ async def test_a_child_that_waits_for_approval_defers_a_parent_without_approvals
 def test_bad_options_are_refused() -> None:
     chain = Chain([ToolCallingAdvisor()], model=ScriptedChatModel([]))
     with pytest.raises(ChainConfigurationError, match="max_depth"):
-        chain.as_tool("t", "d", max_depth=0)
+        chain_tool(chain, "t", "d", max_depth=0)
     with pytest.raises(ChainConfigurationError, match="collection"):
-        chain.as_tool("t", "d", context_keys="tenant")
+        chain_tool(chain, "t", "d", context_keys="tenant")
+
+
+@pytest.mark.anyio
+async def test_the_childs_call_fragments_stay_inside_it() -> None:
+    """The parent's stream carries its own model's fragments, never the child's: a child's
+    call reaches it as its `ToolCallStarted`, which a link that rewrites progress (a
+    redaction before the tool loop) rewrites; it could not rewrite split fragments."""
+    child_model = ScriptedChatModel([_call("lookup", "k1", topic="ada@example.com"), "done"])
+    researcher = chain_tool(_researcher(child_model), "research", "Research.")
+    parent_model = ScriptedChatModel([_call("research", "c1", task="go"), "parent text"])
+    parent = Chain(
+        [RedactionAdvisor(), ToolCallingAdvisor()], model=parent_model, tools=[researcher]
+    )
+
+    events: list[StreamEvent] = [e async for e in parent.stream("hi")]
+
+    own = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert "".join(e.arguments for e in own) == '{"task":"go"}'
+    inner = [e.event for e in events if isinstance(e, ToolProgress)]
+    assert not any(isinstance(e, ToolCallDelta) for e in inner)
+    started = next(e for e in inner if isinstance(e, ToolCallStarted))
+    assert started.call.arguments == '{"topic":"[REDACTED:email]"}'
+    assert "ada@example.com" not in repr(events[:-1])

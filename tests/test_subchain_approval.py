@@ -1,4 +1,4 @@
-"""A deferred approval inside a chain called as a tool (`Chain.as_tool`) defers the parent's
+"""A deferred approval inside a chain called as a tool (`chain_tool`) defers the parent's
 call, the child's deferred calls nested in it; the parent's resume (a mapping of the child's
 decisions for the call) resumes the child from its own transcript, through the call, once."""
 
@@ -27,6 +27,7 @@ from advisorchain import (
     ToolMessage,
     ToolProgress,
     UserMessage,
+    chain_tool,
     tool,
 )
 from advisorchain.advisors import (
@@ -106,7 +107,7 @@ def worker(
     parent = Chain(
         _links(_approvals(store), placement),
         model=parent_model,
-        tools=[child.as_tool("mailer", "Sends mails.")],
+        tools=[chain_tool(child, "mailer", "Sends mails.")],
     )
     return Worker(parent, parent_model, child_model, mail)
 
@@ -204,8 +205,15 @@ async def test_the_childs_deferred_approval_defers_and_resumes_the_parent(
     assert second.parent_model.requests[0].messages[-1] == result
     if streamed:
         assert isinstance(resumed_events[0], ToolCallStarted)
-        finished = resumed_events[1]
-        assert isinstance(finished, ToolCallFinished) and finished.outcome == "ok"
+        finished = next(e for e in resumed_events if isinstance(e, ToolCallFinished))
+        assert finished.call.id == "c1" and finished.outcome == "ok"
+        # the child's resumed turn streams into the parent's, as the call's progress:
+        # its settled call's start and end, then its answer
+        inner = resumed_events[1 : resumed_events.index(finished)]
+        assert all(isinstance(e, ToolProgress) and e.call_id == "c1" for e in inner)
+        kinds = [type(e.event).__name__ for e in inner if isinstance(e, ToolProgress)]
+        assert kinds[:2] == ["ToolCallStarted", "ToolCallFinished"]
+        assert "TextDelta" in kinds and kinds[-1] != "ResponseCompleted"
         text = "".join(e.text for e in resumed_events if isinstance(e, TextDelta))
         assert text == "Bob has his mail."
     record = await stores().get(_child_approval(response))
@@ -262,7 +270,7 @@ async def test_a_typo_in_a_nested_id_is_refused_before_anything_runs(streamed: b
     parent = Chain(
         [ToolCallingAdvisor(), parent_approvals],
         model=ScriptedChatModel([_call("mailer", "p1", task="mail bob")]),
-        tools=[child.as_tool("mailer", "Sends mails.", requires_approval=True)],
+        tools=[chain_tool(child, "mailer", "Sends mails.", requires_approval=True)],
     )
     response, _ = await _run(parent, "mail bob", streamed)
     (mailer,) = response.deferred
@@ -310,7 +318,7 @@ class ChainPair:
         parent = Chain(
             [ToolCallingAdvisor(), approvals],
             model=ScriptedChatModel(["Mailed."]),
-            tools=[child.as_tool("mailer", "Sends mails.", requires_approval=True)],
+            tools=[chain_tool(child, "mailer", "Sends mails.", requires_approval=True)],
         )
         return cls(parent)
 
@@ -420,13 +428,13 @@ async def test_two_levels_of_sub_agents_defer_and_resume_together(streamed: bool
         mid = Chain(
             [ToolCallingAdvisor()],
             model=ScriptedChatModel(middle),
-            tools=[leaf.as_tool("mailer", "Sends mails.")],
+            tools=[chain_tool(leaf, "mailer", "Sends mails.")],
         )
         top_model = ScriptedChatModel(top)
         root = Chain(
             [ToolCallingAdvisor()],
             model=top_model,
-            tools=[mid.as_tool("office", "Does office work.")],
+            tools=[chain_tool(mid, "office", "Does office work.")],
         )
         return root, top_model
 
@@ -470,7 +478,7 @@ async def test_a_parent_waiting_for_its_own_and_a_childs_approval_resumes_both()
         return Chain(
             [ToolCallingAdvisor(), _approvals(store)],
             model=ScriptedChatModel(parent_script),
-            tools=[child.as_tool("mailer", "Sends mails."), notify],
+            tools=[chain_tool(child, "mailer", "Sends mails."), notify],
         )
 
     parent = build(
@@ -518,7 +526,7 @@ async def test_an_approved_sub_agent_call_that_defers_is_recorded_and_resumed_on
     parent = Chain(
         [ToolCallingAdvisor(), approvals],
         model=ScriptedChatModel([_call("mailer", "p1", task="mail bob")]),
-        tools=[child.as_tool("mailer", "Sends mails.", requires_approval=True)],
+        tools=[chain_tool(child, "mailer", "Sends mails.", requires_approval=True)],
     )
     response, _ = await _run(parent, "mail bob", streamed)
     (mailer,) = response.deferred

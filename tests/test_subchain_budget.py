@@ -17,6 +17,7 @@ from advisorchain import (
     ToolMessage,
     Usage,
     UserMessage,
+    chain_tool,
     tool,
 )
 from advisorchain.advisors import (
@@ -82,7 +83,7 @@ async def test_the_childs_model_calls_count_against_the_parents_limit(
     if placement == "after":
         links.reverse()
     parent_model = ScriptedChatModel([_call("research", "c1", task="go"), "never"])
-    parent = Chain(links, model=parent_model, tools=[child.as_tool("research", "R.")])
+    parent = Chain(links, model=parent_model, tools=[chain_tool(child, "research", "R.")])
 
     with pytest.raises(BudgetExceeded) as caught:
         await _run(parent, streamed)
@@ -116,7 +117,7 @@ async def test_the_childs_tokens_count_as_they_are_spent_and_the_parent_wraps_up
     parent = Chain(
         [ToolCallingAdvisor(), budget],
         model=parent_model,
-        tools=[child.as_tool("research", "R.")],
+        tools=[chain_tool(child, "research", "R.")],
     )
 
     response = await _run(parent, streamed)
@@ -142,7 +143,9 @@ async def test_the_childs_spend_reaches_the_parents_conversation_totals() -> Non
         [_costing(_call("research", "c1", task="go"), 5), _costing("ok", 5)]
     )
     parent = Chain(
-        [ToolCallingAdvisor(), budget], model=parent_model, tools=[child.as_tool("research", "R.")]
+        [ToolCallingAdvisor(), budget],
+        model=parent_model,
+        tools=[chain_tool(child, "research", "R.")],
     )
     await parent.call("go", conversation_id="conv-1")
     spent = await store.spent("conv-1")
@@ -158,7 +161,7 @@ async def test_a_child_inside_the_budget_runs_unhindered_and_a_plain_tool_is_unt
     parent = Chain(
         [BudgetAdvisor(max_model_calls=6), ToolCallingAdvisor()],
         model=parent_model,
-        tools=[child.as_tool("research", "R."), lookup],
+        tools=[chain_tool(child, "research", "R."), lookup],
     )
     response = await parent.call("go")
     assert len(child_model.requests) == 4 and response.text == "done"
@@ -189,7 +192,7 @@ async def test_a_resumed_child_spends_from_the_resumed_parent_turns_budget() -> 
                 BudgetAdvisor(max_model_calls=2),
             ],
             model=ScriptedChatModel(parent_script),
-            tools=[child.as_tool("editor", "Edits pages.")],
+            tools=[chain_tool(child, "editor", "Edits pages.")],
         )
         return chain, child_model
 

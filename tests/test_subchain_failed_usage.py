@@ -17,6 +17,7 @@ from advisorchain import (
     ToolCallingAdvisor,
     ToolMessage,
     Usage,
+    chain_tool,
     tool,
 )
 from advisorchain.advisors import BudgetAdvisor, InMemoryBudgetStore
@@ -76,8 +77,8 @@ def tokens(usage: Usage) -> tuple[int, int, int]:
 @pytest.mark.parametrize("child", ["raises", "over its limit", "times out"])
 async def test_a_failed_sub_agents_usage_is_in_the_parents(streaming: bool, child: str) -> None:
     sub = {"raises": failing_child, "over its limit": limited_child, "times out": slow_child}
-    helper = sub[child]().as_tool(
-        "helper", "A helper.", timeout=0.5 if child == "times out" else None
+    helper = chain_tool(
+        sub[child](), "helper", "A helper.", timeout=0.5 if child == "times out" else None
     )
     store = InMemoryBudgetStore()
     parent_model = ScriptedChatModel(

@@ -13,7 +13,17 @@ from typing import Any
 import anyio
 import pytest
 
-from advisorchain import Chain, ToolCall, ToolCallFinished, ToolCallingAdvisor, tool
+from advisorchain import (
+    Approve,
+    Chain,
+    ResponseCompleted,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallingAdvisor,
+    UserMessage,
+    tool,
+)
+from advisorchain.advisors import ApprovalAdvisor, DeferredApprover, InMemoryApprovalStore
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.ui import AgUiApp, VercelChatApp
 
@@ -108,6 +118,12 @@ async def test_ag_ui_reports_each_result_as_it_comes() -> None:
     frames = await _serve(AgUiApp(chain), body, on_frame)
     results = [f["toolCallId"] for f in frames if f["type"] == "TOOL_CALL_RESULT"]
     assert results == ["call_fast", "call_slow"]
+    durations = {
+        f["value"]["toolCallId"]: f["value"]["duration"]
+        for f in frames
+        if f.get("name") == "advisorchain.tool_call_finished"
+    }
+    assert 0 <= durations["call_fast"] < durations["call_slow"]  # each call's own time
 
 
 async def test_vercel_reports_each_output_as_it_comes() -> None:
@@ -124,3 +140,52 @@ async def test_vercel_reports_each_output_as_it_comes() -> None:
     frames = await _serve(VercelChatApp(chain), body, on_frame)
     outputs = [f["toolCallId"] for f in frames if f["type"] == "tool-output-available"]
     assert outputs == ["call_fast", "call_slow"]
+    durations = {
+        f["data"]["toolCallId"]: f["data"]["duration"]
+        for f in frames
+        if f["type"] == "data-tool-call" and f["data"]["state"] == "finished"
+    }
+    assert 0 <= durations["call_fast"] < durations["call_slow"]  # each call's own time
+
+
+async def test_a_resumed_round_reports_each_settled_call_as_it_ends() -> None:
+    """The calls a resume settles (two approvals) end one by one too."""
+    release = anyio.Event()
+
+    @tool(requires_approval=True)
+    async def fast() -> str:
+        """Answers at once."""
+        return "fast done"
+
+    @tool(requires_approval=True)
+    async def slow() -> str:
+        """Answers when released."""
+        await release.wait()
+        return "slow done"
+
+    model = ScriptedChatModel(
+        [
+            [
+                ToolCall.from_arguments("slow", {}, id="call_slow"),
+                ToolCall.from_arguments("fast", {}, id="call_fast"),
+            ],
+            "Both done.",
+        ]
+    )
+    approvals = ApprovalAdvisor(DeferredApprover(), store=InMemoryApprovalStore())
+    chain = Chain([ToolCallingAdvisor(), approvals], model=model, tools=[fast, slow])
+    deferred = await chain.call("go")
+    assert {d.id for d in deferred.deferred} == {"call_slow", "call_fast"}
+    transcript = [UserMessage(content="go"), *deferred.messages]
+    decisions = {"call_slow": Approve(), "call_fast": Approve()}
+    finished: list[ToolCallFinished] = []
+    with anyio.fail_after(10):
+        async for event in chain.stream(transcript, decisions=decisions):
+            if isinstance(event, ToolCallFinished):
+                finished.append(event)
+                if event.call.id == "call_fast":
+                    release.set()
+            last = event
+    assert [e.call.id for e in finished] == ["call_fast", "call_slow"]
+    assert finished[0].duration < finished[1].duration
+    assert isinstance(last, ResponseCompleted) and last.response.text == "Both done."

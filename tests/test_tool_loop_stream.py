@@ -1,4 +1,4 @@
-"""The tool loop's stream path: deltas pass through live, fragments are hidden."""
+"""The tool loop's stream path: deltas, tool-call fragments included, pass through live."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def call(tool_name: str, id: str, **arguments: Any) -> ToolCall:
 
 
 @pytest.mark.anyio
-async def test_stream_hides_fragments_and_reports_tool_progress() -> None:
+async def test_stream_passes_fragments_and_reports_tool_progress() -> None:
     model = ScriptedChatModel(
         [
             AssistantMessage(
@@ -53,7 +53,17 @@ async def test_stream_hides_fragments_and_reports_tool_progress() -> None:
     )
     chain = Chain([ToolCallingAdvisor()], model=model, tools=[lookup])
     events = [e async for e in chain.stream("go")]
-    assert not any(isinstance(e, ToolCallDelta) for e in events)
+    # the model's fragments reach the caller, in order, before the loop runs the calls
+    fragments = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert len(fragments) > 2
+    by_index: dict[int, str] = {}
+    for fragment in fragments:
+        by_index[fragment.index] = by_index.get(fragment.index, "") + fragment.arguments
+    assert by_index == {0: '{"key":"a"}', 1: '{"key":"bad"}'}
+    assert {f.index: f.id for f in fragments if f.id} == {0: "1", 1: "2"}
+    kinds = [type(e).__name__ for e in events]
+    last_fragment = len(kinds) - 1 - kinds[::-1].index("ToolCallDelta")
+    assert last_fragment < kinds.index("ToolCallStarted")
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert text == "Let me check.Here you go."
     started = [e for e in events if isinstance(e, ToolCallStarted)]
@@ -63,7 +73,6 @@ async def test_stream_hides_fragments_and_reports_tool_progress() -> None:
     assert sorted((e.call.id, e.outcome) for e in finished) == [("1", "ok"), ("2", "error")]
     assert next(e for e in finished if e.call.id == "1").result.content == "value of a"
     assert all(e.duration >= 0 for e in finished)
-    kinds = [type(e).__name__ for e in events]
     assert kinds.index("ToolCallStarted") < kinds.index("ToolCallFinished")
     final = events[-1]
     assert isinstance(final, ResponseCompleted)

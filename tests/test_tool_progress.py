@@ -18,6 +18,7 @@ from advisorchain import (
     StreamEvent,
     Tool,
     ToolCall,
+    ToolCallDelta,
     ToolCallFinished,
     ToolCallingAdvisor,
     ToolCallStarted,
@@ -231,4 +232,5 @@ async def test_a_nested_turn_on_the_call_path_does_not_leak_into_the_outer_strea
     _, events = await _run([delegate], call, streamed=True)
     progress = [(e.call_id, e.message) for e in events if isinstance(e, ToolProgress)]
     assert progress == [("out1", "delegating")]  # never the inner call's "in1" events
-    assert isinstance(events[0], ToolCallStarted)
+    assert isinstance(events[0], ToolCallDelta)  # the outer model's fragment of its call
+    assert isinstance(events[1], ToolCallStarted)

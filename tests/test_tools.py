@@ -19,7 +19,7 @@ from advisorchain import (
     tools_from,
 )
 from advisorchain.core.errors import ToolDefinitionError
-from advisorchain.core.tools import InvalidToolArguments
+from advisorchain.core.tools import InvalidToolArguments, ToolOptions
 
 
 class Unit(enum.Enum):
@@ -300,3 +300,61 @@ def test_reST_docstrings() -> None:
 
 def test_tool_remains_callable_as_function() -> None:
     assert forecast("Oslo", dt.date(2026, 1, 1)) == "Oslo 2026-01-01 celsius short None"
+
+
+_OPTION_VALUES: dict[str, Any] = {
+    "return_direct": True,
+    "requires_approval": True,
+    "result_converter": lambda value: f"<{value}>",
+    "timeout": 3.0,
+    "run_inline": True,
+    "metadata": {"owner": "billing"},
+    "read_only": True,
+    "idempotent": True,
+    "sequential": True,
+    "reports_progress": True,
+    "idle_timeout": 2.0,
+}
+
+
+def test_tool_options_are_declared_once_and_taken_by_every_constructor() -> None:
+    """`ToolOptions` is the one list: `Tool(...)`, `Tool.from_function` and `@tool(...)` take
+    each of its keys to the attribute of the same name, and the defaults when left out."""
+    assert set(ToolOptions.__optional_keys__) == set(_OPTION_VALUES)
+
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    made = [
+        Tool("lookup", "Look a key up.", handler=lambda args, ctx: "x", **_OPTION_VALUES),
+        Tool.from_function(lookup, **_OPTION_VALUES),
+        tool(**_OPTION_VALUES)(lookup),
+    ]
+    for t in made:
+        for key, value in _OPTION_VALUES.items():
+            assert getattr(t, key) == value, (t, key)
+    for t in (Tool("plain", "Plain."), tool(lookup)):
+        assert (t.return_direct, t.requires_approval, t.run_inline, t.read_only) == (
+            False,
+            False,
+            False,
+            False,
+        )
+        assert (t.idempotent, t.sequential, t.reports_progress) == (False, False, False)
+        assert (t.timeout, t.idle_timeout, dict(t.metadata)) == (None, None, {})
+        assert t.convert_result({"a": 1}) == '{"a":1}'
+
+
+def test_an_unknown_tool_option_is_a_type_error_naming_it() -> None:
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    typo: dict[str, Any] = {"read_ony": True}
+    with pytest.raises(TypeError, match="read_ony"):
+        Tool("lookup", "Look a key up.", **typo)
+    with pytest.raises(TypeError, match="read_ony"):
+        Tool.from_function(lookup, **typo)
+    with pytest.raises(TypeError, match="read_ony"):
+        tool(**typo)(lookup)

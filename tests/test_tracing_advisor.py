@@ -32,7 +32,7 @@ from advisorchain import (
     TracingAdvisor,
     tool,
 )
-from advisorchain.core._streams import closing_stream
+from advisorchain.core.streams import closing_stream
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.providers.scripted import Reply
 
@@ -610,12 +610,17 @@ async def test_cancelled_turn_ends_every_span(otel: Telemetry) -> None:
         assert attrs(span)["error.type"] in ("CancelledError", "Cancelled")
 
 
-def test_only_the_apis_own_no_op_tracer_and_histograms_count_as_no_op(otel: Telemetry) -> None:
+def test_only_the_apis_own_no_op_tracer_and_histograms_count_as_no_op(
+    otel: Telemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry import metrics
     from opentelemetry.metrics import NoOpHistogram
-    from opentelemetry.metrics._internal.instrument import _ProxyHistogram
     from opentelemetry.trace import NoOpTracer, ProxyTracer
 
     from advisorchain.advisors.tracing import _no_op
+
+    if not _no_global_sdk():
+        pytest.skip("a global tracer provider is set in this process")
 
     class Mine(NoOpTracer):
         pass
@@ -624,15 +629,19 @@ def test_only_the_apis_own_no_op_tracer_and_histograms_count_as_no_op(otel: Tele
     assert not _no_op(Mine())
     assert not _no_op(otel.tracer_provider.get_tracer("x"))
     proxy = ProxyTracer("x")
-    proxy._real_tracer = otel.tracer_provider.get_tracer("x")  # a global provider was set
-    assert not _no_op(proxy)
+    assert _no_op(proxy)  # no global provider set: the proxy's spans are the no-op's
 
     assert _no_op(NoOpHistogram("h"))
     assert not _no_op(otel.meter_provider.get_meter("x").create_histogram("h"))
-    histogram = _ProxyHistogram("h")
+    histogram = metrics.get_meter("x").create_histogram("h")  # the global proxy's
     assert _no_op(histogram)
-    histogram.on_meter_set(otel.meter_provider.get_meter("x"))
+
+    # A global provider is set (once per process, so seen through the public getters).
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: otel.tracer_provider)
+    monkeypatch.setattr(metrics, "get_meter_provider", lambda: otel.meter_provider)
+    assert not _no_op(proxy)
     assert not _no_op(histogram)
+    assert _no_op(NoOpTracer()) and _no_op(NoOpHistogram("h"))
 
 
 def _no_global_sdk() -> bool:
@@ -666,6 +675,37 @@ async def test_without_an_sdk_no_attributes_are_built(
         last = [e async for e in chain.stream("2+3?")][-1]
         assert isinstance(last, ResponseCompleted) and last.response.text == "5"
     assert rounds == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", ["call", "stream"])
+async def test_without_an_sdk_the_global_provider_is_asked_once_per_turn(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the global tracer is a no-op is asked once per turn (every hook of the turn,
+    two model calls and a tool call, reads the answer), and again on the next turn."""
+    if not _no_global_sdk():
+        pytest.skip("a global tracer provider is set in this process")
+    asked: list[int] = []
+    real = trace.get_tracer_provider
+
+    def counted() -> trace.TracerProvider:
+        asked.append(1)
+        return real()
+
+    chain = Chain(
+        [TracingAdvisor(), ToolCallingAdvisor()],
+        model=ScriptedChatModel([add_call(), "5", add_call(), "5"]),
+        tools=[add],
+    )
+    monkeypatch.setattr(trace, "get_tracer_provider", counted)
+    for turn in (1, 2):
+        if path == "call":
+            assert (await chain.call("2+3?")).text == "5"
+        else:
+            last = [e async for e in chain.stream("2+3?")][-1]
+            assert isinstance(last, ResponseCompleted) and last.response.text == "5"
+        assert len(asked) == turn
 
 
 @pytest.mark.anyio

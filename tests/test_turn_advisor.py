@@ -26,7 +26,7 @@ from advisorchain import (
     TextDelta,
 )
 from advisorchain.advisors import Proceed, StreamProceed, TurnAdvisor, TurnReplayError
-from advisorchain.core._streams import closing_stream
+from advisorchain.core.streams import closing_stream
 from advisorchain.providers import ScriptedChatModel
 
 Path = Literal["call", "stream"]

@@ -9,10 +9,19 @@ import anyio
 import pytest
 from ag_ui.core import Event, RunAgentInput
 from pydantic import TypeAdapter
-from ui_support import SECRET, post_sse, refund_chain, refunds_run, seen_context, server_tools
+from ui_support import (
+    SECRET,
+    billing_chain,
+    billing_tools,
+    post_sse,
+    refund_chain,
+    refunds_run,
+    seen_context,
+    server_tools,
+)
 
 from advisorchain import Chain, ToolCall, UserMessage, tool
-from advisorchain.core.deferred import Approve, DeferredCall
+from advisorchain.core.deferred import Approve, DeferredCall, Reject
 from advisorchain.providers import ScriptedChatModel
 from advisorchain.ui import (
     AgUiApp,
@@ -380,3 +389,91 @@ def test_messages_convert_both_ways() -> None:
     assert from_agui_messages(back) == messages
     with pytest.raises(ValueError):
         from_agui_messages([{"id": "x", "role": "tool", "toolCallId": "nope", "content": "?"}])
+
+
+async def test_a_tool_loop_streams_each_calls_arguments() -> None:
+    """The tool loop passes the model's fragments on: each call of the run is started by
+    its streamed fragments (once), its arguments in several TOOL_CALL_ARGS."""
+    chain, _ = refund_chain()
+    _, events = await post_sse(AgUiApp(chain, tools=server_tools()), run_input(USER))
+    validated(events)
+    for call_id, arguments in (
+        ("call_look", {"order_id": "7"}),
+        ("call_refund", {"order_id": "7", "amount": 12}),
+    ):
+        mine = [e for e in events if e.get("toolCallId") == call_id]
+        kinds = [e["type"] for e in mine]
+        assert kinds.count("TOOL_CALL_START") == 1 and kinds.count("TOOL_CALL_END") == 1
+        deltas = [e["delta"] for e in mine if e["type"] == "TOOL_CALL_ARGS"]
+        assert len(deltas) > 1 and json.loads("".join(deltas)) == arguments
+        assert kinds.index("TOOL_CALL_START") < kinds.index("TOOL_CALL_ARGS")
+        last_args = len(kinds) - 1 - kinds[::-1].index("TOOL_CALL_ARGS")
+        assert last_args < kinds.index("TOOL_CALL_END")
+    started = [e["value"]["toolCallId"] for e in events if e.get("name", "").endswith("started")]
+    assert started == ["call_look", "call_refund"]
+
+
+@pytest.mark.parametrize(("approved", "answer"), [(True, "Refunded"), (False, "Could not")])
+async def test_a_sub_agents_approval_is_an_interrupt_and_resumes(
+    approved: bool, answer: str
+) -> None:
+    before = len(refunds_run)
+    app = AgUiApp(billing_chain(), tools=billing_tools())
+    _, events = await post_sse(app, run_input(USER))
+    validated(events)
+    assert not any(e["type"] == "RUN_ERROR" for e in events)
+    (interrupt,) = events[-1]["outcome"]["interrupts"]
+    # the nested call, shown by its own name and arguments, on the call the client saw
+    assert interrupt["toolCallId"] == "call_billing"
+    assert interrupt["message"] == "refund (inside billing) needs your approval"
+    metadata = interrupt["metadata"]
+    assert metadata["toolName"] == "refund" and metadata["nestedCallId"] == "call_refund"
+    assert json.loads(metadata["arguments"]) == {"order_id": "7", "amount": 12}
+    assert metadata["within"] == [{"toolCallId": "call_billing", "toolName": "billing"}]
+    assert interrupt["id"].endswith(":call_billing:call_refund")
+    assert refunds_run[before:] == []
+
+    payload = {"approved": approved, "reason": "no"}
+    resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}]
+    _, events = await post_sse(app, run_input([], resume=resume))
+    validated(events)
+    assert events[-1]["outcome"] == {"type": "success"}
+    result = next(e for e in events if e["type"] == "TOOL_CALL_RESULT")
+    assert result["toolCallId"] == "call_billing" and result["content"].startswith(answer)
+    assert refunds_run[before:] == ([("7", 12)] if approved else [])
+    # the sub-agent's resumed turn streamed into the run, as the billing call's progress
+    nested = [
+        e["value"]["event"]
+        for e in events
+        if e.get("name") == "advisorchain.tool_progress"
+        and e["value"]["toolCallId"] == "call_billing"
+    ]
+    assert nested[:2] == ["ToolCallStarted", "ToolCallFinished"] and "TextDelta" in nested
+    text = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert text == f"Billing says: {result['content']}"
+    # the interrupt resumed its turn once
+    _, events = await post_sse(app, run_input([], resume=resume))
+    assert events[-1]["type"] == "RUN_ERROR" and refunds_run[before:] == (
+        [("7", 12)] if approved else []
+    )
+
+
+def test_every_approval_inside_one_sub_agent_call_is_decided_at_once() -> None:
+    call = ToolCall.from_arguments("billing", {"task": "x"}, id="b1")
+    inner = [
+        DeferredCall(ToolCall.from_arguments("refund", {}, id=i), "approval", accepts=("approve",))
+        for i in ("r1", "r2")
+    ]
+    outer = DeferredCall(call, "subchain", nested=tuple(inner), accepts=("decisions", "reject"))
+    turns = DeferredTurns()
+    first, second = turns.keep([], (outer,))
+    assert [w.path for w in (first, second)] == [("b1", "r1"), ("b1", "r2")]
+    with pytest.raises(DecisionError, match="at once"):
+        turns.take([(first.id, Approve())])
+    _, decisions = turns.take([(first.id, Approve()), (second.id, Reject("no"))])
+    assert decisions == {"b1": {"r1": Approve(), "r2": Reject("no")}}
+    external = DeferredCall(
+        call, "subchain", nested=(DeferredCall(call, "external"),), accepts=("decisions",)
+    )
+    with pytest.raises(DecisionError, match="external"):
+        turns.keep([], (external,))

@@ -6,7 +6,16 @@ import json
 from typing import Any
 
 import pytest
-from ui_support import SECRET, post_sse, refund_chain, refunds_run, seen_context, server_tools
+from ui_support import (
+    SECRET,
+    billing_chain,
+    billing_tools,
+    post_sse,
+    refund_chain,
+    refunds_run,
+    seen_context,
+    server_tools,
+)
 
 from advisorchain import AssistantMessage, Chain, ToolCall
 from advisorchain.core.parts import ReasoningPart, TextPart
@@ -268,3 +277,100 @@ async def test_a_client_that_goes_away_cancels_the_turn() -> None:
     assert cancelled == [True]
     frames = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     assert b'"finish"' not in frames and b"tool-input-start" in frames
+
+
+async def test_a_tool_loop_streams_each_calls_input() -> None:
+    """The tool loop passes the model's fragments on: each call's input arrives as
+    several tool-input-delta chunks, started once, then parsed in tool-input-available."""
+    chain, _ = refund_chain()
+    _, events = await post_sse(VercelChatApp(chain, tools=server_tools()), chat_body([USER]))
+    found = chunks(events)
+    for call_id, arguments in (
+        ("call_look", {"order_id": "7"}),
+        ("call_refund", {"order_id": "7", "amount": 12}),
+    ):
+        mine = [c for c in found if c.get("toolCallId") == call_id]
+        kinds = [c["type"] for c in mine]
+        assert kinds.count("tool-input-start") == 1
+        deltas = [c["inputTextDelta"] for c in mine if c["type"] == "tool-input-delta"]
+        assert len(deltas) > 1 and json.loads("".join(deltas)) == arguments
+        (available,) = [c for c in mine if c["type"] == "tool-input-available"]
+        assert available["input"] == arguments
+        last_delta = len(kinds) - 1 - kinds[::-1].index("tool-input-delta")
+        assert kinds.index("tool-input-start") < last_delta < kinds.index("tool-input-available")
+
+
+def _nested_answer(found: list[dict[str, Any]], approved: bool) -> dict[str, Any]:
+    """The assistant message as `useChat` holds it once the user answered the nested
+    approval (`addToolApprovalResponse`)."""
+    request = next(c for c in found if c["type"] == "tool-approval-request")
+    return assistant_message(
+        found[0]["messageId"],
+        [
+            {"type": "step-start"},
+            {
+                "type": "tool-billing",
+                "toolCallId": "call_billing",
+                "state": "input-available",
+                "input": {"task": "Refund 12 EUR for order 7"},
+            },
+            {
+                "type": "tool-refund",
+                "toolCallId": request["toolCallId"],
+                "state": "approval-responded",
+                "input": {"order_id": "7", "amount": 12},
+                "approval": {"id": request["approvalId"], "approved": approved},
+            },
+        ],
+    )
+
+
+@pytest.mark.parametrize(("approved", "answer"), [(True, "Refunded"), (False, "Could not")])
+async def test_a_sub_agents_approval_is_a_tool_approval_request(
+    approved: bool, answer: str
+) -> None:
+    before = len(refunds_run)
+    app = VercelChatApp(billing_chain(), tools=billing_tools())
+    _, events = await post_sse(app, chat_body([USER]))
+    found = chunks(events)
+    assert not any(c["type"] == "error" for c in found)
+    # the nested call gets a part of its own, then the approval request on it
+    part_id = "call_billing/call_refund"
+    mine = [c for c in found if c.get("toolCallId") == part_id]
+    assert [c["type"] for c in mine] == [
+        "tool-input-start",
+        "tool-input-available",
+        "tool-approval-request",
+    ]
+    assert mine[0]["toolName"] == "refund"
+    assert mine[1]["input"] == {"order_id": "7", "amount": 12}
+    assert mine[2]["approvalId"].endswith(":call_billing:call_refund")
+    assert found[-1]["finishReason"] == "tool-calls"
+    assert refunds_run[before:] == []
+
+    answered = _nested_answer(found, approved)
+    _, events = await post_sse(app, chat_body([USER, answered]))
+    found = chunks(events)
+    assert found[0] == {"type": "start", "messageId": answered["id"]}
+    nested = [c for c in found if c.get("toolCallId") == part_id]
+    expected = (
+        {
+            "type": "tool-output-available",
+            "toolCallId": part_id,
+            "output": "refunded 12 EUR for order 7",
+        }
+        if approved
+        else {"type": "tool-output-denied", "toolCallId": part_id}
+    )
+    assert nested == [expected]
+    billing = next(
+        c
+        for c in found
+        if c["type"] == "tool-output-available" and c["toolCallId"] == "call_billing"
+    )
+    assert billing["output"].startswith(answer)
+    assert found.index(nested[0]) < found.index(billing)
+    assert refunds_run[before:] == ([("7", 12)] if approved else [])
+    assert found[-1]["finishReason"] == "stop"
+    # a sub-agent's part is never read back as a call of this chain's model
+    assert from_ui_messages([USER, answered]) == from_ui_messages([USER])

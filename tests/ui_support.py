@@ -9,7 +9,15 @@ from typing import Any
 
 import httpx
 
-from advisorchain import Chain, ToolCall, ToolCallingAdvisor, ToolContext, ToolMessage, tool
+from advisorchain import (
+    Chain,
+    ToolCall,
+    ToolCallingAdvisor,
+    ToolContext,
+    ToolMessage,
+    chain_tool,
+    tool,
+)
 from advisorchain.advisors import ApprovalAdvisor, DeferredApprover, InMemoryApprovalStore
 from advisorchain.core.request import ChatRequest
 from advisorchain.providers import Reply, ScriptedChatModel
@@ -17,6 +25,8 @@ from advisorchain.providers.scripted import ReplyFunction
 
 __all__ = [
     "REFUND_SCRIPT",
+    "billing_chain",
+    "billing_tools",
     "refund_reply",
     "SECRET",
     "post_sse",
@@ -95,3 +105,38 @@ async def post_sse(
             payload = line[len("data: ") :]
             events.append(payload if payload == "[DONE]" else json.loads(payload))
     return response, events
+
+
+def _billing_reply(request: ChatRequest) -> Reply:
+    """The sub-agent's model: refund order 7 (which waits for approval), then say how it
+    went."""
+    last = request.messages[-1]
+    if isinstance(last, ToolMessage):
+        return "Refunded 12 EUR." if "refunded" in last.text else "Could not refund."
+    return REFUND_SCRIPT[1]
+
+
+def _desk_reply(request: ChatRequest) -> Reply:
+    """The served chain's model: hand the refund to the billing sub-agent, then report
+    its answer."""
+    last = request.messages[-1]
+    if isinstance(last, ToolMessage):
+        return f"Billing says: {last.text}"
+    return ToolCall.from_arguments(
+        "billing", {"task": "Refund 12 EUR for order 7"}, id="call_billing"
+    )
+
+
+def billing_tools() -> list[Any]:
+    """The served chain's tools: the billing sub-agent, whose refund needs approval."""
+    billing = Chain(
+        [ToolCallingAdvisor(), ApprovalAdvisor(DeferredApprover(), store=InMemoryApprovalStore())],
+        model=ScriptedChatModel(_billing_reply),
+        tools=[refund],
+    )
+    return [chain_tool(billing, "billing", "The billing department: refunds and invoices.")]
+
+
+def billing_chain() -> Chain:
+    """A chain whose model asks the billing sub-agent (`billing_tools`) to refund."""
+    return Chain([ToolCallingAdvisor()], model=ScriptedChatModel(_desk_reply))

@@ -3,7 +3,7 @@
 Importing this package needs no optional extra; connecting an `McpToolset` needs `mcp`.
 """
 
-from ..core._exports import publish
+from ..core.exports import publish
 from .mcp import (
     ApprovalPolicy,
     ConsoleElicitor,

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from ..core._streams import closing_stream
+from ..core.streams import closing_stream
 
 __all__ = [
     "ASGIApp",

@@ -4,7 +4,8 @@
 events. Mapping (each event a JSON object of the AG-UI 1.0 schema):
 
 - the run: `RUN_STARTED`, then `RUN_FINISHED` (`outcome` `success`, or `interrupt`
-  with one interrupt per call waiting for approval; `usage` the turn's tokens;
+  with one interrupt per call waiting for approval, a sub-agent's nested approvals
+  included (see `ui.approvals`); `usage` the turn's tokens;
   `result` the finish reason, the number of model calls and the answer's text) or
   `RUN_ERROR` (a fixed, safe message and the error's class as `code`);
 - text: `TEXT_MESSAGE_START` / `_CONTENT` / `_END`; reasoning: `REASONING_START`,
@@ -29,7 +30,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..core._streams import closing_stream
 from ..core.deferred import Approve, Reject
 from ..core.events import (
     AnswerDiscarded,
@@ -44,6 +44,7 @@ from ..core.events import (
 )
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from ._http import (
     RequestRejected,
     Scope,
@@ -345,22 +346,33 @@ def _finished(
     if waiting:
         event["outcome"] = {
             "type": "interrupt",
-            "interrupts": [
-                {
-                    "id": w.id,
-                    "reason": "tool_approval",
-                    "message": f"{w.call.name} needs your approval",
-                    "toolCallId": w.call.id,
-                    "responseSchema": RESPONSE_SCHEMA,
-                    "metadata": {"toolName": w.call.name, "arguments": w.call.arguments},
-                }
-                for w in waiting
-            ],
+            "interrupts": [_interrupt(w) for w in waiting],
         }
     else:
         event["outcome"] = {"type": "success"}
         event["result"]["text"] = response.text
     return event
+
+
+def _interrupt(waiting: WaitingCall) -> dict[str, Any]:
+    """The interrupt of one waiting call. A sub-agent's nested call is shown by its own
+    name and arguments; its `toolCallId` is the served chain's call it waits inside (the
+    one the client saw), `metadata.within` the sub-agent calls around it."""
+    call = waiting.call
+    metadata: dict[str, Any] = {"toolName": call.name, "arguments": call.arguments}
+    message = f"{call.name} needs your approval"
+    if waiting.within:
+        metadata["nestedCallId"] = call.id
+        metadata["within"] = [{"toolCallId": d.id, "toolName": d.name} for d in waiting.within]
+        message = f"{call.name} (inside {waiting.within[-1].name}) needs your approval"
+    return {
+        "id": waiting.id,
+        "reason": "tool_approval",
+        "message": message,
+        "toolCallId": waiting.path[0],
+        "responseSchema": RESPONSE_SCHEMA,
+        "metadata": metadata,
+    }
 
 
 class _Mapper:

@@ -12,9 +12,17 @@ checks that every decision names one of that turn's waiting calls, and runs
 `chain.stream(kept transcript, decisions={call id: decision})`. The transcript never
 comes from the client: clients do not carry the records a resume needs, and what a client
 sends is not trusted to say what ran or what waits. The tools and tool context of the
-resume are the server's too. Only approvals are offered to a UI; a turn that waits on
-anything else (an external result, an elicitation, a sub-agent's nested calls) ends in an
-error event.
+resume are the server's too.
+
+A sub-agent (a chain called as a tool, `chain_tool`) whose turn ended deferred makes
+its call wait with the sub-agent's own waiting calls nested in it. Each nested approval
+is offered as one more `WaitingCall` whose id names its path (`"{token}:{sub-agent call
+id}:{nested call id}"`, deeper sub-agents adding ids), with `within` the sub-agent calls
+around it; the decisions come back as the mapping the chain's resume takes for such a
+call (`{sub-agent call id: {nested call id: decision}}`). Every nested approval of one
+sub-agent call is decided at once (a sub-agent resumes once). Only approvals are offered
+to a UI; a turn that waits on anything else (an external result, an elicitation) ends in
+an error event.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.chain import Chain
-from ..core.deferred import Approve, DeferredCall, Reject
+from ..core.deferred import Approve, Decision, DeferredCall, Reject
 from ..core.events import StreamEvent
 from ..core.messages import Message, ToolCall
 from ..core.response import ChatResponse
@@ -39,6 +47,7 @@ __all__ = [
     "UiTurn",
     "WaitingCall",
     "decided_calls",
+    "decided_paths",
 ]
 
 UiDecision = Approve | Reject
@@ -53,21 +62,46 @@ class DecisionError(ValueError):
 @dataclass(frozen=True, slots=True)
 class WaitingCall:
     """A tool call waiting for the user's decision; `id` is the protocol's interrupt or
-    approval id, which the decision must name; `deferred` is the chain's record of it."""
+    approval id, which the decision must name; `deferred` is the chain's record of it;
+    `within` the sub-agent calls it waits inside, outermost first (empty for a call of
+    the served chain's own model)."""
 
     id: str
     deferred: DeferredCall
+    within: tuple[DeferredCall, ...] = ()
 
     @property
     def call(self) -> ToolCall:
         """The waiting `ToolCall`."""
         return self.deferred.call
 
+    @property
+    def path(self) -> tuple[str, ...]:
+        """The call ids from the served chain's call down to this one."""
+        return (*(d.id for d in self.within), self.deferred.id)
+
 
 @dataclass(frozen=True, slots=True)
 class _Kept:
     transcript: tuple[Message, ...]
-    call_ids: frozenset[str]
+    paths: frozenset[tuple[str, ...]]
+
+
+def _approvals(
+    deferred: DeferredCall, within: tuple[DeferredCall, ...] = ()
+) -> list[tuple[tuple[DeferredCall, ...], DeferredCall]]:
+    """The approvals a UI decides for one waiting call: the call, or the nested calls of
+    a sub-agent's deferred turn. `DecisionError` for anything else."""
+    if deferred.nested and "decisions" in deferred.accepts:
+        found: list[tuple[tuple[DeferredCall, ...], DeferredCall]] = []
+        for nested in deferred.nested:
+            found.extend(_approvals(nested, (*within, deferred)))
+        return found
+    if deferred.kind != "approval" or deferred.nested or "approve" not in deferred.accepts:
+        raise DecisionError(
+            f"a call waits for {deferred.kind!r}, which this app cannot offer to a UI"
+        )
+    return [(within, deferred)]
 
 
 class DeferredTurns:
@@ -91,58 +125,82 @@ class DeferredTurns:
         self, transcript: Sequence[Message], deferred: Sequence[DeferredCall]
     ) -> tuple[WaitingCall, ...]:
         """Keep `transcript` (ending with the deferred turn's messages) and return its
-        waiting calls with their protocol ids. Raises `DecisionError` when a call waits
-        on anything but an approval (nothing is kept then)."""
-        for d in deferred:
-            if d.kind != "approval" or d.nested or "approve" not in d.accepts:
-                raise DecisionError(
-                    f"a call waits for {d.kind!r}, which this app cannot offer to a UI"
-                )
+        waiting approvals with their protocol ids (a sub-agent's nested approvals each one
+        of them). Raises `DecisionError` when a call waits on anything but an approval
+        (nothing is kept then)."""
+        found = [pair for d in deferred for pair in _approvals(d)]
         token = secrets.token_urlsafe(24)
-        self._turns[token] = _Kept(tuple(transcript), frozenset(d.id for d in deferred))
+        waiting = tuple(
+            WaitingCall(f"{token}:" + ":".join((*(w.id for w in within), d.id)), d, within)
+            for within, d in found
+        )
+        self._turns[token] = _Kept(tuple(transcript), frozenset(w.path for w in waiting))
         while len(self._turns) > self.max_turns:
             self._turns.popitem(last=False)
-        return tuple(WaitingCall(f"{token}:{d.id}", d) for d in deferred)
+        return waiting
 
     def take(
         self, decisions: Sequence[tuple[str, UiDecision]]
-    ) -> tuple[tuple[Message, ...], dict[str, UiDecision]]:
+    ) -> tuple[tuple[Message, ...], dict[str, Decision]]:
         """The kept transcript and the decisions by call id for `(waiting id, decision)`
-        pairs, all of one kept turn; the turn is forgotten. Raises `DecisionError` (and
+        pairs, all of one kept turn (a sub-agent's call decided with the mapping of its
+        nested calls' decisions); the turn is forgotten. Raises `DecisionError` (and
         forgets nothing) for no decisions, an unknown token, a call that is not one of
-        the turn's waiting calls, or two decisions for one call."""
+        the turn's waiting calls, two decisions for one call, or a sub-agent call with
+        some of its nested approvals undecided."""
         if not decisions:
             raise DecisionError("no decisions")
         tokens: set[str] = set()
-        by_call: dict[str, UiDecision] = {}
+        by_path: dict[tuple[str, ...], UiDecision] = {}
         for waiting_id, decision in decisions:
-            token, call_id = _split(waiting_id)
+            token, path = _split(waiting_id)
             tokens.add(token)
-            if call_id in by_call:
+            if path in by_path:
                 raise DecisionError("two decisions for one call")
-            by_call[call_id] = decision
+            by_path[path] = decision
         if len(tokens) != 1:
             raise DecisionError("decisions for more than one waiting turn")
         (token,) = tokens
         kept = self._turns.get(token)
         if kept is None:
             raise DecisionError("no waiting turn has this id (unknown, used or expired)")
-        if not by_call.keys() <= kept.call_ids:
+        if not by_path.keys() <= kept.paths:
             raise DecisionError("a decision names a call that does not wait")
+        started = {path[0] for path in by_path if len(path) > 1}
+        if any(path[0] in started and path not in by_path for path in kept.paths):
+            raise DecisionError("decide every approval inside a sub-agent's call at once")
         del self._turns[token]
-        return kept.transcript, by_call
+        return kept.transcript, _nest(by_path)
 
 
-def _split(waiting_id: str) -> tuple[str, str]:
-    token, sep, call_id = waiting_id.partition(":")
-    if not sep or not token or not call_id:
+def _nest(by_path: Mapping[tuple[str, ...], UiDecision]) -> dict[str, Decision]:
+    """Decisions by path as the chain's resume takes them: a sub-agent's call decided
+    by the mapping of its nested calls' decisions."""
+    top: dict[str, Any] = {}
+    for path, decision in by_path.items():
+        level = top
+        for call_id in path[:-1]:
+            level = level.setdefault(call_id, {})
+        level[path[-1]] = decision
+    return top
+
+
+def _split(waiting_id: str) -> tuple[str, tuple[str, ...]]:
+    token, *path = waiting_id.split(":")
+    if not token or not path or not all(path):
         raise DecisionError("not an approval id")
-    return token, call_id
+    return token, tuple(path)
 
 
 def decided_calls(decisions: Sequence[tuple[str, UiDecision]]) -> set[str]:
-    """The ids of the tool calls `decisions` decide (the client has seen those calls)."""
-    return {waiting_id.partition(":")[2] for waiting_id, _ in decisions}
+    """The ids of the served chain's tool calls `decisions` decide (the client has seen
+    those calls; a nested approval decides the sub-agent call around it)."""
+    return {waiting_id.split(":")[1] for waiting_id, _ in decisions if ":" in waiting_id}
+
+
+def decided_paths(decisions: Sequence[tuple[str, UiDecision]]) -> set[tuple[str, ...]]:
+    """The paths (call ids, outermost first) of the calls `decisions` decide."""
+    return {tuple(waiting_id.split(":")[1:]) for waiting_id, _ in decisions if ":" in waiting_id}
 
 
 class UiTurn:

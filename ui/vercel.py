@@ -13,7 +13,11 @@ stream. Mapping (each event one UI message chunk):
   arguments, `tool-input-available` (the parsed input), then `tool-output-available`,
   `tool-output-error` (an error or a timeout) or `tool-output-denied` (rejected) when
   the call finishes;
-- a call waiting for approval: `tool-approval-request` (its `approvalId`);
+- a call waiting for approval: `tool-approval-request` (its `approvalId`); a call
+  waiting inside a sub-agent (a chain called as a tool) gets a tool part of its own
+  first (`toolCallId` the call ids from the served chain's call down, joined by `/`),
+  and its output when the resume finishes it; such parts are never read back into a
+  transcript;
 - the rest as transient `data-*` parts: `data-tool-call` (started, finished with
   outcome and duration), `data-tool-progress`, `data-answer-discarded`;
 - an error: `error` with a fixed, safe text (the details go to the `advisorchain.ui`
@@ -34,7 +38,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..core._streams import closing_stream
 from ..core.deferred import Approve, Reject
 from ..core.events import (
     AnswerDiscarded,
@@ -49,13 +52,14 @@ from ..core.events import (
 )
 from ..core.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from ..core.response import ChatResponse
+from ..core.streams import closing_stream
 from ._http import (
     RequestRejected,
     Scope,
     UiLimits,
 )
 from ._turns import CallFragments, ProtocolApp, safe_error, tool_output
-from .approvals import DecisionError, UiDecision, WaitingCall, decided_calls
+from .approvals import DecisionError, UiDecision, WaitingCall, decided_calls, decided_paths
 
 __all__ = ["STREAM_HEADERS", "VercelChatApp", "from_ui_messages", "to_ui_messages"]
 
@@ -137,6 +141,8 @@ def _convert(parsed: Iterable[_UIMessage]) -> list[Message]:
             elif part.type == "text":
                 text_parts.append(part.text or "")
             elif name is not None and part.tool_call_id is not None:
+                if "/" in part.tool_call_id:
+                    continue  # a sub-agent's call (`_part_id`): not this chain's transcript
                 if part.state not in ("output-available", "output-error", "output-denied"):
                     continue  # no result: not part of a transcript a model can continue
                 calls.append(
@@ -264,7 +270,8 @@ class VercelChatApp(ProtocolApp):
             def open_turn() -> AsyncIterator[StreamEvent]:
                 return turn.start(served.transcript(messages))
 
-        return _chunks(message_id, open_turn, turn.waiting, decided_calls(decisions))
+        nested = {_part_id(path) for path in decided_paths(decisions) if len(path) > 1}
+        return _chunks(message_id, open_turn, turn.waiting, decided_calls(decisions), nested)
 
 
 def _parse_body(body: Any, limits: UiLimits) -> _ChatBody:
@@ -301,12 +308,14 @@ async def _chunks(
     open_turn: Callable[[], AsyncIterator[StreamEvent]],
     waiting: Callable[[ChatResponse], tuple[WaitingCall, ...]],
     announced: Iterable[str] = (),
+    nested: Iterable[str] = (),
 ) -> AsyncIterator[dict[str, Any]]:
     """The UI message chunks of one turn; see the module's docstring for the mapping.
-    `waiting` keeps a deferred end of the turn and gives its calls' approval ids."""
+    `waiting` keeps a deferred end of the turn and gives its calls' approval ids;
+    `nested` are the parts of a sub-agent's calls this resume decides."""
     yield {"type": "start", "messageId": message_id}
     yield {"type": "start-step"}
-    mapper = _Mapper(announced)
+    mapper = _Mapper(announced, nested)
     try:
         async with closing_stream(open_turn()) as turn:
             async for event in turn:
@@ -330,7 +339,12 @@ def _finished(
     out: list[dict[str, Any]] = []
     waiting = waiting_calls(response)
     for w in waiting:
-        out.append({"type": "tool-approval-request", "approvalId": w.id, "toolCallId": w.call.id})
+        call_id = w.call.id
+        if w.within:  # a sub-agent's call: a part of its own, which the client has not seen
+            call_id = _part_id(w.path)
+            out.append({"type": "tool-input-start", "toolCallId": call_id, "toolName": w.call.name})
+            out.append(_input_available(call_id, w.call.name, w.call.arguments))
+        out.append({"type": "tool-approval-request", "approvalId": w.id, "toolCallId": call_id})
     usage = response.usage
     out.append({"type": "finish-step"})
     out.append(
@@ -357,11 +371,12 @@ def _finished(
 class _Mapper:
     """The chain's events as UI message chunks."""
 
-    def __init__(self, announced: Iterable[str] = ()) -> None:
+    def __init__(self, announced: Iterable[str] = (), nested: Iterable[str] = ()) -> None:
         self.text_id: str | None = None
         self.reasoning_id: str | None = None
         self.calls = CallFragments()
         self.announced: set[str] = set(announced)  # calls the client has already
+        self.nested: set[str] = set(nested)  # sub-agents' call parts waiting for an output
 
     def close(self, keep: type | None = None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -418,24 +433,7 @@ class _Mapper:
             )
         elif isinstance(event, ToolCallFinished):
             call_id = event.call.id
-            if event.outcome == "ok":
-                out.append(
-                    {
-                        "type": "tool-output-available",
-                        "toolCallId": call_id,
-                        "output": tool_output(event.result.text),
-                    }
-                )
-            elif event.outcome == "rejected":
-                out.append({"type": "tool-output-denied", "toolCallId": call_id})
-            else:
-                out.append(
-                    {
-                        "type": "tool-output-error",
-                        "toolCallId": call_id,
-                        "errorText": event.result.text,
-                    }
-                )
+            out.append(_output(call_id, event))
             out.append(
                 _data(
                     "tool-call",
@@ -449,6 +447,7 @@ class _Mapper:
                 )
             )
         elif isinstance(event, ToolProgress):
+            out.extend(self._nested_output(event))
             progress: dict[str, Any] = {"toolCallId": event.call_id}
             if event.progress is not None:
                 progress["progress"] = event.progress
@@ -462,6 +461,42 @@ class _Mapper:
                 _data("answer-discarded", {"reason": event.reason, "attempt": event.attempt})
             )
         return out
+
+    def _nested_output(self, event: ToolProgress) -> list[dict[str, Any]]:
+        """The output of a sub-agent's call part the client decided, when the sub-agent's
+        resumed stream (forwarded as progress) finishes that call."""
+        if not self.nested:
+            return []
+        path = [event.call_id]
+        inner = event.event
+        while isinstance(inner, ToolProgress):
+            path.append(inner.call_id)
+            inner = inner.event
+        if not isinstance(inner, ToolCallFinished):
+            return []
+        part_id = _part_id((*path, inner.call.id))
+        if part_id not in self.nested:
+            return []
+        self.nested.discard(part_id)
+        return [_output(part_id, inner)]
+
+
+def _part_id(path: Iterable[str]) -> str:
+    """The `toolCallId` of a sub-agent's call part: the call ids from the served chain's
+    call down, joined by `/` (which no call id holds)."""
+    return "/".join(path)
+
+
+def _output(call_id: str, event: ToolCallFinished) -> dict[str, Any]:
+    if event.outcome == "ok":
+        return {
+            "type": "tool-output-available",
+            "toolCallId": call_id,
+            "output": tool_output(event.result.text),
+        }
+    if event.outcome == "rejected":
+        return {"type": "tool-output-denied", "toolCallId": call_id}
+    return {"type": "tool-output-error", "toolCallId": call_id, "errorText": event.result.text}
 
 
 def _input_available(call_id: str, name: str, arguments: str) -> dict[str, Any]:

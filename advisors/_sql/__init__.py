@@ -8,3 +8,5 @@
 - `threads`: the worker-thread runner both stores' async methods go through: blocking
   work in `anyio.to_thread`, after a one-time setup (creating tables).
 """
+
+__all__: list[str] = []

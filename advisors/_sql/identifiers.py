@@ -34,3 +34,12 @@ def check_table_prefix(prefix: str, error: type[Exception] = ValueError) -> str:
             f"{MAX_PREFIX}, not starting with a digit)"
         )
     return prefix
+
+
+__all__ = [
+    "MAX_IDENTIFIER",
+    "MAX_PREFIX",
+    "check_table_name",
+    "check_table_prefix",
+    "is_identifier",
+]

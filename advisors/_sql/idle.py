@@ -32,3 +32,6 @@ class IdleConnections(Generic[C]):
             idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
+
+
+__all__ = ["IdleConnections"]

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ...core._extras import install_hint
+from ...core.extras import install_hint
 from .idle import IdleConnections
 
 
@@ -82,3 +82,6 @@ class ConnectionPool(IdleConnections[Any]):
     def close(self) -> None:
         """Close the idle connections and stop keeping released ones."""
         self._close_idle(refuse_more=True)
+
+
+__all__ = ["ConnectionPool", "load_psycopg"]

@@ -110,3 +110,6 @@ class SQLiteConnections(IdleConnections[sqlite3.Connection]):
     def close(self) -> None:
         """Close the idle connections and refuse new transactions."""
         self._close_idle(refuse_more=True)
+
+
+__all__ = ["MEMORY", "SQLiteConnections"]

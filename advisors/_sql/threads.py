@@ -44,3 +44,6 @@ class WorkerRunner:
                     self._setup()
                     self._ready = True
         return fn(*args)
+
+
+__all__ = ["WorkerRunner"]

@@ -13,15 +13,15 @@ from typing import Any, TypeAlias, TypeGuard, cast, get_args
 
 import anyio
 
-from ...core._arguments import parse_argument_object
-from ...core._checks import require_callable, require_number
-from ...core._scrub import safe_str
 from ...core.advisor import Advisor, ToolNext
+from ...core.arguments import parse_argument_object
+from ...core.checks import require_callable, require_number
 from ...core.context import ToolContext
 from ...core.invocation import ToolInvocation, ToolOutcome, ToolResult
 from ...core.manager import rejected
 from ...core.messages import ToolCall
 from ...core.request import ChatRequest
+from ...core.scrub import safe_str
 from ...core.tools import InvalidToolArguments, Tool, ValidatedArguments
 from .approvers import Approver, DeferredApprover
 from .rules import UNKNOWN_OUTCOME, allow, edited_result, remember, remembered_arguments
@@ -619,10 +619,8 @@ class ApprovalAdvisor(Advisor):
                 request, f"the approver failed ({type(exc).__name__})", safe_str(exc)[:500]
             )
         ids = [c.id for c in request.calls]
-        kind = type(answer)  # exact classes first: a negative isinstance of an ABC costs more
-        if kind is list or kind is tuple:
-            given = list(answer) if len(answer) == len(ids) else None
-        elif kind is dict or isinstance(answer, Mapping):
+        given: list[Any] | None
+        if isinstance(answer, Mapping):
             given = [answer.get(i) for i in ids]
         elif isinstance(answer, Sequence) and not isinstance(answer, str):
             given = list(answer) if len(answer) == len(ids) else None

@@ -12,8 +12,8 @@ from typing import Any, Protocol, TextIO, runtime_checkable
 import anyio
 import anyio.to_thread
 
-from ...core._arguments import ArgumentsError, parse_arguments
-from ...core._checks import require_callable
+from ...core.arguments import ArgumentsError, parse_arguments
+from ...core.checks import require_callable
 from .types import ApprovalCall, ApprovalRequest, Approve, Decision, Decisions, Defer, Reject
 
 
@@ -63,15 +63,10 @@ class CallbackApprover:
             answer = self.fn(request)
         else:
             answer = await anyio.to_thread.run_sync(self.fn, request, abandon_on_cancel=True)
-        if type(answer) in _PLAIN:  # never awaitable: no ABC check
-            return answer  # type: ignore[return-value]
         if inspect.isawaitable(answer):
             decisions: Decisions = await answer
             return decisions
         return answer
-
-
-_PLAIN = (list, tuple, dict)
 
 
 def _is_async_callable(fn: Callable[..., Any]) -> bool:
@@ -201,3 +196,6 @@ class ConsoleApprover:
         out = self.output or sys.stdout
         out.write(line + "\n")
         out.flush()
+
+
+__all__ = ["Approver", "CallbackApprover", "ConsoleApprover", "DeferredApprover"]

@@ -71,3 +71,6 @@ class PostgresApprovalStore(SQLApprovalStore):
     async def aclose(self) -> None:
         """Close the idle connections."""
         await anyio.to_thread.run_sync(self._pool.close_idle)
+
+
+__all__ = ["PostgresApprovalStore"]

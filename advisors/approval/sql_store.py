@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from ...core._checks import require_callable, require_number
+from ...core.checks import require_callable, require_number
 from ...core.errors import AdvisorChainError
 from .._sql.identifiers import check_table_prefix
 from .._sql.threads import WorkerRunner
@@ -529,3 +529,6 @@ def _rule(row: Sequence[Any]) -> StandingRule:
         revoked_at=revoked_at,
         revoked_by=revoked_by,
     )
+
+
+__all__ = ["Cursor", "SQLApprovalStore"]

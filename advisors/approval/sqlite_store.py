@@ -52,3 +52,6 @@ class SQLiteApprovalStore(SQLApprovalStore):
     async def aclose(self) -> None:
         """Close the idle connections; the store stays usable."""
         await anyio.to_thread.run_sync(self._database.close_idle)
+
+
+__all__ = ["DEFAULT_PATH", "SQLiteApprovalStore"]

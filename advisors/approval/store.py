@@ -363,3 +363,20 @@ def pending_call(
         decision=load_decision(decision),
         result=load_result(result),
     )
+
+
+__all__ = [
+    "DEFAULT_CLAIM_TIMEOUT",
+    "ApprovalStore",
+    "InMemoryApprovalStore",
+    "check_claimable",
+    "check_record",
+    "decide",
+    "dump_decision",
+    "dump_result",
+    "dump_state",
+    "load_decision",
+    "load_result",
+    "load_state",
+    "pending_call",
+]

@@ -35,7 +35,8 @@ class NativeCompaction:
       least `anthropic_clear_at_least` tokens (so the cached prefix is not broken for
       little), never for the tools named in `anthropic_exclude_tools`.
     - `anthropic_compact_trigger`: Anthropic summarizes server-side once the input
-      reaches this many tokens (at least 50,000).
+      reaches this many tokens (at least 50,000), with `anthropic_compact_instructions`
+      (if given) in place of its own summarizing prompt.
     """
 
     openai_compact_threshold: int | None = None
@@ -44,6 +45,7 @@ class NativeCompaction:
     anthropic_clear_at_least: int | None = None
     anthropic_exclude_tools: Collection[str] = ("search_tools",)
     anthropic_compact_trigger: int | None = None
+    anthropic_compact_instructions: str | None = None
 
     def __post_init__(self) -> None:
         if self.anthropic_compact_trigger is not None and self.anthropic_compact_trigger < 50_000:
@@ -54,6 +56,12 @@ class NativeCompaction:
                 raise ChainConfigurationError(f"{name} must be at least 1")
         if isinstance(self.anthropic_exclude_tools, str):
             raise ChainConfigurationError("anthropic_exclude_tools takes tool names")
+        if self.anthropic_compact_instructions is not None and (
+            self.anthropic_compact_trigger is None or not self.anthropic_compact_instructions
+        ):
+            raise ChainConfigurationError(
+                "anthropic_compact_instructions needs anthropic_compact_trigger and some text"
+            )
 
     def mark(self) -> dict[str, Any]:
         """What is put in `ChatOptions.native_compaction`, by provider name."""
@@ -78,12 +86,13 @@ class NativeCompaction:
                 edit["exclude_tools"] = list(self.anthropic_exclude_tools)
             edits.append(edit)
         if self.anthropic_compact_trigger is not None:
-            edits.append(
-                {
-                    "type": "compact_20260112",
-                    "trigger": {"type": "input_tokens", "value": self.anthropic_compact_trigger},
-                }
-            )
+            compact: dict[str, Any] = {
+                "type": "compact_20260112",
+                "trigger": {"type": "input_tokens", "value": self.anthropic_compact_trigger},
+            }
+            if self.anthropic_compact_instructions is not None:
+                compact["instructions"] = self.anthropic_compact_instructions
+            edits.append(compact)
         if edits:
             mark["anthropic"] = {"edits": edits}
         return mark

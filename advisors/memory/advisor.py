@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 
 import anyio
 
-from ...core._checks import require_number
 from ...core.advisor import Placement
+from ...core.checks import require_number
 from ...core.errors import AdvisorChainError, ChainConfigurationError
 from ...core.messages import Message, SystemMessage, ToolMessage, UserMessage
 from ...core.request import ChatRequest

@@ -234,3 +234,6 @@ def _score(found: Mapping[str, Postings], terms: Sequence[str], tool: int) -> fl
 
 def _kth(scores: Mapping[int, float], k: int) -> float:
     return sorted(scores.values(), reverse=True)[k - 1]
+
+
+__all__ = ["B", "K1", "Impacts", "LazyPostings", "Postings"]

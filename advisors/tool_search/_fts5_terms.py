@@ -115,3 +115,6 @@ def shared_terms() -> Fts5Terms:
         if _SHARED is None:
             _SHARED = Fts5Terms()
         return _SHARED
+
+
+__all__ = ["TOKENIZE", "Fts5Terms", "shared_terms"]

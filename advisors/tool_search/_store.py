@@ -83,3 +83,6 @@ class KeyedBlobs:
                 return None
             self._db = db
         return self._db
+
+
+__all__ = ["KeyedBlobs"]

@@ -11,11 +11,11 @@ from typing import Any, Literal, TypeAlias
 from ...core.advisor import Advisor, Placement, ToolNext
 from ...core.errors import ChainConfigurationError
 from ...core.invocation import ToolInvocation, ToolResult
-from ...core.manager import describe_exception
 from ...core.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from ...core.model import supports_native_tool_search
 from ...core.options import NativeSearchVariant, NativeToolSearch
 from ...core.request import ChatRequest
+from ...core.scrub import describe_exception
 from ...core.tools import Tool
 from .catalog import CatalogIndexes
 from .defaults import default_index

@@ -93,3 +93,6 @@ class CatalogIndexes:
         if index is not None:
             self._built.move_to_end(key)
         return index
+
+
+__all__ = ["CatalogIndexes", "catalog_fingerprint"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from ...core._extras import install_hint
+from ...core.extras import install_hint
 from ._cache import default_cache_path
 from .embedding import EmbeddingCache, EmbeddingFunction, EmbeddingIndex
 

@@ -21,7 +21,7 @@ from typing import Any, TypeAlias
 
 import anyio.to_thread
 
-from ...core._extras import install_hint
+from ...core.extras import install_hint
 from ...core.tools import ToolDefinition
 from ._cache import default_cache_path as default_cache_path
 from ._store import KeyedBlobs
@@ -559,3 +559,16 @@ def minilm_index(
     return EmbeddingIndex(
         minilm_embedder(), batch_size=256, cache=chosen or None, query_embed=queries
     )
+
+
+__all__ = [
+    "EXAMPLES_WEIGHT",
+    "MINILM",
+    "QUERY_TOKENS",
+    "EmbeddingCache",
+    "EmbeddingFunction",
+    "EmbeddingIndex",
+    "embeddings_available",
+    "minilm_embedder",
+    "minilm_index",
+]

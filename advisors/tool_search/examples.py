@@ -19,7 +19,7 @@ from typing import Protocol, TypeAlias, runtime_checkable
 import anyio
 import anyio.to_thread
 
-from ...core._loop_lock import LoopLock
+from ...core.loop_lock import LoopLock
 from ...core.messages import UserMessage
 from ...core.model import ChatModel
 from ...core.options import ChatOptions
@@ -278,3 +278,21 @@ class ExampleWriter:
         self.asked += 1
         response = await self.model.call(request)
         return parse_examples(response.text, self.per_tool)
+
+
+__all__ = [
+    "MAX_EXAMPLES",
+    "MAX_EXAMPLE_CHARS",
+    "PROMPT_VERSION",
+    "ExampleCache",
+    "ExampleSource",
+    "ExampleWriter",
+    "Examples",
+    "ToolExamples",
+    "check_examples",
+    "cleaned_examples",
+    "default_examples_path",
+    "example_prompt",
+    "examples_for",
+    "parse_examples",
+]

@@ -162,3 +162,20 @@ def document_text(definition: ToolDefinition) -> str:
     """A definition as one text (for embeddings and regular expressions)."""
     name, description, params = document(definition)
     return f"{definition.name} ({name}): {description} Parameters: {params}".strip()
+
+
+__all__ = [
+    "ASCII_SEPARATORS",
+    "MAX_QUERY_CHARS",
+    "QueryRejected",
+    "ToolIndex",
+    "allowed_values",
+    "document",
+    "document_parts",
+    "document_text",
+    "joined_words",
+    "one_line",
+    "parameter_texts",
+    "split_identifier",
+    "words",
+]

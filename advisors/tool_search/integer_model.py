@@ -302,3 +302,6 @@ def _file_hash(path: Path) -> str:
                 digest.update(block)
         _HASHES[key] = digest.hexdigest()
     return _HASHES[key]
+
+
+__all__ = ["CONVERSION", "convert", "integer_model"]

@@ -87,3 +87,6 @@ class SplitQueryIndex:
             rankings.append(await self.index.search(part, depth))
         weights = [self.whole_weight, *([1.0] * len(parts))]
         return fuse(rankings, weights, self.rrf_k)[:k]
+
+
+__all__ = ["MAX_PARTS", "SplitQueryIndex", "split_intents"]

@@ -332,3 +332,14 @@ def query_words(query: str) -> list[str]:
     unique = list(dict.fromkeys(words(query)))
     content = [w for w in unique if w not in STOP_WORDS]
     return (content or unique)[:_MAX_TERMS]
+
+
+__all__ = [
+    "EXAMPLES_WEIGHT",
+    "STOP_WORDS",
+    "Fields",
+    "KeywordIndex",
+    "Words",
+    "collector_paused",
+    "query_words",
+]

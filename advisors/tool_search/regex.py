@@ -184,3 +184,14 @@ def _varies(items: list[tuple[Any, Any]]) -> bool:
         elif op is sre.ATOMIC_GROUP and _varies(list(value)):
             return True
     return False
+
+
+__all__ = [
+    "MAX_PATTERN_CHARS",
+    "MAX_SEARCH_SECONDS",
+    "MAX_TEXT_CHARS",
+    "WIDE_TEXT_CHARS",
+    "RegexIndex",
+    "compile_query",
+    "text_limit",
+]

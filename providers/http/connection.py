@@ -25,7 +25,7 @@ from typing import TypedDict
 
 import httpx
 
-from ...core._checks import require_mapping, require_number
+from ...core.checks import require_mapping, require_number
 from .retry import RetryPolicy
 
 __all__ = ["Connection", "ConnectionOptions", "OfficialAPI"]

@@ -194,5 +194,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+__all__ = [
+    "FLAGS_ENV",
+    "LLAMA_CPP_PYTHON_VERSION",
+    "PORTABLE_CMAKE_ARGS",
+    "build_key",
+    "build_wheel",
+    "cached_wheel",
+    "cmake_args",
+    "compiler_id",
+    "default_cache_dir",
+    "ensure_wheel",
+    "install",
+    "main",
+    "rebuild_command",
+]
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

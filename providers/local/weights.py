@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...core._extras import install_hint
 from ...core.errors import AdvisorChainError
+from ...core.extras import install_hint
 
 MODEL_FILE_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 """The assembled file's name in the cache directory."""

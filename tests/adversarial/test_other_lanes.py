@@ -31,7 +31,7 @@ from advisorchain.advisors import (
     Reject,
     SQLiteChatMemoryStore,
 )
-from advisorchain.core.manager import describe_exception
+from advisorchain.core.scrub import describe_exception
 from advisorchain.providers import OpenAIChatModel, ScriptedChatModel
 from advisorchain.providers.http.retry import retry_after
 

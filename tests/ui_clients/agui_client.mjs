@@ -1,4 +1,7 @@
 // @ag-ui/client's HttpAgent runs a turn that ends in an interrupt, then resumes it.
+// Usage: node agui_client.mjs URL approve|reject. Prints what the client saw: the event
+// types, the argument pieces of each streamed tool call (as the client's own
+// onToolCallArgsEvent got them), the interrupts, and the messages the client built.
 import { HttpAgent, buildResumeArray } from "@ag-ui/client";
 
 const [url, decision] = process.argv.slice(2);
@@ -8,9 +11,13 @@ const agent = new HttpAgent({
   initialMessages: [{ id: "m1", role: "user", content: "Refund order 7" }],
 });
 const seen = [];
+const args = {};
 const subscriber = {
   onEvent({ event }) {
     seen.push(event.type);
+  },
+  onToolCallArgsEvent({ event }) {
+    (args[event.toolCallId] ??= []).push(event.delta);
   },
 };
 await agent.runAgent({ runId: "run-1" }, subscriber);
@@ -25,6 +32,7 @@ console.log(
   JSON.stringify({
     interrupts,
     events: seen,
+    args,
     messages: agent.messages,
     pendingAfter: agent.pendingInterrupts,
   }),

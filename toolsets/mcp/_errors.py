@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...core._scrub import safe_str
 from ...core.errors import AdvisorChainError, ServerReportedError
+from ...core.scrub import safe_str
 
 if TYPE_CHECKING:
     from ._content import McpCallResult

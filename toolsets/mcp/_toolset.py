@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, TextIO, TypedDict, TypeVar, Unpack
 
 import anyio
 
-from ...core._progress import bound_reporter
-from ...core._scrub import scrub_error_text
 from ...core.context import ToolContext
 from ...core.errors import ToolDefinitionError
 from ...core.messages import AssistantMessage, UserMessage
+from ...core.progress import bound_reporter
+from ...core.scrub import scrub_error_text
 from ...core.tools import Tool, ToolDefinition
 from ._catalog import McpPrompt, McpResource, browsing_tools, prompt_of, resource_of
 from ._content import (
@@ -626,7 +626,7 @@ class McpToolset:
 
     def _server_text(self, text: str) -> str:
         """A server's error text as the model may read it: bounded and scrubbed as a
-        local tool's error is (`core._scrub.scrub_error_text`: no traceback, secrets,
+        local tool's error is (`core.scrub.scrub_error_text`: no traceback, secrets,
         credentials), with the values this process gave the server (`env`, `headers`)
         replaced too; its paths are kept (they are the server's)."""
         return scrub_error_text(

@@ -14,9 +14,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 from urllib.parse import urlsplit
 
-from ...core._extras import install_hint
-from ...core._scrub import long_values
 from ...core.errors import ChainConfigurationError
+from ...core.extras import install_hint
+from ...core.scrub import long_values
 from ._errors import describe
 
 if TYPE_CHECKING:

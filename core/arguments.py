@@ -90,3 +90,12 @@ def _deeper_than(value: Any, limit: int) -> bool:
             if isinstance(child, (dict, list)):
                 stack.append((child, depth + 1))
     return False
+
+
+__all__ = [
+    "MAX_ARGUMENT_CHARS",
+    "MAX_ARGUMENT_DEPTH",
+    "ArgumentsError",
+    "parse_argument_object",
+    "parse_arguments",
+]

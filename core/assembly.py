@@ -139,3 +139,6 @@ class StreamAssembler:
             TextPart(text=item) if isinstance(item, str) else item.part() for item in self._content
         )
         return AssistantMessage(content=content, tool_calls=tuple(calls))
+
+
+__all__ = ["StreamAssembler"]

@@ -10,8 +10,8 @@ from typing import TypeVar
 import anyio
 from anyio.from_thread import start_blocking_portal
 
-from ._streams import closing_stream
 from .errors import AdvisorChainError
+from .streams import closing_stream
 
 T = TypeVar("T")
 E = TypeVar("E")

@@ -27,10 +27,8 @@ from .events import ToolCallDelta
 from .messages import (
     AssistantMessage,
     Message,
-    SystemMessage,
     ToolCall,
     ToolMessage,
-    UserMessage,
     new_call_id,
 )
 from .response import ChatResponse
@@ -132,18 +130,11 @@ def unique_response(response: ChatResponse, transcript: Sequence[Message]) -> Ch
     if not calls or response.deferred:  # `_asks_for_tools`, inline: run every model call
         return response
     # The common case keeps every id: valid, distinct, unused. No claim, no copies, and no
-    # set of the transcript's ids: one pass that stops at the first id in use. The checks
-    # of `is_valid_call_id` and `_kind` are written out: per call and per message, a
-    # function call costs more than the check.
+    # set of the transcript's ids: one pass that stops at the first id in use.
     ids: set[str] = set()
     for call in calls:
         call_id = call.id
-        if (
-            call_id in ids
-            or type(call_id) is not str  # anything else takes the general path
-            or not 0 < len(call_id) <= MAX_CALL_ID_CHARS
-            or not _VALID_CHARS.issuperset(call_id)
-        ):
+        if call_id in ids or not is_valid_call_id(call_id):
             break
         ids.add(call_id)
     else:
@@ -155,43 +146,24 @@ def unique_response(response: ChatResponse, transcript: Sequence[Message]) -> Ch
 def _uses(messages: Iterable[Message], ids: set[str]) -> bool:
     """Whether a call or a tool result of `messages` has one of `ids`."""
     for message in messages:
-        cls = type(message)  # `_kind`, with its exact-class cases inline
-        if cls is ToolMessage:
+        kind = _kind(message)
+        if kind is ToolMessage:
             if message.tool_call_id in ids:  # type: ignore[union-attr]
                 return True
-            continue
-        if cls is not AssistantMessage:
-            if cls in _NO_IDS:
-                continue
-            kind = _kind(message)
-            if kind is ToolMessage:
-                if message.tool_call_id in ids:  # type: ignore[union-attr]
+        elif kind is AssistantMessage:
+            for call in message.tool_calls:  # type: ignore[union-attr]
+                if call.id in ids:
                     return True
-                continue
-            if kind is None:
-                continue
-        for call in message.tool_calls:  # type: ignore[union-attr]
-            if call.id in ids:
-                return True
     return False
 
 
-_NO_IDS = (UserMessage, SystemMessage)
-
-
 def _kind(message: Message) -> type | None:
-    """`AssistantMessage`, `ToolMessage` or `None` (no call ids) for `message`, as
-    `isinstance` says; exact classes are told by `type` (a negative `isinstance` against a
-    pydantic model class costs several times a positive one, on the chain's innermost
-    step)."""
-    cls = type(message)
-    if cls is AssistantMessage or cls is ToolMessage:
-        return cls
-    if cls in _NO_IDS:
-        return None
-    if isinstance(message, AssistantMessage):
+    """`AssistantMessage`, `ToolMessage` or `None` (no call ids) for `message`, by its
+    `role` (`Message`'s tag)."""
+    role = message.role
+    if role == "assistant":
         return AssistantMessage
-    if isinstance(message, ToolMessage):
+    if role == "tool":
         return ToolMessage
     return None
 
@@ -261,3 +233,15 @@ class StreamCallIds:
         if all(a is b for a, b in zip(fixed, calls, strict=True)):
             return response
         return with_tool_calls(response, fixed)
+
+
+__all__ = [
+    "MAX_CALL_ID_CHARS",
+    "CallIds",
+    "StreamCallIds",
+    "is_valid_call_id",
+    "sanitize_call_id",
+    "unique_response",
+    "unique_tool_calls",
+    "with_tool_calls",
+]

@@ -200,3 +200,6 @@ def _json_type_name(value: Any) -> str:
         if name != "number" and _is_json_type(value, name):
             return name
     return "number" if isinstance(value, float) else type(value).__name__
+
+
+__all__ = ["ArgumentsModel", "check_json_schema", "clean_schema", "signature_model"]

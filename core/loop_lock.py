@@ -23,3 +23,6 @@ class LoopLock:
             self._lock = anyio.Lock()
             self._loop = loop
         return self._lock
+
+
+__all__ = ["LoopLock"]

@@ -33,3 +33,6 @@ class closing_stream(Generic[T]):  # noqa: N801 - used like contextlib.aclosing
         aclose = getattr(self._stream, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+__all__ = ["closing_stream"]

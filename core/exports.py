@@ -15,3 +15,6 @@ def publish(namespace: Mapping[str, Any]) -> None:
         value = namespace[name]
         if inspect.isclass(value) or inspect.isfunction(value):
             value.__module__ = module
+
+
+__all__ = ["publish"]

@@ -186,3 +186,14 @@ class _Sender:
             await self._stream.send(event)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
+
+
+__all__ = [
+    "CallFinished",
+    "ProgressSink",
+    "bound_reporter",
+    "call_finished",
+    "current_progress_sink",
+    "reports_progress",
+    "with_progress",
+]

@@ -15,6 +15,9 @@ import os
 import re
 from collections.abc import Iterable
 
+from .errors import ServerReportedError
+from .path_redaction import URL_PATTERN, redact_paths
+
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASS", "AUTH", "CREDENTIAL", "COOKIE", "SESSION")
 """Environment variables whose names hold one of these hold secrets."""
 MIN_SECRET_CHARS = 6
@@ -47,53 +50,7 @@ _KEY_VALUE = re.compile(
     r"(?P<value>\"(?:[^\"\\\n]|\\.){0,512}\"|'(?:[^'\\\n]|\\.){0,512}'|[^\s,;&'\"<>)\]}]{1,512})"
 )
 _BEARER = re.compile(r"(?<![\w-])(?P<scheme>Bearer|Basic)[ \t]+[A-Za-z0-9._~+/=-]{8,}")
-_URL = re.compile(
-    r"(?<![\w+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]{0,15})://"
-    r"(?:(?P<userinfo>[^\s/@'\"<>?#]{1,256})@)?(?P<rest>[^\s'\"<>]*)"
-)
-
-# File paths in error messages, as the OS and repr() write them (backslashes doubled).
-_PATH_PARTS = {"SEP": r"(?:\\{1,2}|/)", "SEG": r"[^\s\\/'\"<>|*?]+"}
-
-
-def _path_pattern(template: str) -> re.Pattern[str]:
-    return re.compile(re.sub("SEP|SEG", lambda m: _PATH_PARTS[m[0]], template))
-
-
-_WINDOWS_ROOT = (
-    r"(?:(?<![\w\\])[A-Za-z]:SEP"  # C:\  C:\\  C:/
-    r"|(?<!\\)\\{2}(?:\\{2})?(?:[?.]\\{1,2}(?:[A-Za-z]:\\{1,2})?|SEGSEP))"  # \\?\C:\  \\server\
-)
-_QUOTED_PATH = _path_pattern(
-    r"(?P<q>['\"])(?:" + _WINDOWS_ROOT + r"|/[^'\"\n/]+/)(?:(?!(?P=q))[^\n])*(?P=q)"
-)
-# Outside quotes, the names before a Windows path's last separator may have spaces.
-_WINDOWS_PATH = _path_pattern(_WINDOWS_ROOT + r"(?:SEG(?: SEG)*SEP)*(?:SEG)?")
-_POSIX_PATH = re.compile(r"/(?:[^\s/\\'\"]+[/\\])+[^\s/\\'\"]*")
-
-
-def redact_paths(text: str) -> str:
-    """`text` with every file path replaced by `<path>`: POSIX, Windows drive and UNC
-    paths, quoted (as `repr` shows them, with doubled backslashes and spaces) or bare.
-    URLs keep their scheme, host and path (a `file:` URL's path is a file path)."""
-    out: list[str] = []
-    last = 0
-    for url in _URL.finditer(text):
-        out.append(_redact_bare_paths(text[last : url.start()]))
-        if url["scheme"].lower() == "file":
-            out.append(f"{url['scheme']}://<path>" if url["rest"] else url[0])
-        else:
-            out.append(url[0])
-        last = url.end()
-    out.append(_redact_bare_paths(text[last:]))
-    return "".join(out)
-
-
-def _redact_bare_paths(text: str) -> str:
-    if not text:
-        return text
-    text = _QUOTED_PATH.sub(lambda m: f"{m['q']}<path>{m['q']}", text)
-    return _POSIX_PATH.sub("<path>", _WINDOWS_PATH.sub("<path>", text))
+_URL = URL_PATTERN
 
 
 def secret_environment() -> list[str]:
@@ -170,13 +127,35 @@ def safe_str(exc: BaseException) -> str:
     return text if isinstance(text, str) else ""
 
 
+_MAX_ERROR_CHARS = 500
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`Type: message`, scrubbed and capped: what a model may see.
+
+    The message (`str(exc)`, or a stand-in when that raises) goes through
+    `scrub_error_text`: no traceback, secret values, credentials or file paths. A
+    `ServerReportedError` with `server_text` shows that text instead, scrubbed alike but
+    with its paths kept (they are the server's); capped alike.
+    """
+    reported = exc.server_text if isinstance(exc, ServerReportedError) else None
+    if reported is not None:
+        message = scrub_error_text(reported[: _MAX_ERROR_CHARS * 8], keep_paths=True).strip()
+    else:
+        message = scrub_error_text(safe_str(exc)[: _MAX_ERROR_CHARS * 8]).strip()
+    if len(message) > _MAX_ERROR_CHARS:
+        message = message[:_MAX_ERROR_CHARS] + "..."
+    name = type(exc).__name__
+    return f"{name}: {message}" if message else name
+
+
 __all__ = [
     "API_KEY_PATTERN",
     "MIN_SECRET_CHARS",
     "REDACTED",
     "SECRET_NAME_PARTS",
+    "describe_exception",
     "long_values",
-    "redact_paths",
     "safe_str",
     "scrub_error_text",
     "secret_environment",
