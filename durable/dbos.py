@@ -56,7 +56,6 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..core._extras import install_hint
 from ..core.chain import Chain
 from ..core.deferred import Approve, Decision, DeferredCall, Reject, Result
 from ..core.errors import InvalidDecisions
@@ -68,6 +67,7 @@ from ..core.events import (
     TextDelta,
     ToolCallDelta,
 )
+from ..core.extras import install_hint
 from ..core.messages import Message
 from ..core.prompt import Prompt, to_messages
 from ..core.response import ChatResponse

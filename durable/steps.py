@@ -73,7 +73,6 @@ from ..core.events import (
     ToolProgress,
 )
 from ..core.invocation import ToolResult
-from ..core.manager import describe_exception
 from ..core.messages import (
     Message,
     ToolCall,
@@ -85,6 +84,7 @@ from ..core.model import ChatModel, WrapperModel
 from ..core.options import ChatOptions, OutputSchema
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
+from ..core.scrub import describe_exception
 from ..core.tools import Tool, ToolContent
 from ..core.usage import Usage
 from ..providers.http.retry import RetryPolicy
