@@ -215,7 +215,7 @@ async def test_one_chain_same_transcript_events_usage_on_every_runner(
     path: str, temporal_address: str
 ) -> None:
     results = {}
-    runners = ONE_CHAIN_RUNNERS
+    runners: tuple[str, ...] = ONE_CHAIN_RUNNERS
     if path == "stream":
         # After main's merge (07:05 UTC) the DBOS runner's stream lacks the model's deltas
         # (durable/dbos.py, durable-dbos's part): reported, left to that branch.
