@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
-TEST_EXTRAS := dev,postgres,mcp,embeddings,e5,local,ui
+TEST_EXTRAS := dev,postgres,mcp,embeddings,e5,local,ui,temporal,dbos
 ARGS ?=
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
@@ -27,7 +27,7 @@ demo: local-llama
 
 # What ruff and mypy need: pure-Python wheels only, nothing compiled (llama_cpp is typed as Any).
 check-env: venv
-	$(VENV)/bin/pip install -q -e '.[dev,postgres,mcp]'
+	$(VENV)/bin/pip install -q -e '.[dev,postgres,mcp,temporal,dbos]'
 
 setup: local-llama
 	$(VENV)/bin/pip install -q -e '.[$(TEST_EXTRAS)]'
