@@ -77,7 +77,7 @@ class ChatRequest:
         the full chain. Under the 5% rule of the bare turn, it is kept because without
         it and the other two kept copies (`ChatResponse.__init__`, `Tool.run`) the bare
         turn and the full chain were 12% slower than before the renovation, over its 10%
-        budget (docs/architecture.md, decision 28)."""
+        allowance (docs/architecture.md, decision 28)."""
         copy = object.__new__(ChatRequest)
         values = copy.__dict__
         values.update(self.__dict__)

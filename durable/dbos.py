@@ -165,7 +165,8 @@ class DBOSSteps:
     seam's step name, done in this process by `executor`, its output recorded as JSON.
 
     A streamed model call first writes an `attempt` marker to the turn's stream, then each
-    text or reasoning delta as it arrives (tool-call deltas are the tool loop's business);
+    text, reasoning or tool-call delta as it arrives (the tool loop passes tool-call deltas
+    on to the caller, so they are the caller's too);
     a reader that meets a second marker of one step knows the first attempt's deltas are
     to be dropped."""
 
@@ -189,8 +190,7 @@ class DBOSSteps:
 
 
 async def _publish(values: dict[str, Any]) -> None:
-    if values.get("type") != "tool_call_delta":
-        await DBOS.write_stream_async(STREAM, _versioned(values))
+    await DBOS.write_stream_async(STREAM, _versioned(values))
 
 
 def _combined(segments: Sequence[ChatResponse]) -> ChatResponse:

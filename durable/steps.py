@@ -56,6 +56,9 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from ..advisors.approval import ApprovalAdvisor, InMemoryApprovalStore
+from ..advisors.approval.types import arguments_fingerprint
+from ..advisors.memory import MemoryAdvisor
 from ..core.advisor import Advisor
 from ..core.chain import Chain
 from ..core.context import ToolContext
@@ -761,8 +764,6 @@ def _durable_advisor(advisor: Advisor, runner: StepRunner, memories: list[int]) 
     store); one given a store of its own is refused, since the store's I/O would run as
     workflow code. A `MemoryAdvisor` reads and writes its store through steps
     (`DurableMemoryStore`)."""
-    from ..advisors.approval import ApprovalAdvisor, InMemoryApprovalStore
-    from ..advisors.memory import MemoryAdvisor
 
     if type(advisor) is MemoryAdvisor:
         key = memory_key(len(memories))
@@ -867,7 +868,6 @@ class StepExecutor:
     ) -> StepExecutor:
         """An executor for `chain`: its model under `model_key`, its tools, its tool context,
         the stores of its `MemoryAdvisor`s (`memory_key`)."""
-        from ..advisors.memory import MemoryAdvisor
 
         stores = [a.store for a in chain.advisors if type(a) is MemoryAdvisor]
         if stores and "memory_stores" not in registry:
@@ -1034,7 +1034,6 @@ class StepExecutor:
 def deferred_fingerprints(response: ChatResponse) -> dict[str, str]:
     """The arguments fingerprint of each call a deferred turn waits on, by call id: what a
     decision is bound to (a transcript whose calls changed no longer matches)."""
-    from ..advisors.approval.types import arguments_fingerprint
 
     found: dict[str, str] = {}
     for deferred in response.deferred:

@@ -216,10 +216,6 @@ async def test_one_chain_same_transcript_events_usage_on_every_runner(
 ) -> None:
     results = {}
     runners: tuple[str, ...] = ONE_CHAIN_RUNNERS
-    if path == "stream":
-        # After main's merge (07:05 UTC) the DBOS runner's stream lacks the model's deltas
-        # (durable/dbos.py, durable-dbos's part): reported, left to that branch.
-        runners = tuple(r for r in runners if r != "dbos")
     for runner in runners:
         async with open_runner(runner, temporal_address, shop_chain) as opened:
             results[runner] = await run_turn(path, opened, "prices of A1 and B2?")

@@ -15,7 +15,7 @@ from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamSt
 from temporalio.exceptions import ApplicationError
 
 from ...core.chain import Chain
-from ...core.deferred import check_decisions
+from ...core.deferred import Reject, check_decisions
 from ...core.events import ResponseCompleted
 from ...core.messages import Message
 from ...core.response import ChatResponse
@@ -25,6 +25,7 @@ from ..steps import (
     P,
     StepPayload,
     decision_from_json,
+    decision_to_json,
     deferred_fingerprints,
     durable_chain,
     event_to_json,
@@ -384,8 +385,6 @@ class ConversationWorkflow:
         )
 
     async def _expire(self) -> None:
-        from ...core.deferred import Reject
-        from ..steps import decision_to_json
 
         async with self.lock:
             if not self.fingerprints:
