@@ -50,7 +50,7 @@ from ._http import (
     Scope,
     UiLimits,
 )
-from ._turns import CallFragments, ProtocolApp, safe_error
+from ._turns import CallFragments, ProtocolApp, progress_fields, safe_error
 from .approvals import DecisionError, UiDecision, WaitingCall, decided_calls
 
 __all__ = ["AgUiApp", "from_agui_messages", "to_agui_messages"]
@@ -495,13 +495,7 @@ def _call_finished(event: ToolCallFinished) -> list[dict[str, Any]]:
 
 
 def _progress(event: ToolProgress) -> dict[str, Any]:
-    progress: dict[str, Any] = {"toolCallId": event.call_id}
-    if event.progress is not None:
-        progress["progress"] = event.progress
-    if event.total is not None:
-        progress["total"] = event.total
-    if event.message is not None:
-        progress["message"] = event.message
+    progress = progress_fields(event)
     if event.event is not None:
         progress["event"] = type(event.event).__name__
     return _custom("tool_progress", progress)
