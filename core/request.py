@@ -77,7 +77,7 @@ class ChatRequest:
         the full chain. Under the 5% rule of the bare turn, it is kept because without
         it and the other two kept copies (`ChatResponse.__init__`, `Tool.run`) the bare
         turn and the full chain were 12-14% slower than before the renovation, over its
-        10% budget (measured twice: docs/architecture.md, decision 29)."""
+        10% allowance (measured twice: docs/architecture.md, decision 29)."""
         copy = object.__new__(ChatRequest)
         values = copy.__dict__
         values.update(self.__dict__)

@@ -374,7 +374,7 @@ class Tool:
             work = partial(self._execute, call)
             return await run_while_active(work, self.idle_timeout, self.name)
         if self._is_async:  # without `_execute`'s frame: 2.3% of the bare turn, measured
-            return await call()  # alone; kept for the 10% budget (architecture decision 29)
+            return await call()  # alone; kept for the 10% allowance (architecture decision 29)
         return await self._execute(call)
 
     async def _execute(self, call: Callable[[], Any]) -> Any:
