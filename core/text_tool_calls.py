@@ -292,13 +292,11 @@ class TextToolCallParser:
         if end is None:
             if final:
                 return _Step(start + 1)
-            if _skip_space(s, start + 1) == len(s):
+            if inner == len(s):
                 return _Step(_HOLD, wait=_Wait("space"))
-            if s.find('"', _skip_space(s, start + 1) + 1) < 0:
+            if s.find('"', inner + 1) < 0:
                 return _Step(_HOLD)  # the first key is still being written
-            scan = _JsonScan()
-            scan.feed(s, start)
-            return _Step(_HOLD, wait=_Wait("json", scan=scan))
+            return _json_wait(s, start)
         return _Step(end, self._calls_in(s[start:end]))
 
     def _doubled(self, s: str, start: int, inner: int, final: bool, ends: _JsonEnds) -> _Step:
@@ -312,9 +310,7 @@ class TextToolCallParser:
             key = _skip_space(s, inner + 1)
             if key == len(s) or s.find('"', key + 1) < 0:
                 return _Step(_HOLD)  # the first key is still being written
-            scan = _JsonScan()
-            scan.feed(s, inner)
-            return _Step(_HOLD, wait=_Wait("json", scan=scan))
+            return _json_wait(s, inner)
         after = _skip_space(s, end)
         if after == len(s):
             if not final:
@@ -462,6 +458,14 @@ class _Pieces(list[str | ToolCall]):
 def _emit(out: _Pieces, text: str) -> None:
     if text:
         out.text.append(text)
+
+
+def _json_wait(s: str, start: int) -> _Step:
+    """Hold the object that starts at `start` until its JSON ends: the wait reads on
+    from where `s` ends."""
+    scan = _JsonScan()
+    scan.feed(s, start)
+    return _Step(_HOLD, wait=_Wait("json", scan=scan))
 
 
 def _skip_space(s: str, i: int) -> int:
