@@ -465,6 +465,12 @@ async def conversation_command(args: argparse.Namespace, out: IO[str]) -> int:
 
 def add_parsers(commands: Any) -> None:
     """Add `run`, `approvals` and `conversation` to the `advisorchain` parser's commands."""
+    _add_run(commands)
+    _add_approvals(commands)
+    _add_conversation(commands)
+
+
+def _add_run(commands: Any) -> None:
     run = commands.add_parser(
         "run",
         help="run a chain (module:attribute) on a prompt, or interactively",
@@ -485,6 +491,8 @@ def add_parsers(commands: Any) -> None:
     )  # fmt: skip
     status.add_argument("--no-status", dest="status", action="store_false")
 
+
+def _add_approvals(commands: Any) -> None:
     approvals = commands.add_parser(
         "approvals",
         help="list, show and decide pending approvals in a store",
@@ -532,6 +540,8 @@ def add_parsers(commands: Any) -> None:
     reject.add_argument("--reason", required=True, help="what the model is told")
     reject.set_defaults(call=None)
 
+
+def _add_conversation(commands: Any) -> None:
     conversation = commands.add_parser("conversation", help="show a stored conversation")
     conversation_actions = conversation.add_subparsers(dest="action", required=True)
     show_conversation = conversation_actions.add_parser("show", help="its transcript")

@@ -134,34 +134,12 @@ class ToolCallingAdvisor(Advisor):
         turn = _Turn(request, self.reset_tool_choice)
         hooks = self._hooks()
         if turn.waiting is not None:
-            # As a round: each decided call's start, its progress (a resumed sub-chain's
-            # events), and its end as it ends.
-            decided = tuple(c for c in turn.waiting.message.tool_calls if c.id in turn.decisions)
-            for call in decided:
-                yield ToolCallStarted(call)
-            done_settle: list[ToolRound] = []
-            updates = with_progress(
-                partial(turn.settle, self.manager, hooks),
-                done_settle,
-                [call.id for call in decided],
-                progress=reports_progress(turn.request.find_tool(c.name) for c in decided),
-                on_finished=partial(_finished_event, decided),
-            )
-            told: set[str] = set()
-            async with closing_stream(updates) as running:
-                async for update in running:
-                    if isinstance(update, ToolCallFinished):
-                        told.add(update.call.id)
-                    yield update
-            settled = done_settle[0]
-            for call, result, message, duration in zip(
-                settled.calls, settled.results, settled.messages, settled.durations, strict=True
-            ):
-                if call.id not in told:
-                    yield ToolCallFinished(call, message, result.outcome, duration)
-            done = turn.settled(settled)
-            if done is not None:
-                yield ResponseCompleted(done)
+            ended: list[ChatResponse] = []
+            async with closing_stream(self._settle_events(turn, hooks, ended)) as settling:
+                async for event in settling:
+                    yield event
+            if ended:
+                yield ResponseCompleted(ended[0])
                 return
         while True:
             response: ChatResponse | None = None
@@ -215,6 +193,41 @@ class ToolCallingAdvisor(Advisor):
             if done is not None:
                 yield ResponseCompleted(done)
                 return
+
+    async def _settle_events(
+        self, turn: _Turn, hooks: tuple[ToolHook, ...], ended: list[ChatResponse]
+    ) -> AsyncIterator[StreamEvent]:
+        """A resumed turn's decided calls run as a round: each call's start, its progress
+        (a resumed sub-chain's events) and its end as it ends. Puts the turn's response
+        in `ended` when the settled calls end the turn."""
+        waiting = turn.waiting
+        assert waiting is not None
+        decided = tuple(c for c in waiting.message.tool_calls if c.id in turn.decisions)
+        for call in decided:
+            yield ToolCallStarted(call)
+        done_settle: list[ToolRound] = []
+        updates = with_progress(
+            partial(turn.settle, self.manager, hooks),
+            done_settle,
+            [call.id for call in decided],
+            progress=reports_progress(turn.request.find_tool(c.name) for c in decided),
+            on_finished=partial(_finished_event, decided),
+        )
+        told: set[str] = set()
+        async with closing_stream(updates) as running:
+            async for update in running:
+                if isinstance(update, ToolCallFinished):
+                    told.add(update.call.id)
+                yield update
+        settled = done_settle[0]
+        for call, result, message, duration in zip(
+            settled.calls, settled.results, settled.messages, settled.durations, strict=True
+        ):
+            if call.id not in told:
+                yield ToolCallFinished(call, message, result.outcome, duration)
+        done = turn.settled(settled)
+        if done is not None:
+            ended.append(done)
 
 
 def _finished_event(

@@ -167,6 +167,21 @@ def text_of(content: str | tuple[ContentPart, ...] | None) -> str:
     return "".join(part.text for part in content if isinstance(part, TextPart))
 
 
+def stand_in_text(parts: Iterable[ContentPart], why: str) -> str:
+    """Parts as lines of text for a reader that takes text only: each text part's text,
+    and for each image or document a numbered stand-in, `[image 1 (image/png): <why>]`,
+    so that neither a model nor a reader of the transcript takes it for nothing."""
+    lines: list[str] = []
+    number = {"image": 0, "document": 0}
+    for part in parts:
+        if isinstance(part, TextPart):
+            lines.append(part.text)
+        elif isinstance(part, (ImagePart, DocumentPart)):
+            number[part.type] += 1
+            lines.append(f"[{part.type} {number[part.type]} ({part.media_type or 'url'}): {why}]")
+    return "\n".join(lines)
+
+
 def parts_of(content: str | tuple[ContentPart, ...] | None) -> tuple[ContentPart, ...]:
     """A message's content as parts: a string is one `TextPart` (empty text: none)."""
     if content is None:
@@ -236,5 +251,6 @@ __all__ = [
     "UserPart",
     "assistant_content",
     "parts_of",
+    "stand_in_text",
     "text_of",
 ]

@@ -98,7 +98,7 @@ class ChatResponse:
         # Frozen: the fields are written straight into the instance, once, with the derived
         # `message` and `tool_calls`: read from the instance, as fields are. One dict update
         # instead of nine `object.__setattr__` calls saves 2.3% of the bare turn (measured
-        # alone, `benchmarks.links_ab`); kept for the 10% allowance (architecture decision 28).
+        # alone, `benchmarks.links_ab`); kept for the 10% allowance (architecture decision 29).
         self.__dict__.update(
             messages=tuple(messages),
             finish_reason=finish_reason,

@@ -81,7 +81,11 @@ class _Wait:
 
 
 class _JsonScan:
-    """Finds where a JSON object or array ends, reading its text in pieces."""
+    """Finds where a JSON object or array ends, reading its text in pieces.
+
+    Given `ends` (a whole text, read once), `feed` also records in it where each bracket
+    it read ends (its index after the closing bracket), `None` for those still open.
+    """
 
     __slots__ = ("depth", "escaped", "in_string")
 
@@ -89,9 +93,10 @@ class _JsonScan:
         self.depth = 0
         self.in_string = self.escaped = False
 
-    def feed(self, s: str, start: int = 0) -> int | None:
+    def feed(self, s: str, start: int = 0, ends: dict[int, int | None] | None = None) -> int | None:
         """The index in `s` after the value's end, or `None` if it has not ended yet."""
         depth, in_string, escaped = self.depth, self.in_string, self.escaped
+        opened: list[int] = []
         for i in range(start, len(s)):
             c = s[i]
             if in_string:
@@ -105,12 +110,18 @@ class _JsonScan:
                 in_string = True
             elif c in "{[":
                 depth += 1
+                if ends is not None:
+                    opened.append(i)
             elif c in "}]":
                 depth -= 1
+                if ends is not None:
+                    ends[opened.pop()] = i + 1
                 if depth == 0:
                     self.depth, self.in_string, self.escaped = depth, in_string, escaped
                     return i + 1
         self.depth, self.in_string, self.escaped = depth, in_string, escaped
+        if ends is not None:
+            ends.update(dict.fromkeys(opened))
         return None
 
 
@@ -281,13 +292,11 @@ class TextToolCallParser:
         if end is None:
             if final:
                 return _Step(start + 1)
-            if _skip_space(s, start + 1) == len(s):
+            if inner == len(s):
                 return _Step(_HOLD, wait=_Wait("space"))
-            if s.find('"', _skip_space(s, start + 1) + 1) < 0:
+            if s.find('"', inner + 1) < 0:
                 return _Step(_HOLD)  # the first key is still being written
-            scan = _JsonScan()
-            scan.feed(s, start)
-            return _Step(_HOLD, wait=_Wait("json", scan=scan))
+            return _json_wait(s, start)
         return _Step(end, self._calls_in(s[start:end]))
 
     def _doubled(self, s: str, start: int, inner: int, final: bool, ends: _JsonEnds) -> _Step:
@@ -301,9 +310,7 @@ class TextToolCallParser:
             key = _skip_space(s, inner + 1)
             if key == len(s) or s.find('"', key + 1) < 0:
                 return _Step(_HOLD)  # the first key is still being written
-            scan = _JsonScan()
-            scan.feed(s, inner)
-            return _Step(_HOLD, wait=_Wait("json", scan=scan))
+            return _json_wait(s, inner)
         after = _skip_space(s, end)
         if after == len(s):
             if not final:
@@ -428,32 +435,7 @@ class _JsonEnds:
     def end(self, start: int) -> int | None:
         if start in self._ends:
             return self._ends[start]
-        s = self._s
-        stack: list[int] = []
-        depth = 0
-        in_string = escaped = False
-        for i in range(start, len(s)):
-            c = s[i]
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif c == "\\":
-                    escaped = True
-                elif c == '"':
-                    in_string = False
-            elif c == '"':
-                in_string = True
-            elif c in "{[":
-                depth += 1
-                stack.append(i)
-            elif c in "}]":
-                depth -= 1
-                self._ends[stack.pop()] = i + 1
-                if depth == 0:
-                    return i + 1
-        for position in stack:
-            self._ends[position] = None
-        return None
+        return _JsonScan().feed(self._s, start, self._ends)
 
 
 class _Pieces(list[str | ToolCall]):
@@ -476,6 +458,14 @@ class _Pieces(list[str | ToolCall]):
 def _emit(out: _Pieces, text: str) -> None:
     if text:
         out.text.append(text)
+
+
+def _json_wait(s: str, start: int) -> _Step:
+    """Hold the object that starts at `start` until its JSON ends: the wait reads on
+    from where `s` ends."""
+    scan = _JsonScan()
+    scan.feed(s, start)
+    return _Step(_HOLD, wait=_Wait("json", scan=scan))
 
 
 def _skip_space(s: str, i: int) -> int:

@@ -107,7 +107,7 @@ class ToolOptions(TypedDict, total=False):
     """A tool's options, declared once: the keywords `Tool(...)`, `Tool.from_function`
     and `@tool(...)` take beside the name and description (each is an attribute of the
     `Tool` made; see `Tool` for what each does). Every key may be left out: the default
-    is `False`, or `None` for the three that take a value (`result_converter` then means
+    is `False`, or `None` for the four that take a value (`result_converter` then means
     `default_result_converter`, `metadata` an empty mapping). A key that is not one of
     these is a `TypeError` when the tool is made."""
 
@@ -374,7 +374,7 @@ class Tool:
             work = partial(self._execute, call)
             return await run_while_active(work, self.idle_timeout, self.name)
         if self._is_async:  # without `_execute`'s frame: 2.3% of the bare turn, measured
-            return await call()  # alone; kept for the 10% allowance (architecture decision 28)
+            return await call()  # alone; kept for the 10% allowance (architecture decision 29)
         return await self._execute(call)
 
     async def _execute(self, call: Callable[[], Any]) -> Any:

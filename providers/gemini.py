@@ -531,7 +531,16 @@ def response_from_payload(payload: Mapping[str, Any]) -> ChatResponse:
             model=model,
         )
     candidate = candidates[0]
-    content = candidate.get("content") or {}
+    message = _message(candidate.get("content") or {})
+    reason = _finish_reason(candidate.get("finishReason"), bool(message.tool_calls))
+    return ChatResponse(
+        message=message, finish_reason=reason, usage=usage, id=response_id, model=model
+    )
+
+
+def _message(content: Mapping[str, Any]) -> AssistantMessage:
+    """A candidate's content: thoughts, text and calls as the core's parts; a text's
+    thought signature and the parts the core has no type for kept as provider data."""
     pieces: list[TextPart | ReasoningPart] = []
     calls: list[ToolCall] = []
     others: list[dict[str, Any]] = []
@@ -553,20 +562,20 @@ def response_from_payload(payload: Mapping[str, Any]) -> ChatResponse:
             others.append(part)
     if others:
         ours["parts"] = others
-    message = AssistantMessage(
+    return AssistantMessage(
         content=assistant_content(pieces),
         tool_calls=tuple(calls),
         provider_data={PROVIDER: ours} if ours else None,
     )
-    wire_reason = candidate.get("finishReason")
+
+
+def _finish_reason(wire_reason: object, with_calls: bool) -> str:
     reason = _FINISH_REASONS.get(wire_reason) if isinstance(wire_reason, str) else None
     if reason is None:
         reason = wire_reason.lower() if isinstance(wire_reason, str) else "stop"
-    if calls and reason == "stop":
+    if with_calls and reason == "stop":
         reason = "tool_calls"
-    return ChatResponse(
-        message=message, finish_reason=reason, usage=usage, id=response_id, model=model
-    )
+    return reason
 
 
 def _text(payload: Mapping[str, Any], key: str) -> str | None:

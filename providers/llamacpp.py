@@ -39,7 +39,7 @@ from ..core.messages import (
     new_call_id,
 )
 from ..core.options import OutputSchema
-from ..core.parts import DocumentPart, ImagePart, TextPart
+from ..core.parts import DocumentPart, ImagePart, stand_in_text
 from ..core.request import ChatRequest
 from ..core.response import ChatResponse
 from ..core.text_tool_calls import (
@@ -376,15 +376,7 @@ def text_with_stand_ins(message: UserMessage | ToolMessage, why: str) -> str:
         isinstance(p, (ImagePart, DocumentPart)) for p in content
     ):
         return message.text
-    lines: list[str] = []
-    number = {"image": 0, "document": 0}
-    for part in content:
-        if isinstance(part, TextPart):
-            lines.append(part.text)
-        elif isinstance(part, (ImagePart, DocumentPart)):
-            number[part.type] += 1
-            lines.append(f"[{part.type} {number[part.type]} ({part.media_type or 'url'}): {why}]")
-    return "\n".join(lines)
+    return stand_in_text(content, why)
 
 
 def _arguments_value(call: ToolCall) -> Any:

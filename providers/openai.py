@@ -55,6 +55,7 @@ from ..core.parts import (
     ReasoningPart,
     TextPart,
     assistant_content,
+    stand_in_text,
 )
 from ..core.response import ChatResponse
 from ..core.usage import Usage
@@ -321,7 +322,6 @@ def _tool_content(
     attachments: list[dict[str, Any]],
 ) -> str:
     """A tool result's parts as text; its media go to `attachments` (module notes)."""
-    lines: list[str] = []
     media = [p for p in parts if isinstance(p, (ImagePart, DocumentPart))]
     if media and tool_media == "user_message":
         attachments.append(
@@ -331,18 +331,9 @@ def _tool_content(
             }
         )
         attachments.extend(content_parts(media))
-    number = {"image": 0, "document": 0}
-    for part in parts:
-        if isinstance(part, TextPart):
-            lines.append(part.text)
-        elif isinstance(part, (ImagePart, DocumentPart)):
-            number[part.type] += 1
-            kind = f"{part.type} {number[part.type]} ({part.media_type or 'url'})"
-            if tool_media == "user_message":
-                lines.append(f"[{kind}: attached in the next user message]")
-            else:
-                lines.append(f"[{kind}: not shown: tool results take text only here]")
-    return "\n".join(lines)
+    if tool_media == "user_message":
+        return stand_in_text(parts, "attached in the next user message")
+    return stand_in_text(parts, "not shown: tool results take text only here")
 
 
 def build_response(

@@ -463,6 +463,27 @@ def response_from_payload(payload: Mapping[str, Any]) -> ChatResponse:
     output = payload.get("output")
     if not isinstance(output, list):
         raise TypeError(f"output is a {type(output).__name__}, not a list")
+    message, refused = _output_message(output)
+    if status == "incomplete":
+        details = payload.get("incomplete_details") or {}
+        reason = _INCOMPLETE.get(str(details.get("reason")), "length")
+    elif refused:
+        reason = "content_filter"
+    else:
+        reason = "tool_calls" if message.tool_calls else "stop"
+    return ChatResponse(
+        message=message,
+        finish_reason=reason,
+        usage=wire_usage(payload.get("usage")),
+        id=payload.get("id"),
+        model=payload.get("model"),
+    )
+
+
+def _output_message(output: list[Any]) -> tuple[AssistantMessage, bool]:
+    """The output items as one assistant message (text, reasoning, calls; the message's
+    id and the items the core has no type for kept as provider data), and whether the
+    model refused."""
     parts: list[TextPart | ReasoningPart] = []
     calls: list[ToolCall] = []
     others: list[dict[str, Any]] = []
@@ -494,20 +515,7 @@ def response_from_payload(payload: Mapping[str, Any]) -> ChatResponse:
         tool_calls=tuple(calls),
         provider_data={PROVIDER: ours} if ours else None,
     )
-    if status == "incomplete":
-        details = payload.get("incomplete_details") or {}
-        reason = _INCOMPLETE.get(str(details.get("reason")), "length")
-    elif refused:
-        reason = "content_filter"
-    else:
-        reason = "tool_calls" if calls else "stop"
-    return ChatResponse(
-        message=message,
-        finish_reason=reason,
-        usage=wire_usage(payload.get("usage")),
-        id=payload.get("id"),
-        model=payload.get("model"),
-    )
+    return message, refused
 
 
 def function_call(item: Mapping[str, Any]) -> ToolCall:

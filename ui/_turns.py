@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.chain import Chain
 from ..core.errors import AdvisorChainError
-from ..core.events import ToolCallDelta
+from ..core.events import ToolCallDelta, ToolProgress
 from ..core.messages import Message, SystemMessage
 from ..core.tools import Tool
 from ._http import (
@@ -33,6 +33,7 @@ __all__ = [
     "ProtocolApp",
     "ServedChain",
     "ToolContext",
+    "progress_fields",
     "safe_error",
     "tool_output",
 ]
@@ -135,6 +136,19 @@ def safe_error(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, AdvisorChainError):
         return f"the turn failed ({type(exc).__name__})", type(exc).__name__
     return "the turn failed (internal error)", "internal_error"
+
+
+def progress_fields(event: ToolProgress) -> dict[str, Any]:
+    """A tool's progress report as both protocols send it: the call's id and the report's
+    `progress`, `total` and `message`, those that are set."""
+    fields: dict[str, Any] = {"toolCallId": event.call_id}
+    if event.progress is not None:
+        fields["progress"] = event.progress
+    if event.total is not None:
+        fields["total"] = event.total
+    if event.message is not None:
+        fields["message"] = event.message
+    return fields
 
 
 def tool_output(text: str) -> Any:

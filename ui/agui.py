@@ -50,7 +50,7 @@ from ._http import (
     Scope,
     UiLimits,
 )
-from ._turns import CallFragments, ProtocolApp, safe_error
+from ._turns import CallFragments, ProtocolApp, progress_fields, safe_error
 from .approvals import DecisionError, UiDecision, WaitingCall, decided_calls
 
 __all__ = ["AgUiApp", "from_agui_messages", "to_agui_messages"]
@@ -404,100 +404,101 @@ class _Mapper:
     def map(self, event: StreamEvent) -> list[dict[str, Any]]:
         out = self.close(keep=type(event))
         if isinstance(event, TextDelta):
-            if not event.text:
-                return out
-            if self.text_id is None:
-                self.text_id = self.parent_id = uuid.uuid4().hex
-                out.append(
-                    {"type": "TEXT_MESSAGE_START", "messageId": self.text_id, "role": "assistant"}
-                )
-            out.append(
-                {"type": "TEXT_MESSAGE_CONTENT", "messageId": self.text_id, "delta": event.text}
-            )
+            self._text(event.text, out)
         elif isinstance(event, ReasoningDelta):
-            if not event.text:
-                return out
-            if self.reasoning_id is None:
-                rid = self.reasoning_id = uuid.uuid4().hex
-                out.append({"type": "REASONING_START", "messageId": rid})
-                out.append(
-                    {"type": "REASONING_MESSAGE_START", "messageId": rid, "role": "reasoning"}
-                )
-            out.append(
-                {
-                    "type": "REASONING_MESSAGE_CONTENT",
-                    "messageId": self.reasoning_id,
-                    "delta": event.text,
-                }
-            )
+            self._reasoning(event.text, out)
         elif isinstance(event, ToolCallDelta):
-            for kind, call_id, value in self.calls.add(event):
-                if kind == "start":
-                    self.announced.add(call_id)
-                    start: dict[str, Any] = {
-                        "type": "TOOL_CALL_START",
-                        "toolCallId": call_id,
-                        "toolCallName": value,
-                    }
-                    if self.parent_id is not None:
-                        start["parentMessageId"] = self.parent_id
-                    out.append(start)
-                elif value:
-                    out.append({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": value})
+            self._call_fragments(event, out)
         elif isinstance(event, ToolCallStarted):
-            call = event.call
-            if call.id not in self.announced:  # the model did not stream it (a call() model)
-                self.announced.add(call.id)
-                out.append(
-                    {"type": "TOOL_CALL_START", "toolCallId": call.id, "toolCallName": call.name}
-                )
-                out.append(
-                    {"type": "TOOL_CALL_ARGS", "toolCallId": call.id, "delta": call.arguments}
-                )
-                out.append({"type": "TOOL_CALL_END", "toolCallId": call.id})
-            out.append(
-                _custom(
-                    "tool_call_started",
-                    {"toolCallId": call.id, "toolName": call.name, "at": time.time()},
-                )
-            )
+            self._call_started(event.call, out)
         elif isinstance(event, ToolCallFinished):
-            out.append(
-                {
-                    "type": "TOOL_CALL_RESULT",
-                    "messageId": uuid.uuid4().hex,
-                    "toolCallId": event.call.id,
-                    "content": event.result.text,
-                    "role": "tool",
-                }
-            )
-            out.append(
-                _custom(
-                    "tool_call_finished",
-                    {
-                        "toolCallId": event.call.id,
-                        "toolName": event.call.name,
-                        "outcome": event.outcome,
-                        "duration": event.duration,
-                    },
-                )
-            )
+            out.extend(_call_finished(event))
         elif isinstance(event, ToolProgress):
-            progress: dict[str, Any] = {"toolCallId": event.call_id}
-            if event.progress is not None:
-                progress["progress"] = event.progress
-            if event.total is not None:
-                progress["total"] = event.total
-            if event.message is not None:
-                progress["message"] = event.message
-            if event.event is not None:
-                progress["event"] = type(event.event).__name__
-            out.append(_custom("tool_progress", progress))
+            out.append(_progress(event))
         elif isinstance(event, AnswerDiscarded):
             out.append(
                 _custom("answer_discarded", {"reason": event.reason, "attempt": event.attempt})
             )
         return out
+
+    def _text(self, text: str, out: list[dict[str, Any]]) -> None:
+        if not text:
+            return
+        if self.text_id is None:
+            self.text_id = self.parent_id = uuid.uuid4().hex
+            out.append(
+                {"type": "TEXT_MESSAGE_START", "messageId": self.text_id, "role": "assistant"}
+            )
+        out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": self.text_id, "delta": text})
+
+    def _reasoning(self, text: str, out: list[dict[str, Any]]) -> None:
+        if not text:
+            return
+        if self.reasoning_id is None:
+            rid = self.reasoning_id = uuid.uuid4().hex
+            out.append({"type": "REASONING_START", "messageId": rid})
+            out.append({"type": "REASONING_MESSAGE_START", "messageId": rid, "role": "reasoning"})
+        out.append(
+            {"type": "REASONING_MESSAGE_CONTENT", "messageId": self.reasoning_id, "delta": text}
+        )
+
+    def _call_fragments(self, event: ToolCallDelta, out: list[dict[str, Any]]) -> None:
+        for kind, call_id, value in self.calls.add(event):
+            if kind == "start":
+                self.announced.add(call_id)
+                start: dict[str, Any] = {
+                    "type": "TOOL_CALL_START",
+                    "toolCallId": call_id,
+                    "toolCallName": value,
+                }
+                if self.parent_id is not None:
+                    start["parentMessageId"] = self.parent_id
+                out.append(start)
+            elif value:
+                out.append({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": value})
+
+    def _call_started(self, call: ToolCall, out: list[dict[str, Any]]) -> None:
+        if call.id not in self.announced:  # the model did not stream it (a call() model)
+            self.announced.add(call.id)
+            out.append(
+                {"type": "TOOL_CALL_START", "toolCallId": call.id, "toolCallName": call.name}
+            )
+            out.append({"type": "TOOL_CALL_ARGS", "toolCallId": call.id, "delta": call.arguments})
+            out.append({"type": "TOOL_CALL_END", "toolCallId": call.id})
+        out.append(
+            _custom(
+                "tool_call_started",
+                {"toolCallId": call.id, "toolName": call.name, "at": time.time()},
+            )
+        )
+
+
+def _call_finished(event: ToolCallFinished) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "TOOL_CALL_RESULT",
+            "messageId": uuid.uuid4().hex,
+            "toolCallId": event.call.id,
+            "content": event.result.text,
+            "role": "tool",
+        },
+        _custom(
+            "tool_call_finished",
+            {
+                "toolCallId": event.call.id,
+                "toolName": event.call.name,
+                "outcome": event.outcome,
+                "duration": event.duration,
+            },
+        ),
+    ]
+
+
+def _progress(event: ToolProgress) -> dict[str, Any]:
+    progress = progress_fields(event)
+    if event.event is not None:
+        progress["event"] = type(event.event).__name__
+    return _custom("tool_progress", progress)
 
 
 def _custom(name: str, value: Mapping[str, Any]) -> dict[str, Any]:

@@ -58,7 +58,7 @@ from ._http import (
     Scope,
     UiLimits,
 )
-from ._turns import CallFragments, ProtocolApp, safe_error, tool_output
+from ._turns import CallFragments, ProtocolApp, progress_fields, safe_error, tool_output
 from .approvals import DecisionError, UiDecision, WaitingCall, decided_calls, decided_paths
 
 __all__ = ["STREAM_HEADERS", "VercelChatApp", "from_ui_messages", "to_ui_messages"]
@@ -394,73 +394,59 @@ class _Mapper:
     def map(self, event: StreamEvent) -> list[dict[str, Any]]:
         out = self.close(keep=type(event))
         if isinstance(event, TextDelta):
-            if not event.text:
-                return out
-            if self.text_id is None:
-                self.text_id = uuid.uuid4().hex
-                out.append({"type": "text-start", "id": self.text_id})
-            out.append({"type": "text-delta", "id": self.text_id, "delta": event.text})
+            self._text(event.text, out)
         elif isinstance(event, ReasoningDelta):
-            if not event.text:
-                return out
-            if self.reasoning_id is None:
-                self.reasoning_id = uuid.uuid4().hex
-                out.append({"type": "reasoning-start", "id": self.reasoning_id})
-            out.append({"type": "reasoning-delta", "id": self.reasoning_id, "delta": event.text})
+            self._reasoning(event.text, out)
         elif isinstance(event, ToolCallDelta):
-            for kind, call_id, value in self.calls.add(event):
-                if kind == "start":
-                    self.announced.add(call_id)
-                    out.append(
-                        {"type": "tool-input-start", "toolCallId": call_id, "toolName": value}
-                    )
-                elif value:
-                    out.append(
-                        {"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": value}
-                    )
+            self._call_fragments(event, out)
         elif isinstance(event, ToolCallStarted):
-            call = event.call
-            if call.id not in self.announced:  # the model did not stream it
-                self.announced.add(call.id)
-                out.append(
-                    {"type": "tool-input-start", "toolCallId": call.id, "toolName": call.name}
-                )
-                out.append(_input_available(call.id, call.name, call.arguments))
-            out.append(
-                _data(
-                    "tool-call", {"toolCallId": call.id, "toolName": call.name, "state": "started"}
-                )
-            )
+            self._call_started(event.call, out)
         elif isinstance(event, ToolCallFinished):
-            call_id = event.call.id
-            out.append(_output(call_id, event))
-            out.append(
-                _data(
-                    "tool-call",
-                    {
-                        "toolCallId": call_id,
-                        "toolName": event.call.name,
-                        "state": "finished",
-                        "outcome": event.outcome,
-                        "duration": event.duration,
-                    },
-                )
-            )
+            out.append(_output(event.call.id, event))
+            out.append(_call_finished(event))
         elif isinstance(event, ToolProgress):
             out.extend(self._nested_output(event))
-            progress: dict[str, Any] = {"toolCallId": event.call_id}
-            if event.progress is not None:
-                progress["progress"] = event.progress
-            if event.total is not None:
-                progress["total"] = event.total
-            if event.message is not None:
-                progress["message"] = event.message
-            out.append(_data("tool-progress", progress))
+            out.append(_data("tool-progress", progress_fields(event)))
         elif isinstance(event, AnswerDiscarded):
             out.append(
                 _data("answer-discarded", {"reason": event.reason, "attempt": event.attempt})
             )
         return out
+
+    def _text(self, text: str, out: list[dict[str, Any]]) -> None:
+        if not text:
+            return
+        if self.text_id is None:
+            self.text_id = uuid.uuid4().hex
+            out.append({"type": "text-start", "id": self.text_id})
+        out.append({"type": "text-delta", "id": self.text_id, "delta": text})
+
+    def _reasoning(self, text: str, out: list[dict[str, Any]]) -> None:
+        if not text:
+            return
+        if self.reasoning_id is None:
+            self.reasoning_id = uuid.uuid4().hex
+            out.append({"type": "reasoning-start", "id": self.reasoning_id})
+        out.append({"type": "reasoning-delta", "id": self.reasoning_id, "delta": text})
+
+    def _call_fragments(self, event: ToolCallDelta, out: list[dict[str, Any]]) -> None:
+        for kind, call_id, value in self.calls.add(event):
+            if kind == "start":
+                self.announced.add(call_id)
+                out.append({"type": "tool-input-start", "toolCallId": call_id, "toolName": value})
+            elif value:
+                out.append(
+                    {"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": value}
+                )
+
+    def _call_started(self, call: ToolCall, out: list[dict[str, Any]]) -> None:
+        if call.id not in self.announced:  # the model did not stream it
+            self.announced.add(call.id)
+            out.append({"type": "tool-input-start", "toolCallId": call.id, "toolName": call.name})
+            out.append(_input_available(call.id, call.name, call.arguments))
+        out.append(
+            _data("tool-call", {"toolCallId": call.id, "toolName": call.name, "state": "started"})
+        )
 
     def _nested_output(self, event: ToolProgress) -> list[dict[str, Any]]:
         """The output of a sub-agent's call part the client decided, when the sub-agent's
@@ -516,6 +502,19 @@ def _input_available(call_id: str, name: str, arguments: str) -> dict[str, Any]:
         "toolName": name,
         "input": parsed,
     }
+
+
+def _call_finished(event: ToolCallFinished) -> dict[str, Any]:
+    return _data(
+        "tool-call",
+        {
+            "toolCallId": event.call.id,
+            "toolName": event.call.name,
+            "state": "finished",
+            "outcome": event.outcome,
+            "duration": event.duration,
+        },
+    )
 
 
 def _data(name: str, value: Mapping[str, Any]) -> dict[str, Any]:
