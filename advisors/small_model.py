@@ -127,6 +127,23 @@ class SmallModelAdvisor(Advisor):
       asking the model (a 0.5B model rarely thinks of searching), so the tools found are
       attached when the model is first asked. Searches are not counted as rounds.
 
+    - **Look first** (`look_first`, a function of the request giving tool calls; off by
+      default). When the turn starts (and `search_first` made no call), the calls it gives
+      (to attached tools only) are the turn's first step, made without asking the model,
+      and that round is not counted. The demo looks up every order id a question names
+      (`demo.chain.named_orders`): shown earlier turns, a 0.5B model answers a later
+      question about another order from them instead of calling a tool.
+    - **Only an answer reaches the user** (`clean_answers`, on by default; see
+      `AnswerCleaner`). A sentence of the model's text that starts as the results
+      rendering or a tool call (`get_order_status(...) returned: ...`, which the model
+      copies from what it read) is dropped with the rest of its line; an answer that was
+      nothing else is asked again once without tools (`REASK_INSTRUCTION` added to the last
+      user message), and `NO_ANSWER` if that too was only an echo. A sentence claiming an
+      action ("has been cancelled", "I've updated") is replaced by `NOTHING_DONE` unless a
+      tool that is not `read_only` succeeded in the turn or a successful result of the turn
+      states the same (`claim_backer`). On `stream` at most the sentence being written
+      (`ANSWER_HOLD_LIMIT` characters) is held back; call and stream give the same text.
+
     Nothing it adds names a tool to call or urges an action: after a round that only
     looked, the model reads "if one of your tools does exactly what I asked, call it;
     otherwise answer".
@@ -142,8 +159,9 @@ class SmallModelAdvisor(Advisor):
     written as text (to any name): it is dropped (on `stream`, such text is held back,
     never shown), and if no text remains, the call is passed on once more with no tools
     attached. With `search_first`, the turn's first call is answered with the search call
-    instead, without calling the model (the only short-circuit). It never loops otherwise
-    or executes tools.
+    instead, without calling the model, and with `look_first` its look-ups (the only
+    short-circuits). An answer that was only an echo is asked once more (see above). It
+    never loops otherwise or executes tools.
     """
 
     def __init__(

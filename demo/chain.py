@@ -167,7 +167,8 @@ def build_chain(
     exception's class (`tool_error_text`); a call with an order id nobody gave is not run
     (`GivenIdsOnly`). Log records go to the `advisorchain.demo` logger (`--log` shows them).
     `small_model` adds the `SmallModelAdvisor` (tool results shown as text, the Qwen system
-    prefix), which a 0.5B model answers far more reliably; either way a turn has at most
+    prefix, the order ids a question names looked up before the model is asked:
+    `named_orders`), which a 0.5B model answers far more reliably; either way a turn has at most
     `max_rounds` counted tool rounds before the model must answer (`LOOK_BEFORE_ACTING`
     rounds are not counted). `approval_store` is where approvals go (the advisor's
     default otherwise).
