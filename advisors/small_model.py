@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Literal
 
 from ..core.advisor import Advisor, CallNext, StreamNext
 from ..core.arguments import ArgumentsError, parse_arguments
-from ..core.events import ResponseCompleted, StreamEvent, ToolCallDelta
+from ..core.events import (
+    AnswerDiscarded,
+    ResponseCompleted,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+)
 from ..core.messages import (
     AssistantMessage,
     Message,
@@ -53,6 +59,37 @@ UNKNOWN_TOOL_INSTRUCTION = (
     "That tool does not exist. Call one of your tools, or say that you cannot help with that."
 )
 
+REASK_INSTRUCTION = (
+    "Answer me in plain sentences of your own: do not repeat these results or write tool calls."
+)
+"""Added to the last user message when an answer was nothing but an echo of the results."""
+NO_ANSWER = "Sorry, I could not answer that. Please ask again."
+"""The answer when even the re-asked answer was nothing but an echo."""
+NOTHING_DONE = "Nothing was changed: I did not do that."
+"""What replaces a sentence claiming an action that no tool call of the turn did."""
+
+ANSWER_HOLD_LIMIT = 400
+"""At most this many characters of a streamed answer are held back to judge a sentence."""
+
+_ACTION_VERBS = (
+    r"cancell?ed|refunded|changed|updated|modified|redeemed|removed|deleted|split|issued|"
+    r"purchased|bought|replaced|rescheduled|reset"
+)
+_CLAIM = re.compile(
+    r"\b(?:has|have|had|was|were|is|are)\s+(?:(?:now|already|successfully|just)\s+)*"
+    rf"(?:been\s+)?(?:(?:now|already|successfully|just)\s+)*(?P<verb>{_ACTION_VERBS})\b"
+    r"|\bI(?:'ve|\s+have)?\s+(?:(?:now|already|successfully|just)\s+)*"
+    rf"(?P<verb2>{_ACTION_VERBS})\b",
+    re.IGNORECASE,
+)
+"""A sentence saying an action happened: `has been cancelled`, `I've updated`, `is now
+refunded`. A negated one (`has not been cancelled`, `cannot be changed`) does not match."""
+_NEGATION = re.compile(r"\b(?:nothing|no|not|never|none|neither|nor|nobody)\b|n't", re.I)
+_SEGMENT_END = re.compile(r"\n|[.!?]\s")
+_CALL_LINE = re.compile(r"[A-Za-z_][\w.]*_[\w.]*\s*\(")
+"""A snake_case call at the start of a line (`get_order_status(`): never prose."""
+_LINE_LEAD = " \t-*\u2022>`"
+
 _EXCEPTION_NAME = re.compile(
     r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Z]\w*(?:Error|Exception))"
     r"\s*:\s*"
@@ -90,6 +127,23 @@ class SmallModelAdvisor(Advisor):
       asking the model (a 0.5B model rarely thinks of searching), so the tools found are
       attached when the model is first asked. Searches are not counted as rounds.
 
+    - **Look first** (`look_first`, a function of the request giving tool calls; off by
+      default). When the turn starts (and `search_first` made no call), the calls it gives
+      (to attached tools only) are the turn's first step, made without asking the model,
+      and that round is not counted. The demo looks up every order id a question names
+      (`demo.chain.named_orders`): shown earlier turns, a 0.5B model answers a later
+      question about another order from them instead of calling a tool.
+    - **Only an answer reaches the user** (`clean_answers`, on by default; see
+      `AnswerCleaner`). A sentence of the model's text that starts as the results
+      rendering or a tool call (`get_order_status(...) returned: ...`, which the model
+      copies from what it read) is dropped with the rest of its line; an answer that was
+      nothing else is asked again once without tools (`REASK_INSTRUCTION` added to the last
+      user message), and `NO_ANSWER` if that too was only an echo. A sentence claiming an
+      action ("has been cancelled", "I've updated") is replaced by `NOTHING_DONE` unless a
+      tool that is not `read_only` succeeded in the turn or a successful result of the turn
+      states the same (`claim_backer`). On `stream` at most the sentence being written
+      (`ANSWER_HOLD_LIMIT` characters) is held back; call and stream give the same text.
+
     Nothing it adds names a tool to call or urges an action: after a round that only
     looked, the model reads "if one of your tools does exactly what I asked, call it;
     otherwise answer".
@@ -105,8 +159,9 @@ class SmallModelAdvisor(Advisor):
     written as text (to any name): it is dropped (on `stream`, such text is held back,
     never shown), and if no text remains, the call is passed on once more with no tools
     attached. With `search_first`, the turn's first call is answered with the search call
-    instead, without calling the model (the only short-circuit). It never loops otherwise
-    or executes tools.
+    instead, without calling the model, and with `look_first` its look-ups (the only
+    short-circuits). An answer that was only an echo is asked once more (see above). It
+    never loops otherwise or executes tools.
     """
 
     def __init__(
@@ -118,6 +173,8 @@ class SmallModelAdvisor(Advisor):
         history: Literal["native", "text"] = "native",
         uncounted_tools: Iterable[str] = ("search_tools",),
         search_first: str | None = None,
+        look_first: Callable[[ChatRequest], Sequence[ToolCall]] | None = None,
+        clean_answers: bool = True,
     ) -> None:
         if max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
@@ -129,6 +186,8 @@ class SmallModelAdvisor(Advisor):
         self.history = history
         self.uncounted_tools = frozenset(uncounted_tools)
         self.search_first = search_first
+        self.look_first = look_first
+        self.clean_answers = clean_answers
 
     def __repr__(self) -> str:
         return (
@@ -168,11 +227,17 @@ class SmallModelAdvisor(Advisor):
         attached = {t.name: t for t in request.tools}
         turn = request.messages[request.last_user_index + 1 :]
         failed = {m.tool_call_id for m in turn if isinstance(m, ToolMessage) and m.is_error}
+        looked = self._looked_first(request)
+        first = True
         free = True
         count = 0
         for m in turn:
             if not isinstance(m, AssistantMessage) or not m.tool_calls:
                 continue
+            if first and looked and {(c.name, c.arguments) for c in m.tool_calls} == looked:
+                first = False
+                continue
+            first = False
             if free and all(
                 c.name not in attached or (c.id in failed and attached[c.name].read_only)
                 for c in m.tool_calls
@@ -182,6 +247,31 @@ class SmallModelAdvisor(Advisor):
             if any(c.name not in self.uncounted_tools for c in m.tool_calls):
                 count += 1
         return count
+
+    def first_lookup(self, request: ChatRequest) -> ChatResponse | None:
+        """With `look_first`: the turn's first step, the look-ups it names for the user's
+        message (only calls to attached tools), made without asking the model."""
+        last = request.messages[-1] if request.messages else None
+        if not isinstance(last, UserMessage) or request.options.tool_choice == "none":
+            return None
+        calls = self._look_first_calls(request)
+        if not calls:
+            return None
+        return ChatResponse(message=AssistantMessage(tool_calls=calls), finish_reason="tool_calls")
+
+    def _look_first_calls(self, request: ChatRequest) -> tuple[ToolCall, ...]:
+        if self.look_first is None:
+            return ()
+        attached = {t.name for t in request.tools}
+        return tuple(c for c in self.look_first(request) if c.name in attached)
+
+    def _looked_first(self, request: ChatRequest) -> set[tuple[str, str]]:
+        """The (name, arguments) of the turn's look-first calls, derived again from the
+        turn's user message (nothing is stored)."""
+        if self.look_first is None or request.last_user_index < 0:
+            return set()
+        at_start = request.with_messages(request.messages[: request.last_user_index + 1])
+        return {(c.name, c.arguments) for c in self._look_first_calls(at_start)}
 
     def first_search(self, request: ChatRequest) -> ChatResponse | None:
         """With `search_first`: the turn's first step, a search with the user's words."""
@@ -197,11 +287,24 @@ class SmallModelAdvisor(Advisor):
         )
 
     async def call_model(self, request: ChatRequest, next: CallNext) -> ChatResponse:
-        """Pass on the adapted request; once more without tools if it answered nothing."""
-        searched = self.first_search(request)
-        if searched is not None:
-            return searched
+        """Pass on the adapted request; once more without tools if it answered nothing;
+        then only the answer: see `AnswerCleaner` (re-asked once if nothing else was left)."""
+        first = self.first_search(request) or self.first_lookup(request)
+        if first is not None:
+            return first
         adapted = self.adapt(request)
+        response = await self._call(adapted, next)
+        if not self.clean_answers:
+            return response
+        text = _answer_cleaner(request).clean(response.text)
+        if text.strip() or not response.text.strip() or response.tool_calls:
+            return _with_text(response, text)
+        again = await next(_reask(adapted))
+        text = _answer_cleaner(request).clean(again.text)
+        answer = _with_text(again, text if text.strip() else NO_ANSWER)
+        return replace(answer, usage=response.usage + again.usage, finish_reason="stop")
+
+    async def _call(self, adapted: ChatRequest, next: CallNext) -> ChatResponse:
         response = await next(adapted)
         if not _tools_off_but_shown(adapted):
             return response
@@ -214,12 +317,79 @@ class SmallModelAdvisor(Advisor):
     async def stream_model(
         self, request: ChatRequest, next: StreamNext
     ) -> AsyncIterator[StreamEvent]:
-        """The streaming twin of `call_model`."""
-        searched = self.first_search(request)
-        if searched is not None:
-            yield ResponseCompleted(searched)
+        """The streaming twin of `call_model`: the text `AnswerCleaner` holds back (at
+        most the sentence being written) is released once judged; an answer that was only
+        an echo was shown as nothing, and the re-asked answer streams in its place."""
+        first = self.first_search(request) or self.first_lookup(request)
+        if first is not None:
+            yield ResponseCompleted(first)
             return
         adapted = self.adapt(request)
+        if not self.clean_answers:
+            async with closing_stream(self._stream(adapted, next)) as events:
+                async for event in events:
+                    yield event
+            return
+        completed: ChatResponse | None = None
+        only_echo = [False]
+        async with closing_stream(
+            self._cleaned(request, self._stream(adapted, next), only_echo)
+        ) as events:
+            async for event in events:
+                if isinstance(event, ResponseCompleted):
+                    completed = event.response
+                else:
+                    yield event
+        if completed is None:
+            return
+        if not only_echo[0]:
+            yield ResponseCompleted(completed)
+            return
+        again: ChatResponse | None = None
+        async with closing_stream(self._cleaned(request, next(_reask(adapted)), [False])) as events:
+            async for event in events:
+                if isinstance(event, ResponseCompleted):
+                    again = event.response
+                else:
+                    yield event
+        if again is None:
+            return
+        if not again.text.strip():
+            yield TextDelta(NO_ANSWER)
+            again = _with_text(again, NO_ANSWER)
+        yield ResponseCompleted(
+            replace(again, usage=completed.usage + again.usage, finish_reason="stop")
+        )
+
+    async def _cleaned(
+        self, request: ChatRequest, events: AsyncIterator[StreamEvent], only_echo: list[bool]
+    ) -> AsyncIterator[StreamEvent]:
+        """`events` with their text cleaned; `only_echo[0]` set when the response's text
+        was nothing but an echo (and it has no tool calls)."""
+        cleaner = _answer_cleaner(request)
+        async with closing_stream(events) as inner:
+            async for event in inner:
+                if isinstance(event, TextDelta):
+                    shown = cleaner.feed(event.text)
+                    if shown:
+                        yield TextDelta(shown)
+                elif isinstance(event, ResponseCompleted):
+                    rest = cleaner.finish()
+                    if rest:
+                        yield TextDelta(rest)
+                    response = event.response
+                    text = _answer_cleaner(request).clean(response.text)
+                    only_echo[0] = (
+                        bool(response.text.strip()) and not text.strip() and not response.tool_calls
+                    )
+                    yield ResponseCompleted(_with_text(response, text))
+                elif isinstance(event, AnswerDiscarded):
+                    cleaner = _answer_cleaner(request)
+                    yield event
+                else:
+                    yield event
+
+    async def _stream(self, adapted: ChatRequest, next: StreamNext) -> AsyncIterator[StreamEvent]:
         if not _tools_off_but_shown(adapted):
             async with closing_stream(next(adapted)) as events:
                 async for event in events:
@@ -359,8 +529,167 @@ def _without_written_calls(request: ChatRequest, response: ChatResponse) -> Chat
     return replace(answer, finish_reason="stop")
 
 
+class AnswerCleaner:
+    """Lets only an answer through, fed the answer's text piece by piece (a stream) or whole.
+
+    The text is cut into segments: up to and including a line break, or a sentence's end
+    (`.`, `!` or `?` followed by a space), or, with neither in `ANSWER_HOLD_LIMIT`
+    characters, that many characters; where the cuts fall depends only on the text, so the
+    output is the same for every chunking. Each segment is judged once it is complete
+    (`feed` holds back at most the segment being written):
+
+    - a sentence that begins with the results rendering (`RESULTS_HEADING`, one of the
+      instructions) or with a tool call (`name(` of a tool in `names`, or any snake_case
+      `name(`), after an optional bullet, is dropped with the rest of its line: the model
+      echoed what it read;
+    - a sentence claiming an action (`has been cancelled`, `I've updated`) that `backed`
+      does not allow is replaced by `NOTHING_DONE` (once per answer; later ones are dropped).
+
+    `echoed` and `claimed` say whether either happened. Call `finish` once at the end.
+    """
+
+    def __init__(self, names: Iterable[str] = (), backed: Callable[[str], bool] | None = None):
+        known = sorted({n for n in names if n}, key=len, reverse=True)
+        self._names = (
+            re.compile("(?:" + "|".join(re.escape(n) for n in known) + r")\s*\(") if known else None
+        )
+        self._backed = backed
+        self._buffer = ""
+        self._line_start = True
+        self._sentence_start = True
+        self._dropping = False
+        self.echoed = False
+        self.claimed = False
+
+    def feed(self, text: str) -> str:
+        """What of the text so far may be shown now."""
+        self._buffer += text
+        out: list[str] = []
+        while True:
+            match = _SEGMENT_END.search(self._buffer, 0, ANSWER_HOLD_LIMIT + 1)
+            if match is not None and match.end() <= ANSWER_HOLD_LIMIT:
+                cut = match.end()
+            elif len(self._buffer) >= ANSWER_HOLD_LIMIT:
+                cut = ANSWER_HOLD_LIMIT
+            else:
+                break
+            segment, self._buffer = self._buffer[:cut], self._buffer[cut:]
+            out.append(self._judge(segment))
+            self._sentence_start = match is not None and match.end() == cut
+        return "".join(out)
+
+    def finish(self) -> str:
+        """The rest, once the text is complete."""
+        segment, self._buffer = self._buffer, ""
+        return self._judge(segment) if segment else ""
+
+    def clean(self, text: str) -> str:
+        """A whole text at once: `feed` then `finish`."""
+        return self.feed(text) + self.finish()
+
+    def _judge(self, segment: str) -> str:
+        self._line_start = segment.endswith("\n")
+        if self._dropping:
+            self._dropping = not self._line_start
+            return ""
+        if self._sentence_start and self._is_echo(segment):
+            self.echoed = True
+            self._dropping = not self._line_start
+            return ""
+        if _claims(segment) and (self._backed is None or not self._backed(segment)):
+            first = not self.claimed
+            self.claimed = True
+            trailing = segment[len(segment.rstrip()) :]
+            return f"{NOTHING_DONE}{trailing or ' '}" if first else ""
+        return segment
+
+    def _is_echo(self, segment: str) -> bool:
+        text = segment.lstrip(_LINE_LEAD)
+        if not text.strip():
+            return False
+        if any(text.startswith(s) for s in _RENDERED):
+            return True
+        if _CALL_LINE.match(text):
+            return True
+        return self._names is not None and self._names.match(text) is not None
+
+
+_RENDERED = (
+    RESULTS_HEADING,
+    ANSWER_INSTRUCTION,
+    DONE_INSTRUCTION,
+    NOT_DONE_INSTRUCTION,
+    CONTINUE_INSTRUCTION,
+    LOOKUP_FAILED_INSTRUCTION,
+    UNKNOWN_TOOL_INSTRUCTION,
+    REASK_INSTRUCTION,
+)
+
+
+def claim_backer(request: ChatRequest) -> Callable[[str], bool]:
+    """Whether a sentence claiming an action is backed by the current turn: a call to a
+    tool that is not `read_only` succeeded in it, or a successful result of it states the
+    same (`Order A-2 is cancelled.` backs `A-2 has been cancelled`)."""
+    read_only = frozenset(t.name for t in request.tools if t.read_only)
+    turn = request.messages[request.last_user_index + 1 :]
+    results = [m for m in turn if isinstance(m, ToolMessage) and not m.is_error]
+    if any(r.name not in read_only for r in results):
+        return lambda sentence: True
+    stated = {verb for r in results for verb in _claims(r.text)}
+
+    def backed(sentence: str) -> bool:
+        return _claims(sentence) <= stated
+
+    return backed
+
+
+def _claims(text: str) -> set[str]:
+    """The action verbs `text` claims happened (`cancelled` of "A-2 has been cancelled"),
+    leaving out those after a negation in the same sentence ("nothing was changed")."""
+    verbs: set[str] = set()
+    for match in _CLAIM.finditer(text):
+        start = max(text.rfind(end, 0, match.start()) for end in (". ", "! ", "? ", "\n"))
+        if _NEGATION.search(text, start + 1, match.end()):
+            continue
+        verb = (match.group("verb") or match.group("verb2") or "").lower()
+        verbs.add(verb.replace("canceled", "cancelled"))
+    return verbs
+
+
+def _answer_cleaner(request: ChatRequest) -> AnswerCleaner:
+    names = {t.name for t in request.tools}
+    names.update(
+        c.name for m in request.messages if isinstance(m, AssistantMessage) for c in m.tool_calls
+    )
+    return AnswerCleaner(names, claim_backer(request))
+
+
+def _with_text(response: ChatResponse, text: str) -> ChatResponse:
+    if text == response.text:
+        return response
+    message = response.message.model_copy(update={"content": text or None})
+    return response.with_message(message)
+
+
+def _reask(request: ChatRequest) -> ChatRequest:
+    """`request` without tools, `REASK_INSTRUCTION` added to its last user message."""
+    messages = list(request.messages)
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if isinstance(message, UserMessage):
+            messages[i] = UserMessage(content=f"{message.text}\n{REASK_INSTRUCTION}")
+            break
+    return request.with_messages(tuple(messages)).with_tools(())
+
+
 __all__ = [
+    "ANSWER_HOLD_LIMIT",
     "CONTINUE_INSTRUCTION",
+    "NOTHING_DONE",
+    "NO_ANSWER",
+    "REASK_INSTRUCTION",
+    "AnswerCleaner",
+    "claim_backer",
     "DONE",
     "LOOKUP_FAILED_INSTRUCTION",
     "NOT_DONE",
