@@ -7,7 +7,9 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-NOT_THE_PACKAGE = ("tests", "benchmarks", "docs")
+NOT_THE_PACKAGE = ("tests", "benchmarks", "docs", "build", "dist", "node_modules")
+"""Folders of a checkout that hold no module of the package (`build` and `dist`: a wheel's
+build leaves copies there)."""
 WHOLE_FOLDERS = ("demo",)
 """Folders whose row speaks for the folder as a whole: the demo is an application."""
 
