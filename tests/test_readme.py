@@ -25,6 +25,7 @@ from advisorchain import (
 from advisorchain.providers import Reply, ScriptedChatModel
 
 README = Path(advisorchain.__file__).resolve().parent / "README.md"
+WRITING_ADVISORS = README.parent / "docs" / "writing-advisors.md"
 
 
 def readme_blocks() -> list[str]:
@@ -91,25 +92,26 @@ def test_the_docs_show_the_refusal_the_chain_raises() -> None:
     assert str(raised.value) == shown.group(1)
 
 
-def test_the_readme_sign_example_replaces_the_answer() -> None:
-    text = README.read_text()
-    section = text[text.index("## Writing an advisor") : text.index("## Where links go")]
+def test_the_sign_example_replaces_the_answer() -> None:
+    text = WRITING_ADVISORS.read_text()
+    section = text[text.index("## The answer is held once") : text.index("## Every model call")]
     namespace: dict[str, Any] = {"__name__": "readme"}
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     sign = next(b for b in blocks if "def sign" in b)
-    exec(compile(sign, "README-sign", "exec"), namespace)
+    exec(compile(sign, "writing-advisors-sign", "exec"), namespace)
     signed = anyio.run(namespace["sign"], ChatResponse(message=AssistantMessage(content="Hi")))
     assert signed.text == "Hi\n-- the shop"
     assert signed.messages == (signed.message,)
 
 
-def test_the_deferral_example_prints_what_the_readme_shows() -> None:
-    block = readme_blocks()[2]
-    text = README.read_text()
+def test_the_deferral_example_prints_what_the_page_shows() -> None:
+    text = WRITING_ADVISORS.read_text()
+    section = text[text.index("### Deferring a call") : text.index("## The answer is held once")]
+    block = re.findall(r"<!-- tested -->\n```python\n(.*?)```", section, flags=re.S)[0]
     after = text[text.index(block) + len(block) :]
     expected = re.search(r"\nprints\n\n```\n(.*?)```", after, flags=re.S)
     assert expected is not None
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
-        exec(compile(block, "README-deferral", "exec"), {"__name__": "readme"})
+        exec(compile(block, "writing-advisors-deferral", "exec"), {"__name__": "readme"})
     assert output.getvalue() == expected.group(1)
