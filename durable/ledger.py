@@ -31,8 +31,6 @@ exactly one gets `Claimed()`. Their table is `{prefix}effects`, created on first
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import threading
 import time
@@ -55,16 +53,10 @@ from ..advisors.approval.types import StoredResult
 from ..core.errors import AdvisorChainError
 from ..core.invocation import ToolOutcome, ToolResult
 from ..core.tools import Tool
+from .steps import UNKNOWN_OUTCOME, call_fingerprint
 from .steps import Claim as StepClaim
 
 T = TypeVar("T")
-
-UNKNOWN_OUTCOME = (
-    "Error: the outcome of this call is unknown: it was started before a worker failed and "
-    "is not run again. It may or may not have taken effect: do not assume either; check "
-    "before trying again."
-)
-"""What the model reads for a call that was claimed and never completed."""
 
 
 class LedgerError(AdvisorChainError):
@@ -137,19 +129,6 @@ def needs_ledger(tool: Tool) -> bool:
     return not (tool.idempotent or tool.read_only)
 
 
-def call_fingerprint(name: str, arguments: str) -> str:
-    """A digest of a call (tool name and arguments, key order not counting): what a claim
-    is bound to. Arguments that are not JSON count as their raw text."""
-    try:
-        canonical = json.dumps(
-            json.loads(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        )
-    except (ValueError, RecursionError):
-        canonical = "raw:" + arguments
-    text = name + "\x00" + canonical
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def stored(result: ToolResult) -> StoredResult:
     """What the ledger records of a result: its content and outcome, as the model reads it."""
     return StoredResult(content=result.content, outcome=result.outcome)
@@ -212,8 +191,9 @@ class StepLedger:
     status is `claimed`, `done` (with the step output recorded) or `unknown`;
     `complete(run_id, call_id, result)` records a step output's JSON.
 
-    The seam claims without a fingerprint, so claims through it are bound to the call id
-    alone (`STEP_FINGERPRINT`); the executor keys calls by run and call id.
+    A claim is bound to the call's fingerprint (`call_fingerprint` of the tool's name and
+    arguments): a different call under an id already claimed answers `conflict`, never
+    the other call's recorded result.
     """
 
     def __init__(self, ledger: EffectLedger) -> None:
@@ -224,9 +204,12 @@ class StepLedger:
     def __repr__(self) -> str:
         return f"StepLedger({self.ledger!r})"
 
-    async def claim(self, run_id: str, call_id: str) -> StepClaim:
+    async def claim(self, run_id: str, call_id: str, fingerprint: str) -> StepClaim:
         """The seam's `Claim` for this call (see `EffectLedger.claim`)."""
-        found = await self.ledger.claim(run_id, call_id, STEP_FINGERPRINT)
+        try:
+            found = await self.ledger.claim(run_id, call_id, fingerprint)
+        except LedgerConflict:
+            return StepClaim(status="conflict")
         if isinstance(found, Claimed):
             return StepClaim(status="claimed")
         if isinstance(found, Done):
@@ -236,10 +219,6 @@ class StepLedger:
     async def complete(self, run_id: str, call_id: str, result: str) -> None:
         """Record the step output's JSON `result` (first writer wins)."""
         await self.ledger.complete(run_id, call_id, StoredResult(content=result, outcome="ok"))
-
-
-STEP_FINGERPRINT = "step"
-"""The fingerprint of claims made through `StepLedger`."""
 
 
 # -- in memory -------------------------------------------------------------------------
@@ -510,7 +489,6 @@ __all__ = [
     "MemoryLedger",
     "PostgresLedger",
     "SQLLedger",
-    "STEP_FINGERPRINT",
     "SQLiteLedger",
     "StepLedger",
     "StoredResult",

@@ -47,6 +47,7 @@ idempotent tools may run again on a retry.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -117,10 +118,12 @@ STEP_NAMES = (
 """Every step name, as engines register them."""
 
 UNKNOWN_OUTCOME = (
-    "Error: the outcome of this call is unknown: it was started before a crash and is not "
-    "run again. Check whether it took effect before trying again."
+    "Error: the outcome of this call is unknown: it was started before a worker failed and "
+    "is not run again. It may or may not have taken effect: do not assume either; check "
+    "before trying again."
 )
-"""What the model reads for a call with effects that started and never completed."""
+"""What the model reads for a call with effects that started and never completed, on
+every engine (the ledger's `unknown` and a step's `unknown` status read the same)."""
 
 DEFAULT_MODEL = "model"
 """The registry key of a chain's own model."""
@@ -129,6 +132,19 @@ DEFAULT_MODEL = "model"
 class UnsupportedPayloadVersion(AdvisorChainError, ValueError):
     """A step payload written by a newer version of advisorchain than this one (pydantic
     reports it inside its `ValidationError`, a `ValueError` too)."""
+
+
+def call_fingerprint(name: str, arguments: str) -> str:
+    """A digest of a call (tool name and arguments, key order not counting): what a claim
+    is bound to. Arguments that are not JSON count as their raw text."""
+    try:
+        canonical = json.dumps(
+            json.loads(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+    except (ValueError, RecursionError):
+        canonical = "raw:" + arguments
+    text = name + "\x00" + canonical
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class UnknownStep(AdvisorChainError, LookupError):
@@ -289,10 +305,11 @@ class StepRunner(Protocol):
 @dataclass(frozen=True, slots=True)
 class Claim:
     """What the ledger says of a call with effects: `claimed` (run it now, then
-    `complete`), `done` (it ran: `result` is what `complete` recorded) or `unknown` (claimed
-    before and never completed: it may have taken effect)."""
+    `complete`), `done` (it ran: `result` is what `complete` recorded), `unknown` (claimed
+    before and never completed: it may have taken effect) or `conflict` (the id was claimed
+    by a different call: another tool or other arguments)."""
 
-    status: Literal["claimed", "done", "unknown"]
+    status: Literal["claimed", "done", "unknown", "conflict"]
     result: str | None = None
 
 
@@ -301,8 +318,9 @@ class EffectsLedger(Protocol):
     """Claimed/done marks per (run id, call id), durable across workers
     (`advisorchain.durable.ledger` has SQLite and PostgreSQL ones)."""
 
-    async def claim(self, run_id: str, call_id: str) -> Claim:
-        """Claim the call atomically: `claimed` exactly once across workers."""
+    async def claim(self, run_id: str, call_id: str, fingerprint: str) -> Claim:
+        """Claim the call atomically: `claimed` exactly once across workers; bound to
+        `fingerprint` (`call_fingerprint`), so another call under the id is a `conflict`."""
         ...
 
     async def complete(self, run_id: str, call_id: str, result: str) -> None:
@@ -933,7 +951,17 @@ class StepExecutor:
             raise UnknownStep(f"no tool named {payload.tool!r} on this worker")
         effects = not (tool.read_only or tool.idempotent)
         if effects and self.ledger is not None:
-            claim = await self.ledger.claim(payload.run_id, payload.call_id)
+            fingerprint = call_fingerprint(payload.tool, json.dumps(payload.arguments))
+            claim = await self.ledger.claim(payload.run_id, payload.call_id, fingerprint)
+            if claim.status == "conflict":
+                return ToolCallOutput(
+                    status="error",
+                    error_type="LedgerConflict",
+                    error_message=(
+                        f"call id {payload.call_id!r} was already used by a different call in "
+                        "this run: not run"
+                    ),
+                )
             if claim.status == "done" and claim.result is not None:
                 return ToolCallOutput.model_validate_json(claim.result)
             if claim.status != "claimed":
@@ -1075,6 +1103,7 @@ __all__ = [
     "STEP_NAMES",
     "STEP_TOOL_CALL",
     "UNKNOWN_OUTCOME",
+    "call_fingerprint",
     "Claim",
     "LocalStepRunner",
     "DurableMemoryStore",

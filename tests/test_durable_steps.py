@@ -23,6 +23,8 @@ from advisorchain import (
 )
 from advisorchain.advisors import ApprovalAdvisor, Approve
 from advisorchain.advisors.approval import DeferredApprover, InMemoryApprovalStore
+from advisorchain.durable.ledger import MemoryLedger as MemoryEffectLedger
+from advisorchain.durable.ledger import SQLiteLedger, StepLedger
 from advisorchain.durable.steps import (
     SCHEMA_VERSION,
     STEP_MODEL_CALL,
@@ -157,9 +159,12 @@ class MemoryLedger:
     def __init__(self) -> None:
         self.claimed: set[tuple[str, str]] = set()
         self.done: dict[tuple[str, str], str] = {}
+        self.fingerprints: dict[tuple[str, str], str] = {}
 
-    async def claim(self, run_id: str, call_id: str) -> Claim:
+    async def claim(self, run_id: str, call_id: str, fingerprint: str) -> Claim:
         key = (run_id, call_id)
+        if self.fingerprints.setdefault(key, fingerprint) != fingerprint:
+            return Claim("conflict")
         if key in self.done:
             return Claim("done", self.done[key])
         if key in self.claimed:
@@ -204,6 +209,47 @@ async def test_a_tool_with_effects_runs_once_per_claim(tmp_path: Any) -> None:
     await executor.tool_call(ping_payload)
     await executor.tool_call(ping_payload)
     assert db.execute("select count(*) from paid where amount = 0").fetchone() == (2,)
+
+
+@pytest.mark.parametrize("ledger_kind", ["seam", "memory", "sqlite"])
+async def test_another_call_under_a_claimed_id_is_refused(ledger_kind: str, tmp_path: Any) -> None:
+    """A claim is bound to the tool and its arguments: another call that reuses a claimed
+    id in the run (a model's repeated id after compaction, a changed history) reads an
+    error and does not run, never the first call's recorded result."""
+    ran: list[int] = []
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pay."""
+        ran.append(amount)
+        return f"paid {amount}"
+
+    @tool
+    def refund(amount: int) -> str:
+        """Refund."""
+        ran.append(-amount)
+        return f"refunded {amount}"
+
+    ledger: MemoryLedger | StepLedger
+    if ledger_kind == "seam":
+        ledger = MemoryLedger()
+    elif ledger_kind == "memory":
+        ledger = StepLedger(MemoryEffectLedger())
+    else:
+        ledger = StepLedger(SQLiteLedger(tmp_path / "effects.db"))
+    executor = StepExecutor(models={}, tools=[pay, refund], ledger=ledger)
+    first = ToolCallInput(run_id="r", tool="pay", call_id="c", arguments={"amount": 7})
+    assert (await executor.tool_call(first)).status == "ok"
+    same = await executor.tool_call(first.model_copy(update={"arguments": {"amount": 7}}))
+    assert same.status == "ok" and ran == [7]  # the same call again: the recorded result
+    for other in (
+        first.model_copy(update={"arguments": {"amount": 700}}),
+        first.model_copy(update={"tool": "refund"}),
+    ):
+        refused = await executor.tool_call(other)
+        assert (refused.status, refused.error_type) == ("error", "LedgerConflict")
+        assert "already used by a different call" in (refused.error_message or "")
+    assert ran == [7]
 
 
 async def test_unknown_outcome_reaches_the_model() -> None:
