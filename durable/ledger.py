@@ -286,8 +286,6 @@ def _answer(
 
 # -- SQL -------------------------------------------------------------------------------
 
-_DAMAGED = (ValueError, TypeError, LookupError, AttributeError, RecursionError, OverflowError)
-
 
 class SQLLedger:
     """An `EffectLedger` over SQL; `SQLiteLedger` and `PostgresLedger` supply connections.
@@ -312,16 +310,7 @@ class SQLLedger:
         """Serialize concurrent table creation (PostgreSQL); nothing for SQLite."""
 
     async def _run(self, fn: Callable[[], T]) -> T:
-        try:
-            return await self._runner.run(fn)
-        except AdvisorChainError:
-            raise
-        except _DAMAGED as exc:
-            failure = LedgerError(
-                f"the effects ledger cannot read or write a record ({type(exc).__name__}): "
-                "a stored row is damaged or a value is not JSON"
-            )
-        raise failure
+        return await self._runner.run_checked(fn, LedgerError, "the effects ledger")
 
     def _sql(self, text: str) -> str:
         return text.replace("{p}", self.prefix).replace("?", self.placeholder)

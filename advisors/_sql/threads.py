@@ -13,7 +13,13 @@ from typing import TypeVar
 
 import anyio.to_thread
 
+from ...core.errors import AdvisorChainError
+
 T = TypeVar("T")
+
+DAMAGED = (ValueError, TypeError, LookupError, AttributeError, RecursionError, OverflowError)
+"""What reading a damaged row raises (`JSONDecodeError`, `ValidationError` and
+`UnicodeDecodeError` are `ValueError`s, `KeyError` a `LookupError`)."""
 
 
 class WorkerRunner:
@@ -34,6 +40,23 @@ class WorkerRunner:
         """`fn(*args)` in a worker thread, once the setup has run."""
         return await anyio.to_thread.run_sync(partial(self.run_sync, fn, *args))
 
+    async def run_checked(
+        self, fn: Callable[[], T], error: type[AdvisorChainError], store: str
+    ) -> T:
+        """`fn()` as `run` does; a row another writer damaged (or a value JSON cannot hold)
+        raises `error`, naming the `store` but neither the row nor the value. The package's
+        own errors pass through."""
+        try:
+            return await self.run(fn)
+        except AdvisorChainError:
+            raise
+        except DAMAGED as exc:
+            failure = error(
+                f"{store} cannot read or write a record ({type(exc).__name__}): "
+                "a stored row is damaged or a value is not JSON"
+            )
+        raise failure
+
     def run_sync(self, fn: Callable[..., T], *args: object) -> T:
         """`fn(*args)` in the calling thread, once the setup has run."""
         if self._refuse is not None:
@@ -46,4 +69,4 @@ class WorkerRunner:
         return fn(*args)
 
 
-__all__ = ["WorkerRunner"]
+__all__ = ["DAMAGED", "WorkerRunner"]

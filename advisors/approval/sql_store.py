@@ -16,7 +16,6 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from ...core.checks import require_callable, require_number
-from ...core.errors import AdvisorChainError
 from .._sql.identifiers import check_table_prefix
 from .._sql.threads import WorkerRunner
 from .._storable import storable
@@ -45,10 +44,6 @@ from .types import (
 )
 
 T = TypeVar("T")
-
-_DAMAGED = (ValueError, TypeError, LookupError, AttributeError, RecursionError, OverflowError)
-"""What reading a damaged row raises (`JSONDecodeError`, `ValidationError` and
-`UnicodeDecodeError` are `ValueError`s, `KeyError` a `LookupError`)."""
 
 
 class Cursor(Protocol):
@@ -101,18 +96,7 @@ class SQLApprovalStore:
     # -- the async API -------------------------------------------------------------------
 
     async def _run(self, fn: Callable[[], T]) -> T:
-        try:
-            return await self._runner.run(fn)
-        except AdvisorChainError:
-            raise
-        except _DAMAGED as exc:
-            # a row another writer damaged (or a value JSON cannot hold): the store's
-            # typed error, naming neither the row nor the value
-            failure = InvalidApprovalRecord(
-                f"the approval store cannot read or write a record ({type(exc).__name__}): "
-                "a stored row is damaged or a value is not JSON"
-            )
-        raise failure
+        return await self._runner.run_checked(fn, InvalidApprovalRecord, "the approval store")
 
     async def save(self, record: PendingRecord) -> None:
         """Store a new pending approval (`InvalidApprovalRecord` if it cannot be held)."""
