@@ -222,7 +222,10 @@ class SmallModelAdvisor(Advisor):
         One round per turn is free: the first whose calls all went to tools that are not
         attached, or all failed and were look-ups (`read_only` tools): the model reads why
         and may call another tool (a wrong guess among the tools shown costs a round, not
-        the answer). Calls that change something are never repeated this way.
+        the answer). Calls that change something are never repeated this way. A round
+        that only calls `uncounted_tools` is not counted unless it repeats a call of the
+        turn (same tool, same arguments): a model that checks the same thing again is
+        looping, and answering ends the loop.
         """
         attached = {t.name: t for t in request.tools}
         turn = request.messages[request.last_user_index + 1 :]
@@ -231,9 +234,13 @@ class SmallModelAdvisor(Advisor):
         first = True
         free = True
         count = 0
+        made: set[tuple[str, str]] = set()
         for m in turn:
             if not isinstance(m, AssistantMessage) or not m.tool_calls:
                 continue
+            calls = [(c.name, c.arguments) for c in m.tool_calls]
+            repeated = any(call in made for call in calls)
+            made.update(calls)
             if first and looked and {(c.name, c.arguments) for c in m.tool_calls} == looked:
                 first = False
                 continue
@@ -244,7 +251,7 @@ class SmallModelAdvisor(Advisor):
             ):
                 free = False
                 continue
-            if any(c.name not in self.uncounted_tools for c in m.tool_calls):
+            if repeated or any(c.name not in self.uncounted_tools for c in m.tool_calls):
                 count += 1
         return count
 

@@ -171,6 +171,38 @@ async def test_after_a_look_nothing_pushes_toward_an_action(path: Path) -> None:
     assert "cancel" not in added.lower() and "now call" not in added.lower()
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_repeated_uncounted_call_counts_and_the_model_answers(path: Path) -> None:
+    """Seen on the 0.5B: asked to change an address, it called the uncounted check with the
+    same arguments again and again until the loop's per-tool limit ended the turn with an
+    error. The second identical call counts as the round, so the next call answers."""
+    check = ToolCall.from_arguments("check_cancellation", {"order_id": "A-2"})
+    model = ScriptedChatModel([check, check, "I cannot change addresses; nothing was changed."])
+    chain = Chain(
+        [
+            ToolCallingAdvisor(max_calls_per_tool=3),
+            SmallModelAdvisor(uncounted_tools=("check_cancellation",)),
+        ],
+        model=model,
+        tools=[check_cancellation, cancel_order],
+    )
+    response, streamed = await _run(chain, "Change the address of A-2 to Baker Street.", path)
+    assert [r.options.tool_choice for r in model.requests] == [None, None, "none"]
+    assert response.text == "I cannot change addresses; nothing was changed."
+    assert streamed in ("", response.text)
+    # a different check (other arguments) is still free: the loop goes on
+    other = ToolCall.from_arguments("check_cancellation", {"order_id": "A-3"})
+    model = ScriptedChatModel([check, other, "Both checked."])
+    chain = Chain(
+        [ToolCallingAdvisor(), SmallModelAdvisor(uncounted_tools=("check_cancellation",))],
+        model=model,
+        tools=[check_cancellation, cancel_order],
+    )
+    await _run(chain, "Can A-2 or A-3 be cancelled?", path)
+    assert [r.options.tool_choice for r in model.requests] == [None, None, None]
+
+
 def test_every_instruction_names_no_tool_and_no_action() -> None:
     for text in (
         ANSWER_INSTRUCTION,
