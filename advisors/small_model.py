@@ -89,6 +89,18 @@ _SEGMENT_END = re.compile(r"\n|[.!?]\s")
 _CALL_LINE = re.compile(r"[A-Za-z_][\w.]*_[\w.]*\s*\(")
 """A snake_case call at the start of a line (`get_order_status(`): never prose."""
 _LINE_LEAD = " \t-*\u2022>`"
+_JSON_CALL = re.compile(
+    r'(?:json\s*)?(?:<tool_call>\s*)?\{\s*\{?\s*"(?:name|function|tool)"\s*:\s*"[A-Za-z_][\w.-]*"'
+)
+"""A call written as JSON (`{"name": "get_x"...`, `{{"name": ...`, after a ```json fence or
+the tag), even one that is not valid JSON: never prose. The name must read as a tool's (no
+spaces), so data that has a `name` (`{"name": "Ada Lovelace", ...}`) is not taken for one."""
+_WRAPPER_LINE = re.compile(r"```[A-Za-z]*|</?tool_call>")
+"""A line that opens or closes a written call: a code fence or Qwen's tag."""
+_PROSE_LINE = re.compile(r"\s*[A-Z][a-z']*\s+\w")
+"""A line that starts as a sentence does (`Your order ...`): not inside a JSON call."""
+MAX_JSON_DEPTH = 64
+"""Braces deeper than this in a dropped JSON call are not counted further."""
 
 _EXCEPTION_NAME = re.compile(
     r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Z]\w*(?:Error|Exception))"
@@ -549,6 +561,12 @@ class AnswerCleaner:
       instructions) or with a tool call (`name(` of a tool in `names`, or any snake_case
       `name(`), after an optional bullet, is dropped with the rest of its line: the model
       echoed what it read;
+    - a sentence that begins a call written as JSON (`{"name": ...`, the double-brace
+      form, after a ```json fence or the `<tool_call>` tag), valid or not, is dropped up to
+      the line where its braces close (or, when they never close, up to a line that starts
+      as a sentence), with the fence or tag lines around it: the text tool-call parser takes
+      only valid calls to attached tools, and what it left is still not an answer (a fence or
+      tag line is held back until the next line shows whether a call follows);
     - a sentence claiming an action (`has been cancelled`, `I've updated`) that `backed`
       does not allow is replaced by `NOTHING_DONE` (once per answer; later ones are dropped).
 
@@ -565,6 +583,10 @@ class AnswerCleaner:
         self._line_start = True
         self._sentence_start = True
         self._dropping = False
+        self._json_depth = 0
+        self._after_call = False
+        self._pending: str | None = None
+        self._started = False
         self.echoed = False
         self.claimed = False
 
@@ -588,17 +610,49 @@ class AnswerCleaner:
     def finish(self) -> str:
         """The rest, once the text is complete."""
         segment, self._buffer = self._buffer, ""
-        return self._judge(segment) if segment else ""
+        judged = self._judge(segment) if segment else ""
+        held, self._pending = self._pending or "", None
+        return judged + held
 
     def clean(self, text: str) -> str:
         """A whole text at once: `feed` then `finish`."""
         return self.feed(text) + self.finish()
 
     def _judge(self, segment: str) -> str:
+        at_line_start = self._line_start
         self._line_start = segment.endswith("\n")
+        if self._json_depth:
+            if not (at_line_start and _PROSE_LINE.match(segment)):
+                self._json_depth = _depth_after(self._json_depth, segment)
+                self._dropping = not self._json_depth and not self._line_start
+                self._after_call = not self._json_depth
+                return ""
+            self._json_depth = 0  # a line of prose: the call was cut off before it
+        if self._after_call and at_line_start:
+            self._after_call = False
+            if _WRAPPER_LINE.fullmatch(segment.strip()):
+                return ""  # the fence or tag that closed a dropped call
         if self._dropping:
             self._dropping = not self._line_start
             return ""
+        if at_line_start and self._line_start and _WRAPPER_LINE.fullmatch(segment.strip()):
+            if self._pending is None:
+                self._pending = segment  # held: a call may follow
+                return ""
+        pending, self._pending = self._pending or "", None
+        if self._sentence_start and _JSON_CALL.match(segment.lstrip(_LINE_LEAD)):
+            self.echoed = True
+            self._json_depth = _depth_after(0, segment)
+            self._dropping = not self._json_depth and not self._line_start
+            self._after_call = not self._json_depth
+            return ""
+        shown = pending + self._judge_prose(segment)
+        if not self._started:  # blank lines before the answer (a dropped call's) are not shown
+            shown = shown.lstrip()
+            self._started = bool(shown)
+        return shown
+
+    def _judge_prose(self, segment: str) -> str:
         if self._sentence_start and self._is_echo(segment):
             self.echoed = True
             self._dropping = not self._line_start
@@ -619,6 +673,13 @@ class AnswerCleaner:
         if _CALL_LINE.match(text):
             return True
         return self._names is not None and self._names.match(text) is not None
+
+
+def _depth_after(depth: int, text: str) -> int:
+    """The brace depth of a JSON text after `text`, from `depth` (braces inside strings
+    count too: a dropped call's strings are the model's, and a wrong count only ends the
+    drop at a line's end), between 0 and `MAX_JSON_DEPTH`."""
+    return max(0, min(MAX_JSON_DEPTH, depth + text.count("{") - text.count("}")))
 
 
 _RENDERED = (

@@ -118,6 +118,47 @@ async def test_a_tool_call_line_in_the_answer_is_dropped(path: Path) -> None:
     assert response.text == shown == "It shipped."
 
 
+BROKEN_JSON_CALLS = [
+    '{"name": "start_return", "arguments": {"order_id": "A-1003", "text": "Free text"}]}',
+    '{{"name": "get_opening_hours", "arguments": {"city": "Berlin"}}}',
+    '{"name": "list_payment_methods", "arguments": {"type": "object", "properties": {"type"',
+    '```json\n{"name": "book_flight",\n "arguments": {"to": "Paris. Tomorrow. "}}\n```',
+    '<tool_call>\n{"function": "track", "arguments": {"id": 1}',
+    '* {"tool": "x", "arguments": {}}',
+]
+"""Calls written as JSON that the text tool-call parser cannot take (not valid JSON, a tool
+that is not attached, cut off): seen from the 0.5B as whole answers."""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("written", BROKEN_JSON_CALLS)
+@pytest.mark.parametrize("chunk", [1, 5, 500])
+async def test_a_call_written_as_json_is_never_the_answer(
+    path: Path, written: str, chunk: int
+) -> None:
+    model = ScriptedChatModel(
+        [_status(), f"{written}\nYour order A-1 shipped.", written], chunk_size=chunk
+    )
+    response, shown = await _run(_chain(model), "Where is A-1?", path)
+    assert response.text == shown
+    assert '"name"' not in shown and '"arguments"' not in shown and '"function"' not in shown
+    assert shown.endswith("Your order A-1 shipped.")
+    # nothing but such a call: asked once more, and the same again is no answer
+    model = ScriptedChatModel([_status(), *[written] * 3], chunk_size=chunk)
+    response, shown = await _run(_chain(model), "Where is A-1?", path)
+    assert response.text == shown == NO_ANSWER
+    assert model.requests[-1].messages[-1].text.endswith(REASK_INSTRUCTION)
+
+
+def test_json_in_a_sentence_of_prose_and_data_with_a_name_are_kept() -> None:
+    for text in (
+        'Send {"name": "Ada"} as the body. It works.',
+        '{"name": "Ada Lovelace", "email": "a***@e***.com"}',
+    ):
+        assert AnswerCleaner().clean(text) == text
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("path", PATHS)
 async def test_an_answer_that_is_only_an_echo_is_asked_again(path: Path) -> None:
@@ -220,6 +261,7 @@ _PIECES = st.sampled_from(
         "word " * 30 + "end.",
         "x" * (ANSWER_HOLD_LIMIT - 3) + ".",
         "y" * (ANSWER_HOLD_LIMIT + 20) + ".",
+        *BROKEN_JSON_CALLS,
     ]
 )
 
@@ -237,6 +279,7 @@ def test_the_cleaned_text_is_the_same_over_every_chunking(text: str, cuts: list[
     streamed = "".join(cleaner.feed(p) for p in pieces) + cleaner.finish()
     assert streamed == whole
     assert "returned:" not in whole and "has been cancelled" not in whole
+    assert '"arguments"' not in whole
 
 
 def test_at_most_the_sentence_being_written_is_held_back() -> None:
