@@ -12,6 +12,13 @@ conversation started, one turn (an update), closed; the floor's a workflow run t
 result. Another row measures a turn (an update) of one running conversation, whose
 transcript grows by six messages a turn. Medians over `--rounds` blocks of `--turns` turns.
 
+The peers, when installed, in the same run: PydanticAI (pydantic-ai-slim, its
+`TemporalDurability` capability and `PydanticAIPlugin`) and the OpenAI Agents SDK
+(`temporalio-openai-agents`, which wants openai-agents 0.22.x, and its `OpenAIAgentsPlugin`),
+each with a scripted model giving the same three rounds and the same `lookup` tool, a
+workflow per turn run to its result like the floor; a missing one prints "not installed".
+Each durable row also counts the activities one turn's workflow history scheduled.
+
     python -m benchmarks.durable [--turns 20] [--rounds 3] [--concurrency 1,10,50]
 """
 
