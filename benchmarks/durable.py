@@ -12,6 +12,13 @@ conversation started, one turn (an update), closed; the floor's a workflow run t
 result. Another row measures a turn (an update) of one running conversation, whose
 transcript grows by six messages a turn. Medians over `--rounds` blocks of `--turns` turns.
 
+The peers, when installed, in the same run: PydanticAI (pydantic-ai-slim, its
+`TemporalDurability` capability and `PydanticAIPlugin`) and the OpenAI Agents SDK
+(`temporalio-openai-agents`, which wants openai-agents 0.22.x, and its `OpenAIAgentsPlugin`),
+each with a scripted model giving the same three rounds and the same `lookup` tool, a
+workflow per turn run to its result like the floor; a missing one prints "not installed".
+Each durable row also counts the activities one turn's workflow history scheduled.
+
     python -m benchmarks.durable [--turns 20] [--rounds 3] [--concurrency 1,10,50]
 """
 
@@ -64,6 +71,8 @@ def bench_chain() -> Chain:
 class Measured:
     cpu_ms: float
     wall_ms: float
+    activities: list[str] | None = None
+    """The activities one turn's workflow history scheduled, in order (durable rows)."""
 
 
 async def measure(turn: Callable[[], Awaitable[Any]], turns: int, rounds: int) -> Measured:
@@ -77,6 +86,15 @@ async def measure(turn: Callable[[], Awaitable[Any]], turns: int, rounds: int) -
         cpus.append((time.process_time() - cpu) * 1000 / turns)
         walls.append((time.perf_counter() - wall) * 1000 / turns)
     return Measured(statistics.median(cpus), statistics.median(walls))
+
+
+async def scheduled(client: Any, workflow_id: str) -> list[str]:
+    """The names of the activities a workflow's history scheduled, in order."""
+    names = []
+    async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            names.append(event.activity_task_scheduled_event_attributes.activity_type.name)
+    return names
 
 
 async def throughput(turn: Callable[[], Awaitable[Any]], n: int) -> float:
@@ -122,6 +140,214 @@ class FloorTurn:
         return answer
 
 
+# -- the peers: PydanticAI and the OpenAI Agents SDK on Temporal (optional) -------------------
+
+ANSWER = "A1 and B2 cost 3 each."
+
+
+@dataclass
+class Peer:
+    """A peer framework's turn as a Temporal workflow: what its worker and client need."""
+
+    workflow: type[Any]
+    activities: list[Any]
+    client_plugins: list[Any]
+    worker_plugins: list[Any]
+
+
+PEER_TURNS: dict[str, Callable[[str], Awaitable[str]]] = {}
+"""A peer's turn, by its workflow's name: set when the peer is built (Temporal wants workflow
+classes at module level, the peers' imports are optional)."""
+
+
+@workflow.defn(name="pai.Turn", sandboxed=False)
+class PydanticAITurn:
+    """PydanticAI's turn: `agent.run` in workflow code."""
+
+    @workflow.run
+    async def run(self, prompt: str) -> str:
+        return await PEER_TURNS["pai.Turn"](prompt)
+
+
+@workflow.defn(name="oa.Turn", sandboxed=False)
+class OpenAIAgentsTurn:
+    """The OpenAI Agents SDK's turn: `Runner.run` in workflow code."""
+
+    @workflow.run
+    async def run(self, prompt: str) -> str:
+        return await PEER_TURNS["oa.Turn"](prompt)
+
+
+def pydantic_ai_on_temporal() -> Peer | None:
+    """PydanticAI's `Agent` with its `TemporalDurability` capability (the current form of
+    `TemporalAgent`, which 2.68 deprecates), a `FunctionModel` giving the same three rounds
+    and the same `lookup` tool, run by a workflow per turn; `None` when pydantic-ai-slim is
+    not installed. Each model request and each tool call is an activity."""
+    try:
+        from pydantic_ai import Agent
+        from pydantic_ai.durable_exec.temporal import (
+            AgentPlugin,
+            PydanticAIPlugin,
+            TemporalDurability,
+        )
+        from pydantic_ai.messages import (
+            ModelMessage,
+            ModelRequest,
+            ModelResponse,
+            TextPart,
+            ToolCallPart,
+            ToolReturnPart,
+            UserPromptPart,
+        )
+        from pydantic_ai.models.function import AgentInfo, FunctionModel
+    except ImportError:
+        return None
+
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        asked = max(
+            i
+            for i, m in enumerate(messages)
+            if isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts)
+        )
+        done = sum(
+            isinstance(p, ToolReturnPart)
+            for m in messages[asked:]
+            if isinstance(m, ModelRequest)
+            for p in m.parts
+        )
+        if done < 2:
+            sku = ("A1", "B2")[done]
+            return ModelResponse(parts=[ToolCallPart("lookup", {"sku": sku}, f"c{done}")])
+        return ModelResponse(parts=[TextPart(ANSWER)])
+
+    async def lookup(sku: str) -> str:
+        """Price of a sku."""
+        return f"{sku}: 3"
+
+    agent = Agent(
+        FunctionModel(script),
+        name="bench_pai",
+        tools=[lookup],
+        capabilities=[TemporalDurability()],
+    )
+
+    async def turn(prompt: str) -> str:
+        return str((await agent.run(prompt)).output)
+
+    PEER_TURNS["pai.Turn"] = turn
+    return Peer(PydanticAITurn, [], [PydanticAIPlugin()], [AgentPlugin(agent)])
+
+
+@activity.defn(name="oa.lookup")
+async def oa_lookup(sku: str) -> str:
+    """Price of a sku (the OpenAI Agents SDK's tool, an activity)."""
+    return f"{sku}: 3"
+
+
+def openai_agents_on_temporal() -> Peer | None:
+    """The OpenAI Agents SDK's `Agent` on Temporal (`temporalio-openai-agents`, the
+    `OpenAIAgentsPlugin`): a scripted `Model` on the worker giving the same three rounds,
+    `lookup` an activity made a tool (`activity_as_tool`; a plain `function_tool` would run
+    in workflow code), `Runner.run` in a workflow per turn; `None` when not installed. Each
+    model call is an activity (the plugin's `invoke_model_activity`), each tool call one."""
+    try:
+        import temporalio.openai_agents as temporal_agents  # type: ignore[import-not-found, unused-ignore]
+        from agents import (  # type: ignore[import-not-found, unused-ignore]
+            Agent,
+            Model,
+            ModelResponse,
+            Runner,
+            set_tracing_disabled,
+        )
+    except ImportError:
+        return None
+    set_tracing_disabled(True)  # no trace export to OpenAI from a benchmark
+
+    class Scripted(Model):  # type: ignore[misc, unused-ignore]
+        """The same three rounds, a function of the input (the model activity's argument)."""
+
+        async def get_response(self, system_instructions: Any, input: Any, *args: Any,
+                               **kwargs: Any) -> ModelResponse:  # fmt: skip
+            items = [input] if isinstance(input, str) else input
+            asked = max(i for i, item in enumerate(items) if _role(item) == "user")
+            done = sum(_type(item) == "function_call_output" for item in items[asked:])
+            if done < 2:
+                sku = ("A1", "B2")[done]
+                arguments = json.dumps({"sku": sku})
+                return temporal_agents.testing.ResponseBuilders.tool_call(
+                    arguments, "oa_lookup", call_id=f"c{done}"
+                )
+            return temporal_agents.testing.ResponseBuilders.output_message(ANSWER)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+    class Provider:
+        def get_model(self, model_name: str | None) -> Any:
+            return Scripted()
+
+    agent = Agent(
+        name="bench_oa",
+        instructions="Answer prices.",
+        tools=[
+            temporal_agents.workflow.activity_as_tool(
+                oa_lookup, start_to_close_timeout=timedelta(minutes=1)
+            )
+        ],
+    )
+
+    async def turn(prompt: str) -> str:
+        return str((await Runner.run(agent, prompt)).final_output)
+
+    PEER_TURNS["oa.Turn"] = turn
+    plugin = temporal_agents.OpenAIAgentsPlugin(model_provider=Provider())
+    return Peer(OpenAIAgentsTurn, [oa_lookup], [plugin], [])
+
+
+def _role(item: Any) -> Any:
+    return item.get("role") if isinstance(item, dict) else getattr(item, "role", None)
+
+
+def _type(item: Any) -> Any:
+    return item.get("type") if isinstance(item, dict) else getattr(item, "type", None)
+
+
+PEERS: dict[str, Callable[[], Peer | None]] = {
+    "Temporal, PydanticAI": pydantic_ai_on_temporal,
+    "Temporal, OpenAI Agents SDK": openai_agents_on_temporal,
+}
+
+
+async def measure_peer(
+    target: str, name: str, peer: Peer, turns: int, rounds: int, concurrency: list[int]
+) -> dict[str, Any]:
+    """A peer's turn, a workflow run to its result, on its own client (its plugins set the
+    data converter) and worker, on the same dev server: its row and its turns/s."""
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    client = await Client.connect(target, plugins=peer.client_plugins)
+    queue = f"bench-{peer.workflow.__name__}"
+    async with Worker(
+        client, task_queue=queue, workflows=[peer.workflow], activities=peer.activities,
+        plugins=peer.worker_plugins,
+    ):  # fmt: skip
+        last = [""]
+
+        async def turn() -> Any:
+            last[0] = f"peer-{uuid.uuid4().hex}"
+            answer = await client.execute_workflow(
+                peer.workflow.run, "prices of A1 and B2?", id=last[0], task_queue=queue
+            )
+            assert answer == ANSWER, (name, answer)
+            return answer
+
+        measured = await measure(turn, turns, rounds)
+        measured.activities = await scheduled(client, last[0])
+        rates = {n: await throughput(turn, n) for n in concurrency}
+        return {name: measured, f"{name}: turns/s": rates}
+
+
 async def run(turns: int, rounds: int, concurrency: list[int]) -> dict[str, Any]:
     from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import Worker
@@ -143,10 +369,12 @@ async def run(turns: int, rounds: int, concurrency: list[int]) -> dict[str, Any]
     try:
         client = env.client
         async with create_worker(client, "bench-advisorchain", bench_chain):
+            last = [""]
 
             async def durable() -> Any:
+                last[0] = f"bench-{uuid.uuid4().hex}"
                 conversation = TemporalConversation(
-                    client, f"bench-{uuid.uuid4().hex}", task_queue="bench-advisorchain"
+                    client, last[0], task_queue="bench-advisorchain"
                 )
                 await conversation.start()
                 response = await conversation.call("prices of A1 and B2?")
@@ -154,6 +382,7 @@ async def run(turns: int, rounds: int, concurrency: list[int]) -> dict[str, Any]
                 return response
 
             results["Temporal, advisorchain"] = await measure(durable, turns, rounds)
+            results["Temporal, advisorchain"].activities = await scheduled(client, last[0])
             running = TemporalConversation(
                 client, f"bench-{uuid.uuid4().hex}", task_queue="bench-advisorchain"
             )
@@ -178,34 +407,56 @@ async def run(turns: int, rounds: int, concurrency: list[int]) -> dict[str, Any]
         ):
 
             async def floor() -> Any:
+                last[0] = f"floor-{uuid.uuid4().hex}"
                 return await client.execute_workflow(
-                    "floor.Turn", "prices?", id=f"floor-{uuid.uuid4().hex}",
-                    task_queue="bench-floor", result_type=str,
+                    "floor.Turn", "prices?", id=last[0], task_queue="bench-floor",
+                    result_type=str,
                 )  # fmt: skip
 
             results["Temporal, hand-written floor"] = await measure(floor, turns, rounds)
+            results["Temporal, hand-written floor"].activities = await scheduled(client, last[0])
             results["Temporal, hand-written floor: turns/s"] = {
                 n: await throughput(floor, n) for n in concurrency
             }
+        target = client.service_client.config.target_host
+        for name, build in PEERS.items():
+            peer = build()
+            if peer is None:
+                results[name] = "not installed"
+                continue
+            results.update(await measure_peer(target, name, peer, turns, rounds, concurrency))
     finally:
         await env.shutdown()
     return results
 
 
 def table(results: dict[str, Any]) -> str:
-    """The results as a markdown table."""
+    """The results as markdown tables, then the activities one turn of each runner ran."""
     floor = results["Temporal, hand-written floor"]
-    lines = ["| runner | CPU ms / turn | wall ms / turn | CPU vs floor |", "|---|---|---|---|"]
+    lines = [
+        "| runner | CPU ms / turn | wall ms / turn | CPU vs floor | activities / turn |",
+        "|---|---|---|---|---|",
+    ]
     for name, value in results.items():
         if isinstance(value, Measured):
             ratio = value.cpu_ms / floor.cpu_ms
-            lines.append(f"| {name} | {value.cpu_ms:.2f} | {value.wall_ms:.2f} | {ratio:.2f}x |")
-    lines += ["", "| runner | " + " | ".join(
-        f"{n} at once" for n in results["Temporal, advisorchain: turns/s"]) + " |"]  # fmt: skip
-    lines.append("|---|" + "---|" * len(results["Temporal, advisorchain: turns/s"]))
-    for name in ("Temporal, advisorchain: turns/s", "Temporal, hand-written floor: turns/s"):
+            count = "" if value.activities is None else str(len(value.activities))
+            lines.append(
+                f"| {name} | {value.cpu_ms:.2f} | {value.wall_ms:.2f} | {ratio:.2f}x | {count} |"
+            )
+        elif value == "not installed":
+            lines.append(f"| {name} | not installed | | | |")
+    rated = [name for name in results if name.endswith(": turns/s")]
+    counts = list(results[rated[0]])
+    lines += ["", "| runner (turns/s) | " + " | ".join(f"{n} at once" for n in counts) + " |"]
+    lines.append("|---|" + "---|" * len(counts))
+    for name in rated:
         rates = " | ".join(f"{rate:.1f}" for rate in results[name].values())
-        lines.append(f"| {name.removesuffix(': turns/s')} (turns/s) | {rates} |")
+        lines.append(f"| {name.removesuffix(': turns/s')} | {rates} |")
+    lines.append("")
+    for name, value in results.items():
+        if isinstance(value, Measured) and value.activities is not None:
+            lines.append(f"- {name}: {', '.join(value.activities)}")
     return "\n".join(lines)
 
 

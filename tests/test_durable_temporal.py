@@ -407,3 +407,25 @@ async def test_the_benchmark_turn_takes_three_rounds(monkeypatch: pytest.MonkeyP
         }
     )
     assert "| in process | 1.00 | 2.00 | 0.25x |" in text
+
+
+async def test_the_benchmark_peers_turn_and_a_missing_one_is_a_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(ROOT)
+    from benchmarks.durable import ANSWER, PEER_TURNS, Measured, pydantic_ai_on_temporal, table
+
+    pytest.importorskip("pydantic_ai.durable_exec.temporal")
+    assert pydantic_ai_on_temporal() is not None
+    # outside a workflow the durability capability is transparent: the scripted rounds alone
+    assert await PEER_TURNS["pai.Turn"]("prices?") == ANSWER
+    rates = {1: 2.0}
+    text = table(
+        {
+            "Temporal, hand-written floor": Measured(4.0, 8.0, ["m", "t", "m", "t", "m"]),
+            "Temporal, OpenAI Agents SDK": "not installed",
+            "Temporal, hand-written floor: turns/s": rates,
+        }
+    )
+    assert "| Temporal, hand-written floor | 4.00 | 8.00 | 1.00x | 5 |" in text
+    assert "| Temporal, OpenAI Agents SDK | not installed | | | |" in text
