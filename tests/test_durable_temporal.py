@@ -415,10 +415,6 @@ async def test_the_benchmark_peers_turn_and_a_missing_one_is_a_row(
     monkeypatch.syspath_prepend(ROOT)
     from benchmarks.durable import ANSWER, PEER_TURNS, Measured, pydantic_ai_on_temporal, table
 
-    pytest.importorskip("pydantic_ai.durable_exec.temporal")
-    assert pydantic_ai_on_temporal() is not None
-    # outside a workflow the durability capability is transparent: the scripted rounds alone
-    assert await PEER_TURNS["pai.Turn"]("prices?") == ANSWER
     rates = {1: 2.0}
     text = table(
         {
@@ -429,3 +425,7 @@ async def test_the_benchmark_peers_turn_and_a_missing_one_is_a_row(
     )
     assert "| Temporal, hand-written floor | 4.00 | 8.00 | 1.00x | 5 |" in text
     assert "| Temporal, OpenAI Agents SDK | not installed | | | |" in text
+    pytest.importorskip("pydantic_ai.durable_exec.temporal")  # the `bench` extra
+    assert pydantic_ai_on_temporal() is not None
+    # outside a workflow the durability capability is transparent: the scripted rounds alone
+    assert await PEER_TURNS["pai.Turn"]("prices?") == ANSWER
