@@ -38,8 +38,9 @@ __all__ = ["temporal_address"]
 
 pytestmark = pytest.mark.anyio
 PATHS = pytest.mark.parametrize("path", ["call", "stream"])
-VARIANTS = pytest.mark.parametrize("variant", ["plain"])
-"""`plain`: `MemoryAdvisor(store)`."""
+VARIANTS = pytest.mark.parametrize("variant", ["plain", "window", "continued"])
+"""`plain`: `MemoryAdvisor(store)`; `window`: with `max_messages=2`; `continued`: the
+store holds the conversation's beginning before the first durable turn."""
 
 FIRST = "price of A1?"
 SECOND = "what did I ask?"
