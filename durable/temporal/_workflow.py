@@ -22,6 +22,7 @@ from ...core.response import ChatResponse
 from ..steps import (
     STEP_MODEL_CALL,
     STEP_MODEL_STREAM,
+    DurableMemoryStore,
     P,
     StepPayload,
     decision_from_json,
@@ -166,7 +167,9 @@ class ConversationWorkflow:
     `durable_chain`) runs here; its model and tool calls are activities. Events go to the
     workflow's stream (topic `events`); the model activity publishes deltas live (topic
     `live`). Deferred calls wait here; with `decision_timeout`, a durable timer rejects
-    them when it fires. After `turns_per_run` turns the run continues as new."""
+    them when it fires. After `turns_per_run` turns the run continues as new. A chain with
+    a `MemoryAdvisor` gets only each turn's new messages: its history comes from the
+    worker's store through the step `advisorchain.memory.load`."""
 
     @workflow.init
     def __init__(self, start: ConversationInput) -> None:
@@ -183,6 +186,7 @@ class ConversationWorkflow:
         self.run_turns = 0
         self.lock = asyncio.Lock()
         self._chain: Chain | None = None
+        self._memory = False
 
     def _registered(self) -> tuple[ChainFactory, DurableOptions]:
         found = _CHAINS.get(self.chain_name)
@@ -201,6 +205,10 @@ class ConversationWorkflow:
             factory, options = self._registered()
             self._chain = durable_chain(
                 factory(), TemporalStepRunner(options), run_id=workflow.info().workflow_id
+            )
+            self._memory = any(
+                isinstance(getattr(a, "store", None), DurableMemoryStore)
+                for a in self._chain.advisors
             )
         return self._chain
 
@@ -252,7 +260,7 @@ class ConversationWorkflow:
         self._admit(request.turn_id)
         new = messages_from_json(request.messages)
         async with self.lock:
-            return await self._run(request.stream, (*self.messages, *new), None)
+            return await self._run(request.stream, new, None)
 
     @turn.validator
     def _check_turn(self, request: TurnInput) -> None:
@@ -284,7 +292,7 @@ class ConversationWorkflow:
         self._admit(request.turn_id)
         decisions = {k: decision_from_json(v) for k, v in request.decisions.items()}
         async with self.lock:
-            return await self._run(request.stream, self.messages, decisions)
+            return await self._run(request.stream, (), decisions)
 
     @decide.validator
     def _check_decide(self, request: DecideInput) -> None:
@@ -340,10 +348,15 @@ class ConversationWorkflow:
         self.started_turns += 1
 
     async def _run(
-        self, stream: bool, messages: tuple[Message, ...], decisions: Mapping[str, Any] | None
+        self, stream: bool, new: tuple[Message, ...], decisions: Mapping[str, Any] | None
     ) -> TurnOutput:
         chain = self.chain()
         conversation_id = workflow.info().workflow_id
+        transcript = (*self.messages, *new)
+        # A chain with a MemoryAdvisor reads its history from the worker's store (the step
+        # advisorchain.memory.load), as in process: it gets only the new messages, or the
+        # transcript would come twice (with max_messages, or a store that holds more).
+        messages = new if self._memory else transcript
         turn = self.turns + 1
         try:
             if stream:
@@ -367,7 +380,7 @@ class ConversationWorkflow:
             ) from exc
         self.turns = turn
         self.run_turns += 1
-        self.messages = (*messages, *response.messages)
+        self.messages = (*transcript, *response.messages)
         self.fingerprints = deferred_fingerprints(response)
         timeout = self._options().decision_timeout
         self.deadline = (
@@ -395,7 +408,7 @@ class ConversationWorkflow:
             }
             self.applied.append(f"expired-{uuid.UUID(int=len(self.applied))}")
             self.started_turns += 1
-            await self._run(False, self.messages, decisions)
+            await self._run(False, (), decisions)
 
 
 __all__ = [
