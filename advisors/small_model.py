@@ -315,9 +315,12 @@ class SmallModelAdvisor(Advisor):
         response = await self._call(adapted, next)
         if not self.clean_answers:
             return response
-        text = _answer_cleaner(request).clean(response.text)
+        cleaner = _answer_cleaner(request)
+        text = cleaner.clean(response.text)
         if text.strip() or not response.text.strip() or response.tool_calls:
             return _with_text(response, text)
+        if cleaner.results:  # only echoed results: they answer, in the tools' own words
+            return _with_text(response, "\n".join(cleaner.results))
         again = await next(_reask(adapted))
         text = _answer_cleaner(request).clean(again.text)
         answer = _with_text(again, text if text.strip() else NO_ANSWER)
@@ -397,10 +400,15 @@ class SmallModelAdvisor(Advisor):
                     if rest:
                         yield TextDelta(rest)
                     response = event.response
-                    text = _answer_cleaner(request).clean(response.text)
+                    whole = _answer_cleaner(request)
+                    text = whole.clean(response.text)
                     only_echo[0] = (
                         bool(response.text.strip()) and not text.strip() and not response.tool_calls
                     )
+                    if only_echo[0] and whole.results:
+                        text = "\n".join(whole.results)
+                        only_echo[0] = False
+                        yield TextDelta(text)
                     yield ResponseCompleted(_with_text(response, text))
                 elif isinstance(event, AnswerDiscarded):
                     cleaner = _answer_cleaner(request)
@@ -587,6 +595,8 @@ class AnswerCleaner:
         self._after_call = False
         self._pending: str | None = None
         self._started = False
+        self._echo_line: list[str] | None = None
+        self.results: list[str] = []
         self.echoed = False
         self.claimed = False
 
@@ -612,6 +622,8 @@ class AnswerCleaner:
         segment, self._buffer = self._buffer, ""
         judged = self._judge(segment) if segment else ""
         held, self._pending = self._pending or "", None
+        self._dropping = False
+        self._capture("")
         return judged + held
 
     def clean(self, text: str) -> str:
@@ -634,6 +646,7 @@ class AnswerCleaner:
                 return ""  # the fence or tag that closed a dropped call
         if self._dropping:
             self._dropping = not self._line_start
+            self._capture(segment)
             return ""
         if at_line_start and self._line_start and _WRAPPER_LINE.fullmatch(segment.strip()):
             if self._pending is None:
@@ -656,6 +669,8 @@ class AnswerCleaner:
         if self._sentence_start and self._is_echo(segment):
             self.echoed = True
             self._dropping = not self._line_start
+            self._echo_line = []
+            self._capture(segment)
             return ""
         if _claims(segment) and (self._backed is None or not self._backed(segment)):
             first = not self.claimed
@@ -663,6 +678,19 @@ class AnswerCleaner:
             trailing = segment[len(segment.rstrip()) :]
             return f"{NOTHING_DONE}{trailing or ' '}" if first else ""
         return segment
+
+    def _capture(self, segment: str) -> None:
+        """Collect an echoed line; once it ends, keep what a results line says (`results`)."""
+        if self._echo_line is None:
+            return
+        self._echo_line.append(segment)
+        if self._dropping:
+            return
+        line = "".join(self._echo_line).strip()
+        self._echo_line = None
+        said = _echoed_result(line.lstrip(_LINE_LEAD))
+        if said and len(self.results) < MAX_ECHOED_RESULTS:
+            self.results.append(said)
 
     def _is_echo(self, segment: str) -> bool:
         text = segment.lstrip(_LINE_LEAD)
@@ -673,6 +701,21 @@ class AnswerCleaner:
         if _CALL_LINE.match(text):
             return True
         return self._names is not None and self._names.match(text) is not None
+
+
+MAX_ECHOED_RESULTS = 8
+"""At most this many echoed results lines answer an answer that was nothing else."""
+
+
+def _echoed_result(line: str) -> str:
+    """What an echoed results line says, for the customer: the result of
+    `name(args) returned: result` or `name(args) DONE, ...: result`, `Not done: reason` for
+    `name(args) FAILED, NOT DONE: reason`; "" for any other line."""
+    for marker, lead in ((f" {NOT_DONE}: ", "Not done: "), (f" {DONE}: ", ""), (" returned: ", "")):
+        head, found, said = line.partition(marker)
+        if found and "(" in head and head.rstrip().endswith(")"):
+            return f"{lead}{said.strip()}" if said.strip() else ""
+    return ""
 
 
 def _depth_after(depth: int, text: str) -> int:

@@ -161,8 +161,29 @@ def test_json_in_a_sentence_of_prose_and_data_with_a_name_are_kept() -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("chunk", [1, 4, 500])
+async def test_an_answer_that_is_only_echoed_results_answers_with_them(
+    path: Path, chunk: int
+) -> None:
+    """Seen on the 0.5B: "Which orders do I have?" answered by echoing the look-up's
+    results line; dropping it and asking again made it answer "You have no orders". What
+    the results say is the answer, in the tools' own words, without asking again."""
+    failed = '- cancel_order(order_id="A-2") FAILED, NOT DONE: order A-2 is shipped\n'
+    model = ScriptedChatModel(
+        [_status(), f"{RESULTS_HEADING}\n{ECHO}{failed}{ANSWER_INSTRUCTION}"], chunk_size=chunk
+    )
+    response, shown = await _run(_chain(model), "Where is A-1?", path)
+    assert response.text == shown
+    assert shown == "Order A-1 shipped with DHL.\nNot done: order A-2 is shipped"
+    assert len(model.requests) == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", PATHS)
 async def test_an_answer_that_is_only_an_echo_is_asked_again(path: Path) -> None:
-    model = ScriptedChatModel([_status(), ECHO, "It shipped with DHL."])
+    """An echo that holds no result (the heading, an instruction, a bare call)."""
+    echo = f'{RESULTS_HEADING}\nget_order_status(order_id="A-1")\n{ANSWER_INSTRUCTION}'
+    model = ScriptedChatModel([_status(), echo, "It shipped with DHL."])
     response, shown = await _run(_chain(model), "Where is A-1?", path)
     assert response.text == shown == "It shipped with DHL."
     again = model.requests[2]
@@ -174,7 +195,8 @@ async def test_an_answer_that_is_only_an_echo_is_asked_again(path: Path) -> None
 @pytest.mark.anyio
 @pytest.mark.parametrize("path", PATHS)
 async def test_an_echo_asked_again_that_echoes_again_is_no_answer(path: Path) -> None:
-    model = ScriptedChatModel([_status(), ECHO, ECHO])
+    echo = f"{RESULTS_HEADING}\n{ANSWER_INSTRUCTION}"
+    model = ScriptedChatModel([_status(), echo, echo])
     response, shown = await _run(_chain(model), "Where is A-1?", path)
     assert response.text == shown == NO_ANSWER
 
