@@ -253,7 +253,7 @@ class SmallModelAdvisor(Advisor):
             calls = [(c.name, c.arguments) for c in m.tool_calls]
             repeated = any(call in made for call in calls)
             made.update(calls)
-            if first and looked and {(c.name, c.arguments) for c in m.tool_calls} == looked:
+            if first and looked and set(calls) == looked:
                 first = False
                 continue
             first = False
@@ -315,12 +315,9 @@ class SmallModelAdvisor(Advisor):
         response = await self._call(adapted, next)
         if not self.clean_answers:
             return response
-        cleaner = _answer_cleaner(request)
-        text = cleaner.clean(response.text)
-        if text.strip() or not response.text.strip() or response.tool_calls:
+        text, kind = _answer_text(request, response)
+        if kind != "reask":
             return _with_text(response, text)
-        if cleaner.results:  # only echoed results: they answer, in the tools' own words
-            return _with_text(response, "\n".join(cleaner.results))
         again = await next(_reask(adapted))
         text = _answer_cleaner(request).clean(again.text)
         answer = _with_text(again, text if text.strip() else NO_ANSWER)
@@ -400,14 +397,9 @@ class SmallModelAdvisor(Advisor):
                     if rest:
                         yield TextDelta(rest)
                     response = event.response
-                    whole = _answer_cleaner(request)
-                    text = whole.clean(response.text)
-                    only_echo[0] = (
-                        bool(response.text.strip()) and not text.strip() and not response.tool_calls
-                    )
-                    if only_echo[0] and whole.results:
-                        text = "\n".join(whole.results)
-                        only_echo[0] = False
+                    text, kind = _answer_text(request, response)
+                    only_echo[0] = kind == "reask"
+                    if kind == "results":  # nothing was shown: the results answer
                         yield TextDelta(text)
                     yield ResponseCompleted(_with_text(response, text))
                 elif isinstance(event, AnswerDiscarded):
@@ -773,6 +765,22 @@ def _answer_cleaner(request: ChatRequest) -> AnswerCleaner:
         c.name for m in request.messages if isinstance(m, AssistantMessage) for c in m.tool_calls
     )
     return AnswerCleaner(names, claim_backer(request))
+
+
+def _answer_text(
+    request: ChatRequest, response: ChatResponse
+) -> tuple[str, Literal["answer", "results", "reask"]]:
+    """The text of `response` for the user, and where it came from: `answer` (its text
+    cleaned, or a response with tool calls or no text at all), `results` (its text was
+    nothing but echoed results lines: what they say) or `reask` (nothing but an echo that
+    holds no result: the model is asked again)."""
+    cleaner = _answer_cleaner(request)
+    text = cleaner.clean(response.text)
+    if text.strip() or not response.text.strip() or response.tool_calls:
+        return text, "answer"
+    if cleaner.results:  # only echoed results: they answer, in the tools' own words
+        return "\n".join(cleaner.results), "results"
+    return text, "reask"
 
 
 def _with_text(response: ChatResponse, text: str) -> ChatResponse:
