@@ -17,7 +17,7 @@ from ...core.errors import AdvisorChainError
 
 T = TypeVar("T")
 
-DAMAGED = (ValueError, TypeError, LookupError, AttributeError, RecursionError, OverflowError)
+_DAMAGED = (ValueError, TypeError, LookupError, AttributeError, RecursionError, OverflowError)
 """What reading a damaged row raises (`JSONDecodeError`, `ValidationError` and
 `UnicodeDecodeError` are `ValueError`s, `KeyError` a `LookupError`)."""
 
@@ -50,7 +50,7 @@ class WorkerRunner:
             return await self.run(fn)
         except AdvisorChainError:
             raise
-        except DAMAGED as exc:
+        except _DAMAGED as exc:
             failure = error(
                 f"{store} cannot read or write a record ({type(exc).__name__}): "
                 "a stored row is damaged or a value is not JSON"
@@ -69,4 +69,4 @@ class WorkerRunner:
         return fn(*args)
 
 
-__all__ = ["DAMAGED", "WorkerRunner"]
+__all__ = ["WorkerRunner"]
