@@ -143,7 +143,7 @@ class SmallModelAdvisor(Advisor):
       default). When the turn starts (and `search_first` made no call), the calls it gives
       (to attached tools only) are the turn's first step, made without asking the model,
       and that round is not counted. The demo looks up every order id a question names
-      (`demo.chain.named_orders`): shown earlier turns, a 0.5B model answers a later
+      (`demo.lookups.named_orders`): shown earlier turns, a 0.5B model answers a later
       question about another order from them instead of calling a tool.
     - **Only an answer reaches the user** (`clean_answers`, on by default; see
       `AnswerCleaner`). A sentence of the model's text that starts as the results
@@ -211,7 +211,7 @@ class SmallModelAdvisor(Advisor):
         """The request the model should see instead of `request`."""
         if self.rounds(request) >= self.max_rounds and request.options.tool_choice != "none":
             request = request.with_options(tool_choice="none")
-        messages = request.messages
+        messages = _without_calls(request.messages, self.failed_lookups(request))
         if self.results_as_text:
             start = request.last_user_index + 1 if self.history == "native" else 0
             approved = frozenset(t.name for t in request.tools if t.requires_approval)
@@ -291,6 +291,23 @@ class SmallModelAdvisor(Advisor):
             return set()
         at_start = request.with_messages(request.messages[: request.last_user_index + 1])
         return {(c.name, c.arguments) for c in self._look_first_calls(at_start)}
+
+    def failed_lookups(self, request: ChatRequest) -> frozenset[str]:
+        """The ids of the turn's look-first calls that failed, when another of them
+        succeeded: they are not shown to the model. It never asked for them, and a small
+        model that reads a failure answers that nothing could be done. When every
+        look-up failed (an order that is not the customer's), the failures are shown."""
+        looked = self._looked_first(request)
+        if not looked:
+            return frozenset()
+        turn = request.messages[request.last_user_index + 1 :]
+        first = next((m for m in turn if isinstance(m, AssistantMessage) and m.tool_calls), None)
+        if first is None or {(c.name, c.arguments) for c in first.tool_calls} != looked:
+            return frozenset()
+        ids = {c.id for c in first.tool_calls}
+        results = [m for m in turn if isinstance(m, ToolMessage) and m.tool_call_id in ids]
+        failed = frozenset(m.tool_call_id for m in results if m.is_error)
+        return failed if any(not m.is_error for m in results) else frozenset()
 
     def first_search(self, request: ChatRequest) -> ChatResponse | None:
         """With `search_first`: the turn's first step, a search with the user's words."""
@@ -521,6 +538,24 @@ def format_call(call: ToolCall) -> str:
         return f"{call.name}({call.arguments})"
     shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
     return f"{call.name}({shown})"
+
+
+def _without_calls(messages: tuple[Message, ...], ids: frozenset[str]) -> tuple[Message, ...]:
+    """`messages` without the tool calls `ids`, their results, and an assistant message
+    left with nothing."""
+    if not ids:
+        return messages
+    kept: list[Message] = []
+    for m in messages:
+        if isinstance(m, ToolMessage) and m.tool_call_id in ids:
+            continue
+        if isinstance(m, AssistantMessage) and any(c.id in ids for c in m.tool_calls):
+            calls = tuple(c for c in m.tool_calls if c.id not in ids)
+            if not calls and not m.content:
+                continue
+            m = m.model_copy(update={"tool_calls": calls})
+        kept.append(m)
+    return tuple(kept)
 
 
 def _with_prefix(messages: tuple[Message, ...], prefix: str) -> tuple[Message, ...]:

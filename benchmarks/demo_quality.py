@@ -178,11 +178,14 @@ def make_chain(variant: Variant, model: ChatModel, service: Any, approval: str) 
             catalog=business_catalog(),
             options=options,
         )
+    tools = _module(variant, "demo.tools").OrderTools(service)
+    # Today's catalog checks that an order id is the customer's, as the demo builds it.
+    checks = (tools.check_order,) if hasattr(tools, "check_order") else ()
     chain: Chain = _module(variant, "demo.chain").build_chain(
         model,
-        tools=_module(variant, "demo.tools").OrderTools(service),
+        tools=tools,
         approver=approver,
-        catalog=_module(variant, "demo.catalog").business_catalog(),
+        catalog=_module(variant, "demo.catalog").business_catalog(*checks),
         max_rounds=1,
         small_model=True,
         options=_module(variant, "core.options").ChatOptions(temperature=0, max_tokens=MAX_TOKENS),

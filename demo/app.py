@@ -75,7 +75,7 @@ async def run_demo(
     # round per turn (see SmallModelAdvisor); larger models get the plain chain.
     small_model = getattr(model, "provider_name", None) == "llama.cpp"
     system = SystemMessage(content=SMALL_MODEL_SYSTEM_PROMPT if small_model else SYSTEM_PROMPT)
-    catalog = business_catalog()
+    catalog = business_catalog(tools.check_order)
     chain = build_chain(
         model,
         tools=tools,

@@ -12,8 +12,8 @@ copy: no tool that changes something runs without a person saying yes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
 
 from ..core.context import ToolContext
 from ..core.tools import Tool
@@ -151,8 +151,15 @@ def _schema(params: tuple[str, ...]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(params)}
 
 
-def _handler(name: str) -> Any:
+OrderCheck: TypeAlias = Callable[[str, Mapping[str, Any]], None]
+"""Raises unless an order id is the asking customer's (`OrderTools.check_order`)."""
+
+
+def _handler(name: str, check_order: OrderCheck | None) -> Any:
     def handle(arguments: Mapping[str, Any], context: ToolContext) -> str:
+        order_id = arguments.get("order_id")
+        if check_order is not None and order_id is not None:
+            check_order(str(order_id), context)
         answer = SAMPLE_ANSWERS.get(name)
         if answer is None:
             raise NotInDemoShop(f"{name} is not available in the demo shop; nothing was changed")
@@ -161,15 +168,17 @@ def _handler(name: str) -> Any:
     return handle
 
 
-def business_catalog() -> list[Tool]:
+def business_catalog(check_order: OrderCheck | None = None) -> list[Tool]:
     """The demo's further business tools (about 50), fresh `Tool` objects: the look-ups
-    `read_only`, every other one `requires_approval`."""
+    `read_only`, every other one `requires_approval`. With `check_order`, a tool given an
+    order id first checks it is the asking customer's (else it fails with what
+    `check_order` raised), as every order tool of a real shop would."""
     return [
         Tool(
             name,
             description,
             _schema(params),
-            _handler(name),
+            _handler(name, check_order),
             run_inline=True,
             read_only=name in READ_ONLY,
             requires_approval=name not in READ_ONLY,
@@ -178,4 +187,4 @@ def business_catalog() -> list[Tool]:
     ]
 
 
-__all__ = ["READ_ONLY", "SAMPLE_ANSWERS", "NotInDemoShop", "business_catalog"]
+__all__ = ["READ_ONLY", "SAMPLE_ANSWERS", "NotInDemoShop", "OrderCheck", "business_catalog"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
 
 from ..advisors import (
@@ -22,13 +21,13 @@ from ..core.advisor import Advisor
 from ..core.chain import Chain
 from ..core.context import ToolContext
 from ..core.invocation import ToolInvocation, ToolNext, ToolResult
-from ..core.messages import Message, ToolCall, ToolMessage, UserMessage
+from ..core.messages import Message, ToolMessage, UserMessage
 from ..core.model import ChatModel
 from ..core.options import ChatOptions
-from ..core.request import ChatRequest
 from ..core.scrub import safe_str, scrub_error_text
 from ..core.tools import Tool
 from .catalog import NotInDemoShop
+from .lookups import FirstLookUps, latest_question
 from .orders import CancellationRefused, OrderNotFound
 from .tools import OrderTools
 
@@ -86,14 +85,6 @@ class GivenIdsOnly(Advisor):
         return ToolResult(content=f"(No order id was given; the matching orders.) {found}")
 
 
-def latest_question(messages: Sequence[Message]) -> str:
-    """The text of the latest user message."""
-    for message in reversed(messages):
-        if isinstance(message, UserMessage):
-            return message.text
-    return ""
-
-
 def _plain(text: str) -> str:
     return "".join(c for c in text.upper() if c.isalnum())
 
@@ -105,30 +96,6 @@ def _given(value: str, messages: Sequence[Message]) -> bool:
     return any(
         isinstance(m, (UserMessage, ToolMessage)) and wanted in _plain(m.text) for m in messages
     )
-
-
-ORDER_ID = re.compile(r"\b([A-Za-z]-\d{3,})\b")
-"""An order id as the shop writes them (`A-1001`)."""
-ASKS_FOR_A_CHANGE = re.compile(
-    r"\b(?:cancel|change|update|modify|edit|redeem|remove|delete|split|buy|return|refund|"
-    r"reset|replace|switch|move)\b",
-    re.IGNORECASE,
-)
-"""A request for an action, by its verb's base form: `cancel A-1002`, not `is A-1002
-cancelled?`."""
-
-
-def named_orders(request: ChatRequest) -> list[ToolCall]:
-    """The look-ups a question needs before the model answers: `get_order_status` for
-    each order id it names (at most three), unless it asks for a change (the model then
-    chooses the tools). A small model answers a later question of a conversation from the
-    earlier turns instead of calling a tool; an order's status must come from this turn.
-    Given to `SmallModelAdvisor(look_first=...)`."""
-    question = latest_question(request.messages)
-    if ASKS_FOR_A_CHANGE.search(question):
-        return []
-    ids = dict.fromkeys(m.upper() for m in ORDER_ID.findall(question))
-    return [ToolCall.from_arguments("get_order_status", {"order_id": i}) for i in list(ids)[:3]]
 
 
 EXPECTED_ERRORS = (OrderNotFound, CancellationRefused, NotInDemoShop, PermissionError)
@@ -167,11 +134,11 @@ def build_chain(
     exception's class (`tool_error_text`); a call with an order id nobody gave is not run
     (`GivenIdsOnly`). Log records go to the `advisorchain.demo` logger (`--log` shows them).
     `small_model` adds the `SmallModelAdvisor` (tool results shown as text, the Qwen system
-    prefix, the order ids a question names looked up before the model is asked:
-    `named_orders`), which a 0.5B model answers far more reliably; either way a turn has at most
-    `max_rounds` counted tool rounds before the model must answer (`LOOK_BEFORE_ACTING`
-    rounds are not counted). `approval_store` is where approvals go (the advisor's
-    default otherwise).
+    prefix, what a question names looked up before the model is asked:
+    `demo.lookups.FirstLookUps`), which a 0.5B model answers far more reliably; either way
+    a turn has at most `max_rounds` counted tool rounds before the model must answer
+    (`LOOK_BEFORE_ACTING` rounds are not counted). `approval_store` is where approvals go
+    (the advisor's default otherwise).
     """
     pinned = [t.name for t in (*tools.read_tools, *tools.cancellation_tools)]
     advisors: list[Advisor] = [
@@ -196,7 +163,7 @@ def build_chain(
             results_as_text=small_model,
             system_prefix=QWEN_SYSTEM_PREFIX if small_model else None,
             uncounted_tools=LOOK_BEFORE_ACTING,
-            look_first=named_orders if small_model else None,
+            look_first=FirstLookUps(tools, own=[*pinned, "search_tools"]) if small_model else None,
         ),
     ]
     return Chain(advisors, model=model, tools=[*tools.read_tools, *catalog], options=options)
@@ -206,13 +173,9 @@ __all__ = [
     "EXPECTED_ERRORS",
     "LOGGER_NAME",
     "LOOK_BEFORE_ACTING",
-    "ORDER_ID",
-    "ASKS_FOR_A_CHANGE",
     "SMALL_MODEL_SYSTEM_PROMPT",
     "SYSTEM_PROMPT",
     "GivenIdsOnly",
     "build_chain",
-    "latest_question",
-    "named_orders",
     "tool_error_text",
 ]

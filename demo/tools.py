@@ -7,15 +7,19 @@ the tools have no such parameters, and their results never mention either.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from ..core.context import ToolContext
 from ..core.tools import Tool, default_result_converter, tool, tools_from
-from .orders import OrderService
+from .orders import Order, OrderNotFound, OrderService
 
 OrderId = Annotated[str, Field(description="The order id, like A-1001")]
+ItemWords = Annotated[
+    str, Field(max_length=100, description="Words of an item's name, to list only its orders")
+]
 
 _EMAIL = re.compile(
     r"([A-Za-z0-9._%+-])[A-Za-z0-9._%+-]*@([A-Za-z0-9-])[A-Za-z0-9.-]*(\.[A-Za-z]{2,})"
@@ -31,7 +35,24 @@ def mask_emails(value: Any) -> str:
     return _EMAIL.sub(r"\1***@\2***\3", default_result_converter(value))
 
 
-def _who(context: ToolContext) -> tuple[str, str]:
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9-]+", text.lower()) if len(w) > 3}
+
+
+def _item_words(order: Order) -> set[str]:
+    return {w for item in order.items for w in _words(item)}
+
+
+def _listed(orders: list[Order]) -> str:
+    """`orders` described; several after how many there are and their ids (a small model
+    asked "which orders do I have?" counted two of three when shown only the descriptions)."""
+    described = " ".join(o.describe() for o in orders)
+    if len(orders) == 1:
+        return described
+    return f"{len(orders)} orders ({', '.join(o.id for o in orders)}). {described}"
+
+
+def _who(context: Mapping[str, Any]) -> tuple[str, str]:
     try:
         return str(context["tenant_id"]), str(context["user_id"])
     except KeyError:
@@ -75,14 +96,18 @@ class OrderTools:
         self,
         context: ToolContext,
         status: Literal["any", "processing", "shipped", "delivered", "cancelled"] = "any",
+        item: ItemWords = "",
     ) -> str:
-        """List all the customer's orders with their items, totals and status: for questions
+        """List the customer's orders with their items, totals and status: for questions
         about the customer's orders, or about an item, without an order id."""
         tenant, user = _who(context)
         orders = [o for o in self.service.orders(tenant, user) if status in ("any", o.status)]
+        if item.strip():
+            wanted = _words(item)
+            orders = [o for o in orders if wanted & _item_words(o)]
         if not orders:
             return "The customer has no such orders."
-        return " ".join(o.describe() for o in orders)
+        return _listed(orders)
 
     def orders_about(self, text: str, context: ToolContext) -> str:
         """The customer's orders whose items `text` names (every order if it names none),
@@ -90,16 +115,37 @@ class OrderTools:
         answers a look-up with an order id nobody gave (see `demo.chain.GivenIdsOnly`)."""
         tenant, user = _who(context)
         orders = self.service.orders(tenant, user)
-        words = {w for w in re.findall(r"[a-z0-9-]+", text.lower()) if len(w) > 3}
-        named = [
-            o
-            for o in orders
-            if words & {w for item in o.items for w in re.findall(r"[a-z0-9-]+", item.lower())}
-        ]
-        chosen = named or orders
+        words = _words(text)
+        chosen = [o for o in orders if words & _item_words(o)] or orders
         if not chosen:
             return "The customer has no orders."
-        return " ".join(o.describe() for o in chosen)
+        return _listed(chosen)
+
+    def named_items(self, text: str, context: Mapping[str, Any]) -> list[str]:
+        """The items of the customer's orders that `text` names (a word of four letters or
+        more in common), in order; none without a customer in `context`. Not a tool: the
+        demo's look-ups before the model is asked (see `demo.lookups`)."""
+        try:
+            tenant, user = _who(context)
+        except PermissionError:
+            return []
+        words = _words(text)
+        items = (i for o in self.service.orders(tenant, user) for i in o.items)
+        return list(dict.fromkeys(i for i in items if words & _words(i)))
+
+    def owns(self, order_id: str, context: Mapping[str, Any]) -> bool:
+        """Whether `order_id` is an order of the customer the tool context names."""
+        try:
+            self.check_order(order_id, context)
+        except (OrderNotFound, PermissionError):
+            return False
+        return True
+
+    def check_order(self, order_id: str, context: Mapping[str, Any]) -> None:
+        """Raise `OrderNotFound` unless `order_id` is the asking customer's order (the
+        catalog's order tools check with it: see `demo.catalog.business_catalog`)."""
+        tenant, user = _who(context)
+        self.service.order(tenant, user, order_id)
 
     @tool(run_inline=True, read_only=True, result_converter=mask_emails)
     def get_customer_contact(
@@ -132,4 +178,4 @@ class OrderTools:
         )
 
 
-__all__ = ["OrderId", "OrderTools", "mask_emails"]
+__all__ = ["ItemWords", "OrderId", "OrderTools", "mask_emails"]

@@ -43,7 +43,7 @@ class WebDemo:
             model,
             tools=tools,
             approver=DeferredApprover(),
-            catalog=business_catalog(),
+            catalog=business_catalog(tools.check_order),
             max_rounds=1 if small_model else 3,
             small_model=small_model,
             options=ChatOptions(temperature=0, max_tokens=options.max_tokens),

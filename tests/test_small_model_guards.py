@@ -39,7 +39,7 @@ from advisorchain.advisors.small_model import (
     SmallModelAdvisor,
 )
 from advisorchain.core.messages import Message
-from advisorchain.demo.chain import named_orders
+from advisorchain.demo.lookups import named_orders
 from advisorchain.providers import ScriptedChatModel
 
 Path = Literal["call", "stream"]
@@ -360,3 +360,83 @@ def test_named_orders_reads_ids_and_skips_changes() -> None:
     ]
     assert ask("Cancel A-1002") == []
     assert ask("Which orders do I have?") == []
+
+
+@tool(read_only=True)
+def get_invoice(order_id: str) -> str:
+    """The invoice of an order (fails: a look-up the model never asked for)."""
+    raise LookupError(f"no invoice for {order_id}")
+
+
+def _status_and_invoice(request: ChatRequest) -> list[ToolCall]:
+    ids = [c.arguments for c in named_orders(request)]
+    return [
+        *named_orders(request),
+        *(ToolCall(id=f"inv{i}", name="get_invoice", arguments=a) for i, a in enumerate(ids)),
+    ]
+
+
+def _invoice_chain(model: ScriptedChatModel, native: bool = False) -> Chain:
+    return Chain(
+        [
+            ToolCallingAdvisor(),
+            SmallModelAdvisor(
+                system_prefix=None, look_first=_status_and_invoice, results_as_text=not native
+            ),
+        ],
+        model=model,
+        tools=[get_order_status, get_invoice],
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("native", [False, True])
+async def test_a_failed_look_up_beside_one_that_worked_is_not_shown(
+    path: Path, native: bool
+) -> None:
+    """Read "FAILED, NOT DONE" for a look-up it never asked for, a small model answered
+    that nothing could be done; the transcript keeps the failed call all the same."""
+    model = ScriptedChatModel(["A-1001 shipped with DHL."])
+    response, _ = await _run(_invoice_chain(model, native), "Where is A-1001?", path)
+    (asked,) = model.requests
+    shown = "\n".join(m.text for m in asked.messages)
+    assert "Order A-1001 shipped with DHL." in shown
+    assert "invoice" not in shown
+    assert all(
+        "get_invoice" not in [c.name for c in m.tool_calls]
+        for m in asked.messages
+        if isinstance(m, AssistantMessage)
+    )
+    kept = [m for m in response.messages if isinstance(m, ToolMessage)]
+    assert [m.name for m in kept] == ["get_order_status", "get_invoice"]
+    assert kept[1].is_error
+
+
+@tool(read_only=True)
+def get_missing_status(order_id: str) -> str:
+    """Look up an order nobody has."""
+    raise LookupError(f"no order {order_id}")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", PATHS)
+async def test_look_ups_that_all_failed_are_shown(path: Path) -> None:
+    """Another customer's order: the failure is the answer, so the model reads it."""
+
+    def look(request: ChatRequest) -> list[ToolCall]:
+        return [
+            ToolCall.from_arguments("get_missing_status", {"order_id": "B-2"}),
+            ToolCall(id="inv", name="get_invoice", arguments='{"order_id":"B-2"}'),
+        ]
+
+    model = ScriptedChatModel(["There is no order B-2."])
+    chain = Chain(
+        [ToolCallingAdvisor(), SmallModelAdvisor(system_prefix=None, look_first=look)],
+        model=model,
+        tools=[get_missing_status, get_invoice],
+    )
+    await _run(chain, "Where is B-2?", path)
+    (asked,) = model.requests
+    assert "no order B-2" in asked.messages[-1].text
+    assert "no invoice for B-2" in asked.messages[-1].text
