@@ -45,7 +45,7 @@ class Order:
             state = f"being prepared, shipping by {self.eta}"
         else:
             state = self.status
-        return f"Order {self.id}: {items}; total {money}; {state}."
+        return f"Order {self.id} ({items}; total {money}) is {state}."
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,15 +43,6 @@ def _item_words(order: Order) -> set[str]:
     return {w for item in order.items for w in _words(item)}
 
 
-def _listed(orders: list[Order]) -> str:
-    """`orders` described; several after how many there are and their ids (a small model
-    asked "which orders do I have?" counted two of three when shown only the descriptions)."""
-    described = " ".join(o.describe() for o in orders)
-    if len(orders) == 1:
-        return described
-    return f"{len(orders)} orders ({', '.join(o.id for o in orders)}). {described}"
-
-
 def _who(context: Mapping[str, Any]) -> tuple[str, str]:
     try:
         return str(context["tenant_id"]), str(context["user_id"])
@@ -107,7 +98,7 @@ class OrderTools:
             orders = [o for o in orders if wanted & _item_words(o)]
         if not orders:
             return "The customer has no such orders."
-        return _listed(orders)
+        return " ".join(o.describe() for o in orders)
 
     def orders_about(self, text: str, context: ToolContext) -> str:
         """The customer's orders whose items `text` names (every order if it names none),
@@ -119,7 +110,7 @@ class OrderTools:
         chosen = [o for o in orders if words & _item_words(o)] or orders
         if not chosen:
             return "The customer has no orders."
-        return _listed(chosen)
+        return " ".join(o.describe() for o in chosen)
 
     def named_items(self, text: str, context: Mapping[str, Any]) -> list[str]:
         """The items of the customer's orders that `text` names (a word of four letters or

@@ -112,7 +112,7 @@ async def test_an_item_question_is_answered_from_the_customers_orders() -> None:
     shown = asked.messages[-1].text
     assert (
         'get_customer_orders(item="ergonomic chair") returned: '
-        "Order A-1003: ergonomic chair; total 249.00 EUR; delivered." in shown
+        "Order A-1003 (ergonomic chair; total 249.00 EUR) is delivered." in shown
     )
     assert "89.90" not in shown  # not another order
 
@@ -128,14 +128,14 @@ async def test_a_guessed_order_id_is_answered_with_the_customers_orders() -> Non
     await run_demo(options, out=out, model=model)
     shown = model.requests[-1].messages[-1].text
     assert 'get_order_status(order_id="A-1001") returned: (No order id was given' in shown
-    assert "Order A-1003: ergonomic chair; total 249.00 EUR; delivered." in shown
+    assert "Order A-1003 (ergonomic chair; total 249.00 EUR) is delivered." in shown
 
 
 def test_orders_about_names_the_items_or_lists_all() -> None:
     tools = OrderTools(OrderService.sample())
     context = ToolContext({"tenant_id": TENANT, "user_id": USER})
     assert tools.orders_about("When will my desk lamp ship?", context).startswith(
-        "Order A-1002: desk lamp"
+        "Order A-1002 (desk lamp"
     )
     every = tools.orders_about("What did I buy?", context)
     assert all(f"Order A-100{i}" in every for i in (1, 2, 3)) and "A-1004" not in every
@@ -164,4 +164,4 @@ async def test_a_given_id_is_passed_on() -> None:
     out = io.StringIO()
     await run_demo(DemoOptions(questions=("Is A1003 delivered?",)), out=out, model=model)
     result = model.requests[-1].messages[-1]
-    assert result.role == "tool" and result.text.startswith("Order A-1003: ergonomic chair")
+    assert result.role == "tool" and result.text.startswith("Order A-1003 (ergonomic chair")
