@@ -22,8 +22,8 @@ from ..core.request import ChatRequest
 from ..core.tools import Tool
 from .tools import OrderTools
 
-ORDER_ID = re.compile(r"\b([A-Za-z]-\d{3,})\b")
-"""An order id as the shop writes them (`A-1001`)."""
+ORDER_ID = re.compile(r"\b([A-Za-z])-?(\d{3,})\b")
+"""An order id as the shop writes them (`A-1001`), or as customers type them (`a1001`)."""
 ASKS_FOR_A_CHANGE = re.compile(
     r"\b(?:cancel|change|update|modify|edit|redeem|remove|delete|split|buy|return|refund|"
     r"reset|replace|switch|move|convert|exchange|transfer|reserve|apply|send|subscribe|"
@@ -51,7 +51,8 @@ def latest_question(messages: Sequence[Message]) -> str:
 
 def named_ids(question: str) -> list[str]:
     """The order ids `question` names, upper-cased, in order, at most `MAX_IDS`."""
-    return list(dict.fromkeys(m.upper() for m in ORDER_ID.findall(question)))[:MAX_IDS]
+    found = (f"{letter.upper()}-{digits}" for letter, digits in ORDER_ID.findall(question))
+    return list(dict.fromkeys(found))[:MAX_IDS]
 
 
 def named_orders(request: ChatRequest) -> list[ToolCall]:

@@ -51,6 +51,14 @@ def test_an_own_order_is_looked_up_with_the_found_order_look_ups() -> None:
     ]  # not the look-up that needs a city, never the change
 
 
+@pytest.mark.parametrize("written", ["a1003", "A1003", "a-1003"])
+def test_an_order_id_typed_without_its_dash_or_in_lower_case(written: str) -> None:
+    assert _look(f"is {written} under warranty?", found=["get_warranty_status"]) == [
+        ("get_order_status", '{"order_id":"A-1003"}'),
+        ("get_warranty_status", '{"order_id":"A-1003"}'),
+    ]
+
+
 @pytest.mark.parametrize("order_id", ["A-1004", "B-2001", "Z-9999"])
 def test_someone_elses_order_gets_only_the_status_look_up(order_id: str) -> None:
     calls = _look(f"Can you track my shipment {order_id}?", found=["track_shipment"])
