@@ -68,6 +68,10 @@ NO_ANSWER = "Sorry, I could not answer that. Please ask again."
 NOTHING_DONE = "Nothing was changed: I did not do that."
 """What replaces a sentence claiming an action that no tool call of the turn did."""
 
+CALL_PROBLEMS = ("invalid arguments", "unknown tool")
+"""How the tool loop's errors about a call itself begin (written for the model, to correct
+the call): an answer of only such a line reads `NOTHING_DONE`."""
+
 ANSWER_HOLD_LIMIT = 400
 """At most this many characters of a streamed answer are held back to judge a sentence."""
 
@@ -737,11 +741,15 @@ MAX_ECHOED_RESULTS = 8
 def _echoed_result(line: str) -> str:
     """What an echoed results line says, for the customer: the result of
     `name(args) returned: result` or `name(args) DONE, ...: result`, `Not done: reason` for
-    `name(args) FAILED, NOT DONE: reason`; "" for any other line."""
+    `name(args) FAILED, NOT DONE: reason` (`NOTHING_DONE` when the reason is about the call
+    itself, `CALL_PROBLEMS`, which names tools and schemas); "" for any other line."""
     for marker, lead in ((f" {NOT_DONE}: ", "Not done: "), (f" {DONE}: ", ""), (" returned: ", "")):
         head, found, said = line.partition(marker)
         if found and "(" in head and head.rstrip().endswith(")"):
-            return f"{lead}{said.strip()}" if said.strip() else ""
+            said = said.strip()
+            if lead and said.lower().startswith(CALL_PROBLEMS):
+                return NOTHING_DONE
+            return f"{lead}{said}" if said else ""
     return ""
 
 
@@ -838,6 +846,7 @@ def _reask(request: ChatRequest) -> ChatRequest:
 
 __all__ = [
     "ANSWER_HOLD_LIMIT",
+    "CALL_PROBLEMS",
     "CONTINUE_INSTRUCTION",
     "NOTHING_DONE",
     "NO_ANSWER",

@@ -440,3 +440,24 @@ async def test_look_ups_that_all_failed_are_shown(path: Path) -> None:
     (asked,) = model.requests
     assert "no order B-2" in asked.messages[-1].text
     assert "no invoice for B-2" in asked.messages[-1].text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "invalid arguments for 'prepare_cancellation': required: unexpected argument",
+        "Invalid arguments for 'cancel_order': order_id: field required",
+        "unknown tool 'book_flight'. Available tools: get_order_status, cancel_order",
+    ],
+)
+async def test_an_echoed_failure_of_the_call_itself_reads_nothing_done(
+    path: Path, reason: str
+) -> None:
+    """Seen on the 0.5B: "Not done: invalid arguments for 'prepare_cancellation': ..." as
+    the customer's answer; the reason was written for the model to correct its call."""
+    failed = f'- cancel_order(order_id="A-2") FAILED, NOT DONE: {reason}\n'
+    model = ScriptedChatModel([_status(), f"{RESULTS_HEADING}\n{failed}{ANSWER_INSTRUCTION}"])
+    response, shown = await _run(_chain(model), "Where is A-1?", path)
+    assert response.text == shown == NOTHING_DONE
