@@ -219,6 +219,25 @@ def test_read_only_tools_come_first_and_the_rules_are_concrete() -> None:
     assert action_word(Tool("the_deleteFile", "x")) == "delete"
     assert asks_for(tools["delete_file"], request_stems("it deletes files"))
     assert not asks_for(tools["delete_file"], request_stems("remove the file"))
+
+
+@pytest.mark.parametrize(
+    ("request_text", "asked"),
+    [
+        ("What phone number do you have on file for me?", False),
+        ("Please file a warranty claim for A-1003", True),
+        ("I want to file a claim", True),
+        ("What is the status of my file claim?", False),
+        ("the filing deadline", False),
+        ("File the claim now", True),
+    ],
+)
+def test_an_action_word_used_as_a_noun_asks_for_nothing(request_text: str, asked: bool) -> None:
+    claim = Tool("file_warranty_claim", "File a warranty claim.", requires_approval=True)
+    ranking = ["file_warranty_claim"]
+    chosen = choose(ranking, {claim.name: claim}, request_text, ProactiveSearch(top_k=1), set())
+    assert (chosen == ["file_warranty_claim"]) is asked
+    assert asks_for(claim, request_stems(request_text, actions_only=True)) is asked
     both = Tool("sendEmail", "x", read_only=True, requires_approval=True)
     assert tool_effect(both) == "mutating"
 

@@ -20,6 +20,7 @@ from .intents import split_intents
 from .keyword import STOP_WORDS
 
 __all__ = [
+    "NOUN_MARKERS",
     "Effect",
     "MutatingPolicy",
     "ProactiveSearch",
@@ -51,8 +52,9 @@ class ProactiveSearch:
     each sub-request `split_intents` finds, fused by reciprocal rank with the whole text
     counted twice) and keeps the first `top_k` names that `choose` allows: pinned tools
     take no place, and a mutating tool (see `Effect`) only with `mutating="always"`, or
-    with `"asked"` (the default) when the request contains the tool's action word
-    (`asks_for`). The chosen tools are shown read-only ones first, each group in rank
+    with `"asked"` (the default) when the request contains the tool's action word, not
+    right after an article, possessive or `on`/`of`/`in` ("on file" asks for no filing:
+    `asks_for`, `NOUN_MARKERS`). The chosen tools are shown read-only ones first, each group in rank
     order, right where that user message stands in the transcript's order of found
     tools: a later search or a later message appends after them, so every model call's
     tool list extends the previous one's. Searches are remembered per catalog and text
@@ -103,9 +105,20 @@ def tool_effect(tool: Tool) -> Effect:
     return "read_only" if tool.read_only else "undeclared"
 
 
-def request_stems(text: str) -> set[str]:
-    """The stemmed words of `text`, as `KeywordIndex` stems them."""
+NOUN_MARKERS = frozenset(
+    "a an the my your our their his her its this that these those any no each every "
+    "on of in".split()
+)
+"""Words after which a word is read as a noun, not an action asked for: "the phone number
+you have *on file*", "the status of *my return*"."""
+
+
+def request_stems(text: str, *, actions_only: bool = False) -> set[str]:
+    """The stemmed words of `text`, as `KeywordIndex` stems them; with `actions_only`, not
+    those right after a `NOUN_MARKERS` word (the ones a request can ask for as actions)."""
     words = [w for w in split_identifier(text[:MAX_QUERY_CHARS]) if w.isalnum()]
+    if actions_only:
+        words = [w for before, w in zip(["", *words], words) if before not in NOUN_MARKERS]
     found: set[str] = set()
     for terms in shared_terms().cached(words).values():
         found.update(terms)
@@ -152,7 +165,7 @@ def choose(
             if option.mutating == "never":
                 continue
             if stems is None:
-                stems = request_stems(request)
+                stems = request_stems(request, actions_only=True)
             if not asks_for(tool, stems):
                 continue
         picked.append((effect != "read_only", name))
