@@ -13,8 +13,13 @@ builds the same chain and rebuilds it with `durable_chain(chain, runner, run_id=
 - each tool given to the chain becomes a `DurableTool`: the same definition, flags and
   argument validation (so the transcript is the in-process one), whose execution runs the
   step `advisorchain.tool.call` (`advisorchain.mcp.call` for an MCP tool);
+- a `MemoryAdvisor` reads and writes its store through steps (`DurableMemoryStore`);
 - the links (approval, tool loop, budget, structured output, ...) stay as they are and run
   as workflow code: they decide, the steps do.
+
+MCP toolsets the worker holds (`toolsets=` of a runner, by name) are listed by each turn:
+the runner's `DurableToolsets.tools()` runs `advisorchain.mcp.list` per toolset and gives
+the turn their tools (`chain.call(..., tools=...)`), whose calls run as `advisorchain.mcp.call`.
 
 The runner's `StepRunner.run_step(name, payload, result_type)` hands the step to the engine;
 the engine calls, on a worker, `StepExecutor.execute(name, payload)`, which looks the model
@@ -27,7 +32,8 @@ Step names are stable (they name activities and steps in recorded histories):
 - `advisorchain.model.stream`: one streamed model call, its deltas published live through
   the executor's `publish` and returned in order (`ModelCallInput` -> `ModelCallOutput`);
 - `advisorchain.tool.call`: one tool execution (`ToolCallInput` -> `ToolCallOutput`);
-- `advisorchain.mcp.list`: the tools an MCP toolset offers (`McpListInput` -> `McpListOutput`);
+- `advisorchain.mcp.list`: the tools an MCP toolset offers (`McpListInput` -> `McpListOutput`,
+  at most `MAX_LISTED_TOOLS` tools and `MAX_LISTING_BYTES`);
 - `advisorchain.mcp.call`: one MCP tool call (`ToolCallInput` -> `ToolCallOutput`);
 - `advisorchain.memory.load`: a conversation's messages (`MemoryLoadInput` -> `MemoryLoadOutput`);
 - `advisorchain.memory.save`: append a turn's messages (`MemorySaveInput` -> `MemorySaveOutput`);
@@ -50,12 +56,19 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Mapping,
+    Sequence,
+)
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..advisors.approval import ApprovalAdvisor, InMemoryApprovalStore
 from ..advisors.approval.types import arguments_fingerprint
@@ -128,6 +141,13 @@ every engine (the ledger's `unknown` and a step's `unknown` status read the same
 DEFAULT_MODEL = "model"
 """The registry key of a chain's own model."""
 
+MAX_LISTED_TOOLS = 10_000
+"""The most tools one `advisorchain.mcp.list` step answers (as many as `McpToolset` lists)."""
+MAX_LISTED_TOOL_BYTES = 64 * 1024
+"""The largest listed tool: the JSON of its name, description, schema and metadata."""
+MAX_LISTING_BYTES = 8 * 1024 * 1024
+"""The largest listing one `advisorchain.mcp.list` step answers (its tools' JSON)."""
+
 
 class UnsupportedPayloadVersion(AdvisorChainError, ValueError):
     """A step payload written by a newer version of advisorchain than this one (pydantic
@@ -149,6 +169,12 @@ def call_fingerprint(name: str, arguments: str) -> str:
 
 class UnknownStep(AdvisorChainError, LookupError):
     """A step name, model or tool the worker's registry does not know."""
+
+
+class StepLimitExceeded(AdvisorChainError, ValueError):
+    """What a step would answer is past the seam's bounds (a toolset's listing: data from
+    outside): refused on the worker, so workflow code and the engine's history never hold
+    it."""
 
 
 # -- payloads ---------------------------------------------------------------------------------
@@ -231,16 +257,33 @@ class ToolCallOutput(StepPayload):
     result_schema: dict[str, Any] | None = None
 
 
+class ListedTool(ToolSpec):
+    """A tool as `advisorchain.mcp.list` lists it: its definition, the flags the links read
+    in workflow code (approval, effects, order, timeout) and its metadata."""
+
+    requires_approval: bool = False
+    read_only: bool = False
+    idempotent: bool = False
+    sequential: bool = False
+    timeout: float | None = None
+    metadata: dict[str, Any] = {}
+
+
 class McpListInput(StepPayload):
-    """The tools of the MCP toolset registered under `toolset`."""
+    """The tools of the MCP toolset registered under `toolset`; `known` is the fingerprint
+    of the listing the workflow holds (none yet: `None`)."""
 
     toolset: str
+    known: str | None = None
 
 
 class McpListOutput(StepPayload):
-    """An MCP server's tools."""
+    """An MCP toolset's tools and the listing's fingerprint; `unchanged` (and no tools) when
+    the fingerprint is the input's `known` one."""
 
-    tools: tuple[ToolSpec, ...]
+    fingerprint: str
+    tools: tuple[ListedTool, ...] = Field(default=(), max_length=MAX_LISTED_TOOLS)
+    unchanged: bool = False
 
 
 class MemoryLoadInput(StepPayload):
@@ -325,6 +368,18 @@ class EffectsLedger(Protocol):
 
     async def complete(self, run_id: str, call_id: str, result: str) -> None:
         """Record that the claimed call finished with `result` (a step output's JSON)."""
+        ...
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """A toolset a worker holds for the step `advisorchain.mcp.list`: an `McpToolset`
+    (connected), or anything with a `name` (its registry key) and `tools()`."""
+
+    name: str
+
+    async def tools(self) -> list[Tool]:
+        """Its tools now."""
         ...
 
 
@@ -571,6 +626,51 @@ def content_from_json(text: str) -> ToolContent:
     return message.content
 
 
+def listed_tool(tool: Tool) -> ListedTool:
+    """`tool` as `advisorchain.mcp.list` lists it."""
+    return ListedTool(
+        name=tool.name,
+        description=tool.description,
+        parameters=dict(tool.definition.parameters),
+        requires_approval=tool.requires_approval,
+        read_only=tool.read_only,
+        idempotent=tool.idempotent,
+        sequential=tool.sequential,
+        timeout=tool.timeout,
+        metadata=pydantic_core.to_jsonable_python(dict(tool.metadata), fallback=repr),
+    )
+
+
+def listing_of(name: str, tools: Sequence[Tool], known: str | None = None) -> McpListOutput:
+    """The output of `advisorchain.mcp.list` for the toolset `name`'s `tools`: refused
+    (`StepLimitExceeded`) past `MAX_LISTED_TOOLS` tools, a tool past `MAX_LISTED_TOOL_BYTES`
+    or all past `MAX_LISTING_BYTES`; without tools when its fingerprint is `known`."""
+    if len(tools) > MAX_LISTED_TOOLS:
+        raise StepLimitExceeded(
+            f"the toolset {name!r} lists {len(tools)} tools; a step takes {MAX_LISTED_TOOLS}"
+        )
+    listed = tuple(listed_tool(t) for t in tools)
+    digest = hashlib.sha256()
+    total = 0
+    for spec in listed:
+        data = spec.model_dump_json().encode()
+        if len(data) > MAX_LISTED_TOOL_BYTES:
+            raise StepLimitExceeded(
+                f"the toolset {name!r} lists the tool {spec.name!r} in {len(data)} bytes; a "
+                f"step takes {MAX_LISTED_TOOL_BYTES} a tool"
+            )
+        total += len(data)
+        digest.update(data + b"\n")
+    if total > MAX_LISTING_BYTES:
+        raise StepLimitExceeded(
+            f"the toolset {name!r} lists {total} bytes of tools; a step takes {MAX_LISTING_BYTES}"
+        )
+    fingerprint = digest.hexdigest()
+    if fingerprint == known:
+        return McpListOutput(fingerprint=fingerprint, unchanged=True)
+    return McpListOutput(fingerprint=fingerprint, tools=listed)
+
+
 # -- the workflow side: a chain whose I/O runs as steps ---------------------------------------
 
 
@@ -720,16 +820,21 @@ def durable_chain(
     *,
     run_id: str,
     model_key: str = DEFAULT_MODEL,
+    toolsets: Collection[str] = (),
 ) -> Chain:
     """`chain` rebuilt to run durably: the same advisors, options and tool context, its
     model a `DurableModel` and each tool given to it (not those its links contribute) a
     `DurableTool`, all running their I/O through `runner`. `run_id` keys the effects
-    ledger (a conversation's id: call ids are unique within its transcript)."""
+    ledger (a conversation's id: call ids are unique within its transcript). Tools of the
+    MCP toolsets named in `toolsets` are left out: each turn lists them (`DurableToolsets`).
+    """
     contributed = {t.name for a in chain._links for t in a.tools}  # noqa: SLF001
     memories: list[int] = []
     advisors = [_durable_advisor(a, runner, memories) for a in chain.advisors]
     tools = [
-        DurableTool.wrap(t, runner, run_id=run_id) for t in chain.tools if t.name not in contributed
+        DurableTool.wrap(t, runner, run_id=run_id)
+        for t in chain.tools
+        if t.name not in contributed and t.metadata.get("mcp_server") not in toolsets
     ]
     return Chain(
         advisors,
@@ -770,6 +875,49 @@ class DurableMemoryStore:
 def memory_key(index: int) -> str:
     """The registry key of the memory store of a chain's `index`-th `MemoryAdvisor`."""
     return "memory" if index == 0 else f"memory-{index}"
+
+
+class DurableToolsets:
+    """The tools of the MCP toolsets a worker holds under `keys` (their names), for
+    workflow code. `tools()` lists each toolset through the step `advisorchain.mcp.list`,
+    in order, and answers its tools as `DurableTool`s whose calls run as
+    `advisorchain.mcp.call`: the definitions and the flags the links read (approval,
+    effects) are the worker's. The last listing of each toolset is kept, and the step
+    told its fingerprint: an unchanged listing comes back without its tools, so a history
+    holds a catalog once per change, not once per turn."""
+
+    def __init__(self, runner: StepRunner, keys: Sequence[str], *, run_id: str) -> None:
+        self.runner = runner
+        self.keys = tuple(keys)
+        self.run_id = run_id
+        self._listed: dict[str, tuple[str, tuple[Tool, ...]]] = {}
+
+    async def tools(self) -> tuple[Tool, ...]:
+        """Every toolset's tools, each listed now through the step."""
+        found: list[Tool] = []
+        for key in self.keys:
+            known = self._listed.get(key)
+            payload = McpListInput(toolset=key, known=None if known is None else known[0])
+            output = await self.runner.run_step(STEP_MCP_LIST, payload, McpListOutput)
+            if known is None or not output.unchanged:
+                known = (output.fingerprint, tuple(self._tool(key, s) for s in output.tools))
+                self._listed[key] = known
+            found.extend(known[1])
+        return tuple(found)
+
+    def _tool(self, key: str, spec: ListedTool) -> DurableTool:
+        tool = Tool(
+            spec.name,
+            spec.description,
+            spec.parameters,
+            requires_approval=spec.requires_approval,
+            read_only=spec.read_only,
+            idempotent=spec.idempotent,
+            sequential=spec.sequential,
+            timeout=spec.timeout,
+            metadata={**spec.metadata, "mcp_server": key},
+        )
+        return DurableTool.wrap(tool, self.runner, run_id=self.run_id)
 
 
 def _clock() -> float:
@@ -846,14 +994,16 @@ def without_http_retries(model: ChatModel) -> ChatModel:
 
 class StepExecutor:
     """Does the work of every step on a worker, from its registry: models by key, tools by
-    name, MCP toolsets, memory stores and embedders by key, the tool-context values its
-    tools receive, and the effects ledger.
+    name, MCP toolsets by name, memory stores and embedders by key, the tool-context values
+    its tools receive, and the effects ledger.
 
     `execute(name, payload)` validates the payload for the step and runs it: a model call
     or stream (the model is called once per attempt: its HTTP retries are turned off,
     `without_http_retries`, unless `http_retries=True`: retries belong to the engine's
-    policy), a tool call (claimed in the ledger first when the
-    tool has effects), a memory load or save, an embedding.
+    policy), a tool call (claimed in the ledger first when the tool has effects; a tool
+    the registry lacks is looked for among the toolsets' tools), a toolset's listing, a
+    memory load or save, an embedding. What a listing answers is bounded (`listing_of`:
+    `StepLimitExceeded` past the bounds).
     """
 
     def __init__(
@@ -865,6 +1015,7 @@ class StepExecutor:
         ledger: EffectsLedger | None = None,
         memory_stores: Mapping[str, Any] | None = None,
         embedders: Mapping[str, Callable[[Sequence[str]], Any]] | None = None,
+        toolsets: Sequence[ToolSource] = (),
         http_retries: bool = False,
     ) -> None:
         self.models = {k: without_http_retries(m) if not http_retries else m
@@ -874,6 +1025,9 @@ class StepExecutor:
         self.ledger = ledger
         self.memory_stores = dict(memory_stores or {})
         self.embedders = dict(embedders or {})
+        self.toolsets = {t.name: t for t in toolsets}
+        if len(self.toolsets) != len(toolsets):
+            raise ChainConfigurationError("two toolsets have one name: name them apart")
 
     @classmethod
     def from_chain(
@@ -885,7 +1039,8 @@ class StepExecutor:
         **registry: Any,
     ) -> StepExecutor:
         """An executor for `chain`: its model under `model_key`, its tools, its tool context,
-        the stores of its `MemoryAdvisor`s (`memory_key`)."""
+        the stores of its `MemoryAdvisor`s (`memory_key`); `registry` goes to the
+        constructor (`toolsets=...`) and wins over what the chain holds."""
 
         stores = [a.store for a in chain.advisors if type(a) is MemoryAdvisor]
         if stores and "memory_stores" not in registry:
@@ -946,9 +1101,7 @@ class StepExecutor:
     async def tool_call(self, payload: ToolCallInput) -> ToolCallOutput:
         """`advisorchain.tool.call` and `advisorchain.mcp.call`: the tool run once per
         claim when it has effects (`done` answers the recorded output, `unknown` says so)."""
-        tool = self.tools.get(payload.tool)
-        if tool is None:
-            raise UnknownStep(f"no tool named {payload.tool!r} on this worker")
+        tool = await self._tool(payload.tool)
         effects = not (tool.read_only or tool.idempotent)
         if effects and self.ledger is not None:
             fingerprint = call_fingerprint(payload.tool, json.dumps(payload.arguments))
@@ -970,6 +1123,24 @@ class StepExecutor:
         if effects and self.ledger is not None:
             await self.ledger.complete(payload.run_id, payload.call_id, output.model_dump_json())
         return output
+
+    async def _tool(self, name: str) -> Tool:
+        tool = self.tools.get(name)
+        if tool is not None:
+            return tool
+        for toolset in self.toolsets.values():
+            for listed in await toolset.tools():
+                if listed.name == name:
+                    return listed
+        raise UnknownStep(f"no tool named {name!r} on this worker")
+
+    async def mcp_list(self, payload: McpListInput) -> McpListOutput:
+        """`advisorchain.mcp.list`: the toolset's tools (`listing_of`: bounded, and
+        without them when the workflow knows the listing)."""
+        toolset = self.toolsets.get(payload.toolset)
+        if toolset is None:
+            raise UnknownStep(f"no MCP toolset named {payload.toolset!r} on this worker")
+        return listing_of(payload.toolset, await toolset.tools(), payload.known)
 
     async def _run_tool(self, tool: Tool, payload: ToolCallInput) -> ToolCallOutput:
         context = ToolContext(
@@ -1050,6 +1221,8 @@ class StepExecutor:
             return await self.model_stream(model_input, publish)
         if name in (STEP_TOOL_CALL, STEP_MCP_CALL):
             return await self.tool_call(ToolCallInput.model_validate(payload))
+        if name == STEP_MCP_LIST:
+            return await self.mcp_list(McpListInput.model_validate(payload))
         if name == STEP_MEMORY_LOAD:
             return await self.memory_load(MemoryLoadInput.model_validate(payload))
         if name == STEP_MEMORY_SAVE:
@@ -1092,6 +1265,9 @@ class LocalStepRunner:
 
 __all__ = [
     "DEFAULT_MODEL",
+    "MAX_LISTED_TOOLS",
+    "MAX_LISTED_TOOL_BYTES",
+    "MAX_LISTING_BYTES",
     "SCHEMA_VERSION",
     "STEP_EMBED",
     "STEP_MCP_CALL",
@@ -1109,9 +1285,11 @@ __all__ = [
     "DurableMemoryStore",
     "DurableModel",
     "DurableTool",
+    "DurableToolsets",
     "EffectsLedger",
     "EmbedInput",
     "EmbedOutput",
+    "ListedTool",
     "McpListInput",
     "McpListOutput",
     "MemoryLoadInput",
@@ -1123,10 +1301,12 @@ __all__ = [
     "Publish",
     "RemoteToolError",
     "StepExecutor",
+    "StepLimitExceeded",
     "StepPayload",
     "StepRunner",
     "ToolCallInput",
     "ToolCallOutput",
+    "ToolSource",
     "ToolSpec",
     "UnknownStep",
     "UnsupportedPayloadVersion",
@@ -1140,6 +1320,8 @@ __all__ = [
     "durable_chain",
     "event_from_json",
     "event_to_json",
+    "listed_tool",
+    "listing_of",
     "memory_key",
     "messages_from_json",
     "messages_to_json",

@@ -17,6 +17,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from ..steps import (
     STEP_EMBED,
     STEP_MCP_CALL,
+    STEP_MCP_LIST,
     STEP_MEMORY_LOAD,
     STEP_MEMORY_SAVE,
     STEP_MODEL_CALL,
@@ -25,6 +26,8 @@ from ..steps import (
     EffectsLedger,
     EmbedInput,
     EmbedOutput,
+    McpListInput,
+    McpListOutput,
     MemoryLoadInput,
     MemoryLoadOutput,
     MemorySaveInput,
@@ -34,6 +37,7 @@ from ..steps import (
     StepExecutor,
     ToolCallInput,
     ToolCallOutput,
+    ToolSource,
 )
 from ._workflow import (
     LIVE_TOPIC,
@@ -101,6 +105,7 @@ class StepActivities:
             self.model_call,
             self.model_stream,
             self.tool_call,
+            self.mcp_list,
             self.mcp_call,
             self.memory_load,
             self.memory_save,
@@ -146,6 +151,11 @@ class StepActivities:
         """One tool execution (claimed in the ledger first when the tool has effects)."""
         return await _heartbeating(self.executor.tool_call(payload), self.every)
 
+    @activity.defn(name=STEP_MCP_LIST)
+    async def mcp_list(self, payload: McpListInput) -> McpListOutput:
+        """An MCP toolset's tools."""
+        return await _heartbeating(self.executor.mcp_list(payload), self.every)
+
     @activity.defn(name=STEP_MCP_CALL)
     async def mcp_call(self, payload: ToolCallInput) -> ToolCallOutput:
         """One MCP tool call."""
@@ -176,12 +186,15 @@ def create_worker(
     options: DurableOptions | None = None,
     executor: StepExecutor | None = None,
     name: str | None = None,
+    toolsets: Sequence[ToolSource] = (),
     **worker_options: Any,
 ) -> Worker:
     """A Temporal worker serving `factory`'s chain on `task_queue`: the conversation
     workflow (its links run as workflow code) and the step activities (on the chain's real
     model and tools, or `executor`'s registry, with `ledger` for tools with effects).
     `name` is what conversations name the chain by (the task queue by default).
+    `toolsets` are connected MCP toolsets (`McpToolset`, by name; or `executor`'s): each
+    turn lists their tools through the activity `advisorchain.mcp.list`.
 
     The client needs `data_converter()`. Workflow code runs unsandboxed with `uuid.uuid4`
     and `time.time` made deterministic inside workflows (`deterministic_workflow_code`).
@@ -189,8 +202,10 @@ def create_worker(
     """
     options = options or DurableOptions()
     deterministic_workflow_code()
-    register_chain(name or task_queue, factory, options)
-    executor = executor or StepExecutor.from_chain(factory(), ledger=ledger)
+    if executor is not None and toolsets:
+        raise ValueError("give the toolsets to the executor (StepExecutor(toolsets=...))")
+    executor = executor or StepExecutor.from_chain(factory(), ledger=ledger, toolsets=toolsets)
+    register_chain(name or task_queue, factory, options, tuple(executor.toolsets))
     steps = StepActivities(executor, options)
     return Worker(
         client,
