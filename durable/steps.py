@@ -13,7 +13,8 @@ builds the same chain and rebuilds it with `durable_chain(chain, runner, run_id=
 - each tool given to the chain becomes a `DurableTool`: the same definition, flags and
   argument validation (so the transcript is the in-process one), whose execution runs the
   step `advisorchain.tool.call` (`advisorchain.mcp.call` for an MCP tool);
-- a `MemoryAdvisor` reads and writes its store through steps (`DurableMemoryStore`);
+- a `MemoryAdvisor` reads and writes its store through steps (`DurableMemoryStore`), a
+  `ToolSearchAdvisor` embeds through steps (`DurableEmbedder`, see `durable.search`);
 - the links (approval, tool loop, budget, structured output, ...) stay as they are and run
   as workflow code: they decide, the steps do.
 
@@ -37,7 +38,8 @@ Step names are stable (they name activities and steps in recorded histories):
 - `advisorchain.mcp.call`: one MCP tool call (`ToolCallInput` -> `ToolCallOutput`);
 - `advisorchain.memory.load`: a conversation's messages (`MemoryLoadInput` -> `MemoryLoadOutput`);
 - `advisorchain.memory.save`: append a turn's messages (`MemorySaveInput` -> `MemorySaveOutput`);
-- `advisorchain.embeddings.embed`: embeddings for tool search (`EmbedInput` -> `EmbedOutput`).
+- `advisorchain.embeddings.embed`: embeddings for tool search (`EmbedInput` -> `EmbedOutput`,
+  at most `MAX_EMBED_TEXTS` vectors of `MAX_EMBED_DIMENSION` float32 values).
 
 Payloads are pydantic models with a `version` (`SCHEMA_VERSION`); messages travel as the JSON
 of `core.messages.dump_messages`. A payload of a newer version than this code reads is
@@ -53,14 +55,18 @@ idempotent tools may run again on a retry.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import itertools
 import json
+import struct
 import time
 from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
     Collection,
+    Iterator,
     Mapping,
     Sequence,
 )
@@ -68,11 +74,12 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..advisors.approval import ApprovalAdvisor, InMemoryApprovalStore
 from ..advisors.approval.types import arguments_fingerprint
 from ..advisors.memory import MemoryAdvisor
+from ..advisors.tool_search import ToolSearchAdvisor
 from ..core.advisor import Advisor
 from ..core.chain import Chain
 from ..core.context import ToolContext
@@ -105,6 +112,7 @@ from ..core.scrub import describe_exception
 from ..core.tools import Tool, ToolContent
 from ..core.usage import Usage
 from ..providers.http.retry import RetryPolicy
+from .search import durable_search, search_embedders
 
 SCHEMA_VERSION = 1
 """The version of every payload this code writes (and the newest it reads)."""
@@ -147,6 +155,11 @@ MAX_LISTED_TOOL_BYTES = 64 * 1024
 """The largest listed tool: the JSON of its name, description, schema and metadata."""
 MAX_LISTING_BYTES = 8 * 1024 * 1024
 """The largest listing one `advisorchain.mcp.list` step answers (its tools' JSON)."""
+MAX_EMBED_TEXTS = 32
+"""The most texts (and vectors) of one `advisorchain.embeddings.embed` step."""
+MAX_EMBED_DIMENSION = 4096
+"""The most values of one vector an `advisorchain.embeddings.embed` step answers."""
+_FLOAT32_MAX = 3.4028234663852886e38
 
 
 class UnsupportedPayloadVersion(AdvisorChainError, ValueError):
@@ -172,9 +185,9 @@ class UnknownStep(AdvisorChainError, LookupError):
 
 
 class StepLimitExceeded(AdvisorChainError, ValueError):
-    """What a step would answer is past the seam's bounds (a toolset's listing: data from
-    outside): refused on the worker, so workflow code and the engine's history never hold
-    it."""
+    """What a step would answer is past the seam's bounds (a toolset's listing, an
+    embedder's vectors: data from outside): refused on the worker, so workflow code and
+    the engine's history never hold it."""
 
 
 # -- payloads ---------------------------------------------------------------------------------
@@ -317,13 +330,22 @@ class EmbedInput(StepPayload):
     """Texts to embed with the embedder registered under `embedder`."""
 
     embedder: str
-    texts: tuple[str, ...]
+    texts: tuple[str, ...] = Field(max_length=MAX_EMBED_TEXTS)
 
 
 class EmbedOutput(StepPayload):
-    """One vector per text."""
+    """One vector per text, in order, each `dimension` float32 values packed little-endian
+    in base64 (`pack_vectors`): a quarter of the size of JSON floats in a history."""
 
-    vectors: tuple[tuple[float, ...], ...]
+    dimension: int = Field(ge=0, le=MAX_EMBED_DIMENSION)
+    vectors: tuple[str, ...] = Field(max_length=MAX_EMBED_TEXTS)
+
+    @model_validator(mode="after")
+    def _sized(self) -> EmbedOutput:
+        size = 4 * ((4 * self.dimension + 2) // 3)  # base64 of `dimension` float32s
+        if any(len(v) != size for v in self.vectors):
+            raise ValueError(f"a vector is not {self.dimension} packed float32 values")
+        return self
 
 
 P = TypeVar("P", bound=StepPayload)
@@ -626,6 +648,35 @@ def content_from_json(text: str) -> ToolContent:
     return message.content
 
 
+def pack_vectors(vectors: Sequence[Sequence[float]], texts: int) -> EmbedOutput:
+    """An embedder's answer for `texts` texts as the step's output; `StepLimitExceeded`
+    unless it is one vector per text, all of one dimension (1 to `MAX_EMBED_DIMENSION`),
+    every value a finite float32."""
+    rows = [[float(x) for x in v] for v in vectors]
+    if len(rows) != texts:
+        raise StepLimitExceeded(f"the embedder answered {len(rows)} vectors for {texts} texts")
+    dimension = len(rows[0]) if rows else 0
+    if rows and not 0 < dimension <= MAX_EMBED_DIMENSION:
+        raise StepLimitExceeded(
+            f"the embedder answered vectors of {dimension} values; a step takes 1 to "
+            f"{MAX_EMBED_DIMENSION}"
+        )
+    for row in rows:
+        if len(row) != dimension or not all(abs(x) <= _FLOAT32_MAX for x in row):
+            raise StepLimitExceeded(
+                "the embedder answered vectors of different sizes or values that are no "
+                "finite float32"
+            )
+    packed = (base64.b64encode(struct.pack(f"<{dimension}f", *row)).decode() for row in rows)
+    return EmbedOutput(dimension=dimension, vectors=tuple(packed))
+
+
+def unpack_vectors(output: EmbedOutput) -> list[list[float]]:
+    """The vectors `pack_vectors` packed."""
+    form = f"<{output.dimension}f"
+    return [list(struct.unpack(form, base64.b64decode(v, validate=True))) for v in output.vectors]
+
+
 def listed_tool(tool: Tool) -> ListedTool:
     """`tool` as `advisorchain.mcp.list` lists it."""
     return ListedTool(
@@ -830,7 +881,8 @@ def durable_chain(
     """
     contributed = {t.name for a in chain._links for t in a.tools}  # noqa: SLF001
     memories: list[int] = []
-    advisors = [_durable_advisor(a, runner, memories) for a in chain.advisors]
+    keys = itertools.count()
+    advisors = [_durable_advisor(a, runner, memories, keys) for a in chain.advisors]
     tools = [
         DurableTool.wrap(t, runner, run_id=run_id)
         for t in chain.tools
@@ -875,6 +927,32 @@ class DurableMemoryStore:
 def memory_key(index: int) -> str:
     """The registry key of the memory store of a chain's `index`-th `MemoryAdvisor`."""
     return "memory" if index == 0 else f"memory-{index}"
+
+
+class DurableEmbedder:
+    """An embedding function whose calls run as steps `advisorchain.embeddings.embed` on
+    the worker's embedder registered under `key`: the texts in order, `MAX_EMBED_TEXTS`
+    a step, one step after the other."""
+
+    def __init__(self, runner: StepRunner, *, key: str) -> None:
+        self.runner = runner
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"DurableEmbedder({self.key!r})"
+
+    async def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, through the steps."""
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), MAX_EMBED_TEXTS):
+            batch = tuple(texts[start : start + MAX_EMBED_TEXTS])
+            payload = EmbedInput(embedder=self.key, texts=batch)
+            output = await self.runner.run_step(STEP_EMBED, payload, EmbedOutput)
+            found = unpack_vectors(output)
+            if len(found) != len(batch):
+                raise StepLimitExceeded(f"{len(found)} vectors for {len(batch)} texts")
+            vectors.extend(found)
+        return vectors
 
 
 class DurableToolsets:
@@ -924,12 +1002,18 @@ def _clock() -> float:
     return time.time()  # looked up on each call: a durable runner may route it
 
 
-def _durable_advisor(advisor: Advisor, runner: StepRunner, memories: list[int]) -> Advisor:
+def _durable_advisor(
+    advisor: Advisor, runner: StepRunner, memories: list[int], keys: Iterator[int]
+) -> Advisor:
     """`advisor` as it runs in workflow code. An `ApprovalAdvisor` keeps its records in the
     workflow (an `InMemoryApprovalStore`, rebuilt by replay: the engine is the durable
     store); one given a store of its own is refused, since the store's I/O would run as
     workflow code. A `MemoryAdvisor` reads and writes its store through steps
-    (`DurableMemoryStore`)."""
+    (`DurableMemoryStore`). A `ToolSearchAdvisor` embeds through steps (`DurableEmbedder`,
+    keys numbered from `keys`: `durable.search`)."""
+
+    if isinstance(advisor, ToolSearchAdvisor):
+        return durable_search(advisor, lambda key: DurableEmbedder(runner, key=key), keys)
 
     if type(advisor) is MemoryAdvisor:
         key = memory_key(len(memories))
@@ -1002,8 +1086,8 @@ class StepExecutor:
     `without_http_retries`, unless `http_retries=True`: retries belong to the engine's
     policy), a tool call (claimed in the ledger first when the tool has effects; a tool
     the registry lacks is looked for among the toolsets' tools), a toolset's listing, a
-    memory load or save, an embedding. What a listing answers is bounded (`listing_of`:
-    `StepLimitExceeded` past the bounds).
+    memory load or save, an embedding. What a listing or an embedder answers is bounded
+    (`listing_of`, `pack_vectors`: `StepLimitExceeded` past the bounds).
     """
 
     def __init__(
@@ -1039,12 +1123,16 @@ class StepExecutor:
         **registry: Any,
     ) -> StepExecutor:
         """An executor for `chain`: its model under `model_key`, its tools, its tool context,
-        the stores of its `MemoryAdvisor`s (`memory_key`); `registry` goes to the
+        the stores of its `MemoryAdvisor`s (`memory_key`), the embedding functions of its
+        `ToolSearchAdvisor`s (`durable.search.search_embedders`); `registry` goes to the
         constructor (`toolsets=...`) and wins over what the chain holds."""
 
         stores = [a.store for a in chain.advisors if type(a) is MemoryAdvisor]
         if stores and "memory_stores" not in registry:
             registry["memory_stores"] = {memory_key(i): s for i, s in enumerate(stores)}
+        embedders = search_embedders(chain.advisors)
+        if embedders and "embedders" not in registry:
+            registry["embedders"] = embedders
         return cls(
             models={model_key: chain.model},
             tools=chain.tools,
@@ -1200,14 +1288,14 @@ class StepExecutor:
         return MemorySaveOutput(appended=len(messages))
 
     async def embed(self, payload: EmbedInput) -> EmbedOutput:
-        """`advisorchain.embeddings.embed`."""
+        """`advisorchain.embeddings.embed`: the vectors bounded and packed (`pack_vectors`)."""
         embedder = self.embedders.get(payload.embedder)
         if embedder is None:
             raise UnknownStep(f"no embedder registered as {payload.embedder!r}")
         vectors = embedder(list(payload.texts))
         if hasattr(vectors, "__await__"):
             vectors = await vectors
-        return EmbedOutput(vectors=tuple(tuple(float(x) for x in v) for v in vectors))
+        return pack_vectors(vectors, len(payload.texts))
 
     async def execute(
         self, name: str, payload: StepPayload | Mapping[str, Any], publish: Publish | None = None
@@ -1265,6 +1353,8 @@ class LocalStepRunner:
 
 __all__ = [
     "DEFAULT_MODEL",
+    "MAX_EMBED_DIMENSION",
+    "MAX_EMBED_TEXTS",
     "MAX_LISTED_TOOLS",
     "MAX_LISTED_TOOL_BYTES",
     "MAX_LISTING_BYTES",
@@ -1282,6 +1372,7 @@ __all__ = [
     "call_fingerprint",
     "Claim",
     "LocalStepRunner",
+    "DurableEmbedder",
     "DurableMemoryStore",
     "DurableModel",
     "DurableTool",
@@ -1327,9 +1418,11 @@ __all__ = [
     "messages_to_json",
     "options_from_json",
     "options_to_json",
+    "pack_vectors",
     "response_from_json",
     "response_to_json",
     "usage_from_json",
+    "unpack_vectors",
     "usage_to_json",
     "without_http_retries",
 ]

@@ -174,7 +174,7 @@ class StepActivities:
     @activity.defn(name=STEP_EMBED)
     async def embed(self, payload: EmbedInput) -> EmbedOutput:
         """Embeddings for tool search."""
-        return await self.executor.embed(payload)
+        return await _heartbeating(self.executor.embed(payload), self.every)
 
 
 def create_worker(
