@@ -32,6 +32,7 @@ from advisorchain.advisors.tool_search import (
     KeywordIndex,
     SplitQueryIndex,
     ToolSearchAdvisor,
+    hybrid_index,
 )
 from advisorchain.core.errors import ChainConfigurationError
 from advisorchain.durable import steps
@@ -280,6 +281,36 @@ async def test_tool_search_embeds_in_activities_on_temporal(
         if e.HasField("activity_task_scheduled_event_attributes")
     ]
     assert scheduled.count(STEP_EMBED) == 2
+
+
+async def test_a_hybrid_index_builds_in_workflow_code_on_temporal(
+    temporal_address: str,
+) -> None:
+    """`hybrid_index` builds its keyword indexes with `anyio.to_thread`, which a Temporal
+    workflow's event loop cannot serve: in workflow code it runs on the calling thread."""
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("temporalio")
+    import anyio
+    from temporalio.client import Client
+
+    from advisorchain.durable.temporal import TemporalConversation, create_worker, data_converter
+
+    embed = Embedder(in_activity)
+
+    def factory() -> Chain:
+        search = ToolSearchAdvisor(hybrid_index(EmbeddingIndex(embed)), min_tools=4)
+        return Chain([ToolCallingAdvisor(), search], model=ScriptedChatModel(SCRIPT),
+                     tools=catalog())  # fmt: skip
+
+    client = await Client.connect(temporal_address, data_converter=data_converter())
+    queue = f"q-{uuid.uuid4().hex}"
+    conversation = TemporalConversation(client, f"hybrid-{uuid.uuid4().hex}", task_queue=queue)
+    async with create_worker(client, queue, factory):
+        await conversation.start()
+        with anyio.fail_after(60):
+            response = await conversation.call("hi")
+    assert response.text == "Sunny in Rome." and "weather_tool" in response.messages[1].text
+    assert [where for where, _ in embed.calls] == ["activity", "activity"]
 
 
 @PATHS

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
+import anyio.to_thread
 from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
@@ -51,6 +52,7 @@ T = TypeVar("T")
 
 _original_uuid4 = uuid.uuid4
 _original_time = time.time
+_original_run_sync = anyio.to_thread.run_sync
 
 
 def _uuid4() -> uuid.UUID:
@@ -61,13 +63,22 @@ def _time() -> float:
     return workflow.time() if workflow.in_workflow() else _original_time()
 
 
+async def _run_sync(function: Callable[..., T], *args: Any, **options: Any) -> T:
+    if workflow.in_workflow():
+        return function(*args)
+    return await _original_run_sync(function, *args, **options)
+
+
 def deterministic_workflow_code() -> None:
     """Route `uuid.uuid4()` and `time.time()` to the workflow's deterministic ones while
     code runs inside a workflow (links that make ids or read the clock: approval ids, a
-    model's missing call ids, audit times), unchanged elsewhere. Idempotent; the worker
-    calls it."""
+    model's missing call ids, audit times), and run `anyio.to_thread.run_sync(f, ...)` as
+    `f(...)` on the workflow's thread there (a tool search index's build, a link's sync
+    tool: the workflow's event loop cannot take a worker thread's result back, and would
+    wait forever); unchanged elsewhere. Idempotent; the worker calls it."""
     uuid.uuid4 = _uuid4
     time.time = _time
+    anyio.to_thread.run_sync = _run_sync  # type: ignore[assignment]
 
 
 async def _heartbeating(work: Awaitable[T], every: float) -> T:
