@@ -208,7 +208,8 @@ def create_worker(
     turn lists their tools through the activity `advisorchain.mcp.list`.
 
     The client needs `data_converter()`. Workflow code runs unsandboxed with `uuid.uuid4`
-    and `time.time` made deterministic inside workflows (`deterministic_workflow_code`).
+    and `time.time` made deterministic inside workflows, and `anyio.to_thread.run_sync`
+    run on the workflow's thread (`deterministic_workflow_code`).
     `worker_options` go to `temporalio.worker.Worker`.
     """
     options = options or DurableOptions()
