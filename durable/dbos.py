@@ -13,7 +13,8 @@ How a turn runs (`DBOSRunner`):
 - The workflow `{name}.turn` runs the chain's links as workflow code, on the chain the
   step seam rebuilds (`steps.durable_chain`: the same advisors, tools, context and
   options; the model's calls and the tools' executions are the seam's steps,
-  `advisorchain.model.call`, `advisorchain.model.stream`, `advisorchain.tool.call`, ...).
+  `advisorchain.model.call`, `advisorchain.model.stream`, `advisorchain.tool.call`, ...;
+  the tools of the runner's MCP toolsets are listed once a turn, `advisorchain.mcp.list`).
   `DBOSSteps` runs each as a DBOS step, done in the worker's process by a
   `steps.StepExecutor` holding the real model and tools. DBOS records each step's output
   (the seam's versioned JSON payloads); a workflow recovered after its worker died runs
@@ -71,13 +72,16 @@ from ..core.extras import install_hint
 from ..core.messages import Message
 from ..core.prompt import Prompt, to_messages
 from ..core.response import ChatResponse
+from ..core.tools import Tool
 from ..core.usage import Usage
 from .ledger import EffectLedger, StepLedger, call_fingerprint
 from .steps import (
     SCHEMA_VERSION,
     STEP_MODEL_STREAM,
+    DurableToolsets,
     StepExecutor,
     StepPayload,
+    ToolSource,
     UnsupportedPayloadVersion,
     decision_from_json,
     decision_to_json,
@@ -397,6 +401,8 @@ class DBOSRunner(_Turns):
     `{name}.turn` and the queue `{name}_turns`); `ledger` guards tools with effects and
     must be shared by every worker (`SQLiteLedger` for one host, `PostgresLedger` for
     several). `decision_timeout` is how long a deferred turn waits for decisions.
+    `toolsets` are connected MCP toolsets (`McpToolset`): each turn lists their tools
+    through the step `advisorchain.mcp.list` and runs with them.
     """
 
     def __init__(
@@ -408,6 +414,7 @@ class DBOSRunner(_Turns):
         decision_timeout: float = DEFAULT_DECISION_TIMEOUT,
         worker_concurrency: int | None = None,
         polling_interval: float = 1.0,
+        toolsets: Sequence[ToolSource] = (),
     ) -> None:
         if not isinstance(chain, Chain):
             raise TypeError(f"chain must be a Chain, not {type(chain).__name__}")
@@ -420,7 +427,8 @@ class DBOSRunner(_Turns):
         self.ledger = ledger
         self.decision_timeout = decision_timeout
         self.source = chain
-        self.executor = StepExecutor.from_chain(chain, ledger=StepLedger(ledger))
+        self.executor = StepExecutor.from_chain(chain, ledger=StepLedger(ledger), toolsets=toolsets)
+        self.toolsets = tuple(self.executor.toolsets)
         self.steps = DBOSSteps(self.executor)
         self.workflow_name = f"{name}.turn"
         self.queue_name = f"{name}_turns"
@@ -505,7 +513,8 @@ class DBOSRunner(_Turns):
         payload = read_payload(data, "turn")
         run_id = DBOS.workflow_id
         assert run_id is not None  # workflow code
-        chain = durable_chain(self.source, self.steps, run_id=run_id)
+        chain = durable_chain(self.source, self.steps, run_id=run_id, toolsets=self.toolsets)
+        tools = await DurableToolsets(self.steps, self.toolsets, run_id=run_id).tools()
         messages = messages_from_json(payload["messages"])
         decisions = load_decisions(payload["decisions"]) if payload["decisions"] else None
         streaming = bool(payload["stream"])
@@ -515,7 +524,7 @@ class DBOSRunner(_Turns):
         while True:
             try:
                 response = await self._segment(
-                    chain, messages, decisions, conversation_id, streaming
+                    chain, tools, messages, decisions, conversation_id, streaming
                 )
             except InvalidDecisions as exc:
                 if not segments:
@@ -553,6 +562,7 @@ class DBOSRunner(_Turns):
     async def _segment(
         self,
         chain: Chain,
+        tools: Sequence[Tool],
         messages: Sequence[Message],
         decisions: Mapping[str, Decision] | None,
         conversation_id: str | None,
@@ -560,11 +570,11 @@ class DBOSRunner(_Turns):
     ) -> ChatResponse:
         if not streaming:
             return await chain.call(
-                list(messages), decisions=decisions, conversation_id=conversation_id
+                list(messages), decisions=decisions, conversation_id=conversation_id, tools=tools
             )
         response: ChatResponse | None = None
         async for event in chain.stream(
-            list(messages), decisions=decisions, conversation_id=conversation_id
+            list(messages), decisions=decisions, conversation_id=conversation_id, tools=tools
         ):
             if isinstance(event, (TextDelta, ReasoningDelta, ToolCallDelta)):
                 continue  # written live by the model step

@@ -13,8 +13,14 @@ builds the same chain and rebuilds it with `durable_chain(chain, runner, run_id=
 - each tool given to the chain becomes a `DurableTool`: the same definition, flags and
   argument validation (so the transcript is the in-process one), whose execution runs the
   step `advisorchain.tool.call` (`advisorchain.mcp.call` for an MCP tool);
+- a `MemoryAdvisor` reads and writes its store through steps (`DurableMemoryStore`), a
+  `ToolSearchAdvisor` embeds through steps (`DurableEmbedder`, see `durable.search`);
 - the links (approval, tool loop, budget, structured output, ...) stay as they are and run
   as workflow code: they decide, the steps do.
+
+MCP toolsets the worker holds (`toolsets=` of a runner, by name) are listed by each turn:
+the runner's `DurableToolsets.tools()` runs `advisorchain.mcp.list` per toolset and gives
+the turn their tools (`chain.call(..., tools=...)`), whose calls run as `advisorchain.mcp.call`.
 
 The runner's `StepRunner.run_step(name, payload, result_type)` hands the step to the engine;
 the engine calls, on a worker, `StepExecutor.execute(name, payload)`, which looks the model
@@ -27,11 +33,13 @@ Step names are stable (they name activities and steps in recorded histories):
 - `advisorchain.model.stream`: one streamed model call, its deltas published live through
   the executor's `publish` and returned in order (`ModelCallInput` -> `ModelCallOutput`);
 - `advisorchain.tool.call`: one tool execution (`ToolCallInput` -> `ToolCallOutput`);
-- `advisorchain.mcp.list`: the tools an MCP toolset offers (`McpListInput` -> `McpListOutput`);
+- `advisorchain.mcp.list`: the tools an MCP toolset offers (`McpListInput` -> `McpListOutput`,
+  at most `MAX_LISTED_TOOLS` tools and `MAX_LISTING_BYTES`);
 - `advisorchain.mcp.call`: one MCP tool call (`ToolCallInput` -> `ToolCallOutput`);
 - `advisorchain.memory.load`: a conversation's messages (`MemoryLoadInput` -> `MemoryLoadOutput`);
 - `advisorchain.memory.save`: append a turn's messages (`MemorySaveInput` -> `MemorySaveOutput`);
-- `advisorchain.embeddings.embed`: embeddings for tool search (`EmbedInput` -> `EmbedOutput`).
+- `advisorchain.embeddings.embed`: embeddings for tool search (`EmbedInput` -> `EmbedOutput`,
+  at most `MAX_EMBED_TEXTS` vectors of `MAX_EMBED_DIMENSION` float32 values).
 
 Payloads are pydantic models with a `version` (`SCHEMA_VERSION`); messages travel as the JSON
 of `core.messages.dump_messages`. A payload of a newer version than this code reads is
@@ -47,19 +55,31 @@ idempotent tools may run again on a retry.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import itertools
 import json
+import struct
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..advisors.approval import ApprovalAdvisor, InMemoryApprovalStore
 from ..advisors.approval.types import arguments_fingerprint
 from ..advisors.memory import MemoryAdvisor
+from ..advisors.tool_search import ToolSearchAdvisor
 from ..core.advisor import Advisor
 from ..core.chain import Chain
 from ..core.context import ToolContext
@@ -92,6 +112,7 @@ from ..core.scrub import describe_exception
 from ..core.tools import Tool, ToolContent
 from ..core.usage import Usage
 from ..providers.http.retry import RetryPolicy
+from .search import durable_search, search_embedders
 
 SCHEMA_VERSION = 1
 """The version of every payload this code writes (and the newest it reads)."""
@@ -128,6 +149,18 @@ every engine (the ledger's `unknown` and a step's `unknown` status read the same
 DEFAULT_MODEL = "model"
 """The registry key of a chain's own model."""
 
+MAX_LISTED_TOOLS = 10_000
+"""The most tools one `advisorchain.mcp.list` step answers (as many as `McpToolset` lists)."""
+MAX_LISTED_TOOL_BYTES = 64 * 1024
+"""The largest listed tool: the JSON of its name, description, schema and metadata."""
+MAX_LISTING_BYTES = 8 * 1024 * 1024
+"""The largest listing one `advisorchain.mcp.list` step answers (its tools' JSON)."""
+MAX_EMBED_TEXTS = 32
+"""The most texts (and vectors) of one `advisorchain.embeddings.embed` step."""
+MAX_EMBED_DIMENSION = 4096
+"""The most values of one vector an `advisorchain.embeddings.embed` step answers."""
+_FLOAT32_MAX = 3.4028234663852886e38
+
 
 class UnsupportedPayloadVersion(AdvisorChainError, ValueError):
     """A step payload written by a newer version of advisorchain than this one (pydantic
@@ -149,6 +182,12 @@ def call_fingerprint(name: str, arguments: str) -> str:
 
 class UnknownStep(AdvisorChainError, LookupError):
     """A step name, model or tool the worker's registry does not know."""
+
+
+class StepLimitExceeded(AdvisorChainError, ValueError):
+    """What a step would answer is past the seam's bounds (a toolset's listing, an
+    embedder's vectors: data from outside): refused on the worker, so workflow code and
+    the engine's history never hold it."""
 
 
 # -- payloads ---------------------------------------------------------------------------------
@@ -231,16 +270,33 @@ class ToolCallOutput(StepPayload):
     result_schema: dict[str, Any] | None = None
 
 
+class ListedTool(ToolSpec):
+    """A tool as `advisorchain.mcp.list` lists it: its definition, the flags the links read
+    in workflow code (approval, effects, order, timeout) and its metadata."""
+
+    requires_approval: bool = False
+    read_only: bool = False
+    idempotent: bool = False
+    sequential: bool = False
+    timeout: float | None = None
+    metadata: dict[str, Any] = {}
+
+
 class McpListInput(StepPayload):
-    """The tools of the MCP toolset registered under `toolset`."""
+    """The tools of the MCP toolset registered under `toolset`; `known` is the fingerprint
+    of the listing the workflow holds (none yet: `None`)."""
 
     toolset: str
+    known: str | None = None
 
 
 class McpListOutput(StepPayload):
-    """An MCP server's tools."""
+    """An MCP toolset's tools and the listing's fingerprint; `unchanged` (and no tools) when
+    the fingerprint is the input's `known` one."""
 
-    tools: tuple[ToolSpec, ...]
+    fingerprint: str
+    tools: tuple[ListedTool, ...] = Field(default=(), max_length=MAX_LISTED_TOOLS)
+    unchanged: bool = False
 
 
 class MemoryLoadInput(StepPayload):
@@ -274,13 +330,22 @@ class EmbedInput(StepPayload):
     """Texts to embed with the embedder registered under `embedder`."""
 
     embedder: str
-    texts: tuple[str, ...]
+    texts: tuple[str, ...] = Field(max_length=MAX_EMBED_TEXTS)
 
 
 class EmbedOutput(StepPayload):
-    """One vector per text."""
+    """One vector per text, in order, each `dimension` float32 values packed little-endian
+    in base64 (`pack_vectors`): a quarter of the size of JSON floats in a history."""
 
-    vectors: tuple[tuple[float, ...], ...]
+    dimension: int = Field(ge=0, le=MAX_EMBED_DIMENSION)
+    vectors: tuple[str, ...] = Field(max_length=MAX_EMBED_TEXTS)
+
+    @model_validator(mode="after")
+    def _sized(self) -> EmbedOutput:
+        size = 4 * ((4 * self.dimension + 2) // 3)  # base64 of `dimension` float32s
+        if any(len(v) != size for v in self.vectors):
+            raise ValueError(f"a vector is not {self.dimension} packed float32 values")
+        return self
 
 
 P = TypeVar("P", bound=StepPayload)
@@ -325,6 +390,18 @@ class EffectsLedger(Protocol):
 
     async def complete(self, run_id: str, call_id: str, result: str) -> None:
         """Record that the claimed call finished with `result` (a step output's JSON)."""
+        ...
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """A toolset a worker holds for the step `advisorchain.mcp.list`: an `McpToolset`
+    (connected), or anything with a `name` (its registry key) and `tools()`."""
+
+    name: str
+
+    async def tools(self) -> list[Tool]:
+        """Its tools now."""
         ...
 
 
@@ -571,6 +648,80 @@ def content_from_json(text: str) -> ToolContent:
     return message.content
 
 
+def pack_vectors(vectors: Sequence[Sequence[float]], texts: int) -> EmbedOutput:
+    """An embedder's answer for `texts` texts as the step's output; `StepLimitExceeded`
+    unless it is one vector per text, all of one dimension (1 to `MAX_EMBED_DIMENSION`),
+    every value a finite float32."""
+    rows = [[float(x) for x in v] for v in vectors]
+    if len(rows) != texts:
+        raise StepLimitExceeded(f"the embedder answered {len(rows)} vectors for {texts} texts")
+    dimension = len(rows[0]) if rows else 0
+    if rows and not 0 < dimension <= MAX_EMBED_DIMENSION:
+        raise StepLimitExceeded(
+            f"the embedder answered vectors of {dimension} values; a step takes 1 to "
+            f"{MAX_EMBED_DIMENSION}"
+        )
+    for row in rows:
+        if len(row) != dimension or not all(abs(x) <= _FLOAT32_MAX for x in row):
+            raise StepLimitExceeded(
+                "the embedder answered vectors of different sizes or values that are no "
+                "finite float32"
+            )
+    packed = (base64.b64encode(struct.pack(f"<{dimension}f", *row)).decode() for row in rows)
+    return EmbedOutput(dimension=dimension, vectors=tuple(packed))
+
+
+def unpack_vectors(output: EmbedOutput) -> list[list[float]]:
+    """The vectors `pack_vectors` packed."""
+    form = f"<{output.dimension}f"
+    return [list(struct.unpack(form, base64.b64decode(v, validate=True))) for v in output.vectors]
+
+
+def listed_tool(tool: Tool) -> ListedTool:
+    """`tool` as `advisorchain.mcp.list` lists it."""
+    return ListedTool(
+        name=tool.name,
+        description=tool.description,
+        parameters=dict(tool.definition.parameters),
+        requires_approval=tool.requires_approval,
+        read_only=tool.read_only,
+        idempotent=tool.idempotent,
+        sequential=tool.sequential,
+        timeout=tool.timeout,
+        metadata=pydantic_core.to_jsonable_python(dict(tool.metadata), fallback=repr),
+    )
+
+
+def listing_of(name: str, tools: Sequence[Tool], known: str | None = None) -> McpListOutput:
+    """The output of `advisorchain.mcp.list` for the toolset `name`'s `tools`: refused
+    (`StepLimitExceeded`) past `MAX_LISTED_TOOLS` tools, a tool past `MAX_LISTED_TOOL_BYTES`
+    or all past `MAX_LISTING_BYTES`; without tools when its fingerprint is `known`."""
+    if len(tools) > MAX_LISTED_TOOLS:
+        raise StepLimitExceeded(
+            f"the toolset {name!r} lists {len(tools)} tools; a step takes {MAX_LISTED_TOOLS}"
+        )
+    listed = tuple(listed_tool(t) for t in tools)
+    digest = hashlib.sha256()
+    total = 0
+    for spec in listed:
+        data = spec.model_dump_json().encode()
+        if len(data) > MAX_LISTED_TOOL_BYTES:
+            raise StepLimitExceeded(
+                f"the toolset {name!r} lists the tool {spec.name!r} in {len(data)} bytes; a "
+                f"step takes {MAX_LISTED_TOOL_BYTES} a tool"
+            )
+        total += len(data)
+        digest.update(data + b"\n")
+    if total > MAX_LISTING_BYTES:
+        raise StepLimitExceeded(
+            f"the toolset {name!r} lists {total} bytes of tools; a step takes {MAX_LISTING_BYTES}"
+        )
+    fingerprint = digest.hexdigest()
+    if fingerprint == known:
+        return McpListOutput(fingerprint=fingerprint, unchanged=True)
+    return McpListOutput(fingerprint=fingerprint, tools=listed)
+
+
 # -- the workflow side: a chain whose I/O runs as steps ---------------------------------------
 
 
@@ -720,16 +871,22 @@ def durable_chain(
     *,
     run_id: str,
     model_key: str = DEFAULT_MODEL,
+    toolsets: Collection[str] = (),
 ) -> Chain:
     """`chain` rebuilt to run durably: the same advisors, options and tool context, its
     model a `DurableModel` and each tool given to it (not those its links contribute) a
     `DurableTool`, all running their I/O through `runner`. `run_id` keys the effects
-    ledger (a conversation's id: call ids are unique within its transcript)."""
+    ledger (a conversation's id: call ids are unique within its transcript). Tools of the
+    MCP toolsets named in `toolsets` are left out: each turn lists them (`DurableToolsets`).
+    """
     contributed = {t.name for a in chain._links for t in a.tools}  # noqa: SLF001
     memories: list[int] = []
-    advisors = [_durable_advisor(a, runner, memories) for a in chain.advisors]
+    keys = itertools.count()
+    advisors = [_durable_advisor(a, runner, memories, keys) for a in chain.advisors]
     tools = [
-        DurableTool.wrap(t, runner, run_id=run_id) for t in chain.tools if t.name not in contributed
+        DurableTool.wrap(t, runner, run_id=run_id)
+        for t in chain.tools
+        if t.name not in contributed and t.metadata.get("mcp_server") not in toolsets
     ]
     return Chain(
         advisors,
@@ -772,16 +929,91 @@ def memory_key(index: int) -> str:
     return "memory" if index == 0 else f"memory-{index}"
 
 
+class DurableEmbedder:
+    """An embedding function whose calls run as steps `advisorchain.embeddings.embed` on
+    the worker's embedder registered under `key`: the texts in order, `MAX_EMBED_TEXTS`
+    a step, one step after the other."""
+
+    def __init__(self, runner: StepRunner, *, key: str) -> None:
+        self.runner = runner
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"DurableEmbedder({self.key!r})"
+
+    async def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, through the steps."""
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), MAX_EMBED_TEXTS):
+            batch = tuple(texts[start : start + MAX_EMBED_TEXTS])
+            payload = EmbedInput(embedder=self.key, texts=batch)
+            output = await self.runner.run_step(STEP_EMBED, payload, EmbedOutput)
+            found = unpack_vectors(output)
+            if len(found) != len(batch):
+                raise StepLimitExceeded(f"{len(found)} vectors for {len(batch)} texts")
+            vectors.extend(found)
+        return vectors
+
+
+class DurableToolsets:
+    """The tools of the MCP toolsets a worker holds under `keys` (their names), for
+    workflow code. `tools()` lists each toolset through the step `advisorchain.mcp.list`,
+    in order, and answers its tools as `DurableTool`s whose calls run as
+    `advisorchain.mcp.call`: the definitions and the flags the links read (approval,
+    effects) are the worker's. The last listing of each toolset is kept, and the step
+    told its fingerprint: an unchanged listing comes back without its tools, so a history
+    holds a catalog once per change, not once per turn."""
+
+    def __init__(self, runner: StepRunner, keys: Sequence[str], *, run_id: str) -> None:
+        self.runner = runner
+        self.keys = tuple(keys)
+        self.run_id = run_id
+        self._listed: dict[str, tuple[str, tuple[Tool, ...]]] = {}
+
+    async def tools(self) -> tuple[Tool, ...]:
+        """Every toolset's tools, each listed now through the step."""
+        found: list[Tool] = []
+        for key in self.keys:
+            known = self._listed.get(key)
+            payload = McpListInput(toolset=key, known=None if known is None else known[0])
+            output = await self.runner.run_step(STEP_MCP_LIST, payload, McpListOutput)
+            if known is None or not output.unchanged:
+                known = (output.fingerprint, tuple(self._tool(key, s) for s in output.tools))
+                self._listed[key] = known
+            found.extend(known[1])
+        return tuple(found)
+
+    def _tool(self, key: str, spec: ListedTool) -> DurableTool:
+        tool = Tool(
+            spec.name,
+            spec.description,
+            spec.parameters,
+            requires_approval=spec.requires_approval,
+            read_only=spec.read_only,
+            idempotent=spec.idempotent,
+            sequential=spec.sequential,
+            timeout=spec.timeout,
+            metadata={**spec.metadata, "mcp_server": key},
+        )
+        return DurableTool.wrap(tool, self.runner, run_id=self.run_id)
+
+
 def _clock() -> float:
     return time.time()  # looked up on each call: a durable runner may route it
 
 
-def _durable_advisor(advisor: Advisor, runner: StepRunner, memories: list[int]) -> Advisor:
+def _durable_advisor(
+    advisor: Advisor, runner: StepRunner, memories: list[int], keys: Iterator[int]
+) -> Advisor:
     """`advisor` as it runs in workflow code. An `ApprovalAdvisor` keeps its records in the
     workflow (an `InMemoryApprovalStore`, rebuilt by replay: the engine is the durable
     store); one given a store of its own is refused, since the store's I/O would run as
     workflow code. A `MemoryAdvisor` reads and writes its store through steps
-    (`DurableMemoryStore`)."""
+    (`DurableMemoryStore`). A `ToolSearchAdvisor` embeds through steps (`DurableEmbedder`,
+    keys numbered from `keys`: `durable.search`)."""
+
+    if isinstance(advisor, ToolSearchAdvisor):
+        return durable_search(advisor, lambda key: DurableEmbedder(runner, key=key), keys)
 
     if type(advisor) is MemoryAdvisor:
         key = memory_key(len(memories))
@@ -846,14 +1078,16 @@ def without_http_retries(model: ChatModel) -> ChatModel:
 
 class StepExecutor:
     """Does the work of every step on a worker, from its registry: models by key, tools by
-    name, MCP toolsets, memory stores and embedders by key, the tool-context values its
-    tools receive, and the effects ledger.
+    name, MCP toolsets by name, memory stores and embedders by key, the tool-context values
+    its tools receive, and the effects ledger.
 
     `execute(name, payload)` validates the payload for the step and runs it: a model call
     or stream (the model is called once per attempt: its HTTP retries are turned off,
     `without_http_retries`, unless `http_retries=True`: retries belong to the engine's
-    policy), a tool call (claimed in the ledger first when the
-    tool has effects), a memory load or save, an embedding.
+    policy), a tool call (claimed in the ledger first when the tool has effects; a tool
+    the registry lacks is looked for among the toolsets' tools), a toolset's listing, a
+    memory load or save, an embedding. What a listing or an embedder answers is bounded
+    (`listing_of`, `pack_vectors`: `StepLimitExceeded` past the bounds).
     """
 
     def __init__(
@@ -865,6 +1099,7 @@ class StepExecutor:
         ledger: EffectsLedger | None = None,
         memory_stores: Mapping[str, Any] | None = None,
         embedders: Mapping[str, Callable[[Sequence[str]], Any]] | None = None,
+        toolsets: Sequence[ToolSource] = (),
         http_retries: bool = False,
     ) -> None:
         self.models = {k: without_http_retries(m) if not http_retries else m
@@ -874,6 +1109,9 @@ class StepExecutor:
         self.ledger = ledger
         self.memory_stores = dict(memory_stores or {})
         self.embedders = dict(embedders or {})
+        self.toolsets = {t.name: t for t in toolsets}
+        if len(self.toolsets) != len(toolsets):
+            raise ChainConfigurationError("two toolsets have one name: name them apart")
 
     @classmethod
     def from_chain(
@@ -885,11 +1123,16 @@ class StepExecutor:
         **registry: Any,
     ) -> StepExecutor:
         """An executor for `chain`: its model under `model_key`, its tools, its tool context,
-        the stores of its `MemoryAdvisor`s (`memory_key`)."""
+        the stores of its `MemoryAdvisor`s (`memory_key`), the embedding functions of its
+        `ToolSearchAdvisor`s (`durable.search.search_embedders`); `registry` goes to the
+        constructor (`toolsets=...`) and wins over what the chain holds."""
 
         stores = [a.store for a in chain.advisors if type(a) is MemoryAdvisor]
         if stores and "memory_stores" not in registry:
             registry["memory_stores"] = {memory_key(i): s for i, s in enumerate(stores)}
+        embedders = search_embedders(chain.advisors)
+        if embedders and "embedders" not in registry:
+            registry["embedders"] = embedders
         return cls(
             models={model_key: chain.model},
             tools=chain.tools,
@@ -946,9 +1189,7 @@ class StepExecutor:
     async def tool_call(self, payload: ToolCallInput) -> ToolCallOutput:
         """`advisorchain.tool.call` and `advisorchain.mcp.call`: the tool run once per
         claim when it has effects (`done` answers the recorded output, `unknown` says so)."""
-        tool = self.tools.get(payload.tool)
-        if tool is None:
-            raise UnknownStep(f"no tool named {payload.tool!r} on this worker")
+        tool = await self._tool(payload.tool)
         effects = not (tool.read_only or tool.idempotent)
         if effects and self.ledger is not None:
             fingerprint = call_fingerprint(payload.tool, json.dumps(payload.arguments))
@@ -970,6 +1211,24 @@ class StepExecutor:
         if effects and self.ledger is not None:
             await self.ledger.complete(payload.run_id, payload.call_id, output.model_dump_json())
         return output
+
+    async def _tool(self, name: str) -> Tool:
+        tool = self.tools.get(name)
+        if tool is not None:
+            return tool
+        for toolset in self.toolsets.values():
+            for listed in await toolset.tools():
+                if listed.name == name:
+                    return listed
+        raise UnknownStep(f"no tool named {name!r} on this worker")
+
+    async def mcp_list(self, payload: McpListInput) -> McpListOutput:
+        """`advisorchain.mcp.list`: the toolset's tools (`listing_of`: bounded, and
+        without them when the workflow knows the listing)."""
+        toolset = self.toolsets.get(payload.toolset)
+        if toolset is None:
+            raise UnknownStep(f"no MCP toolset named {payload.toolset!r} on this worker")
+        return listing_of(payload.toolset, await toolset.tools(), payload.known)
 
     async def _run_tool(self, tool: Tool, payload: ToolCallInput) -> ToolCallOutput:
         context = ToolContext(
@@ -1029,14 +1288,14 @@ class StepExecutor:
         return MemorySaveOutput(appended=len(messages))
 
     async def embed(self, payload: EmbedInput) -> EmbedOutput:
-        """`advisorchain.embeddings.embed`."""
+        """`advisorchain.embeddings.embed`: the vectors bounded and packed (`pack_vectors`)."""
         embedder = self.embedders.get(payload.embedder)
         if embedder is None:
             raise UnknownStep(f"no embedder registered as {payload.embedder!r}")
         vectors = embedder(list(payload.texts))
         if hasattr(vectors, "__await__"):
             vectors = await vectors
-        return EmbedOutput(vectors=tuple(tuple(float(x) for x in v) for v in vectors))
+        return pack_vectors(vectors, len(payload.texts))
 
     async def execute(
         self, name: str, payload: StepPayload | Mapping[str, Any], publish: Publish | None = None
@@ -1050,6 +1309,8 @@ class StepExecutor:
             return await self.model_stream(model_input, publish)
         if name in (STEP_TOOL_CALL, STEP_MCP_CALL):
             return await self.tool_call(ToolCallInput.model_validate(payload))
+        if name == STEP_MCP_LIST:
+            return await self.mcp_list(McpListInput.model_validate(payload))
         if name == STEP_MEMORY_LOAD:
             return await self.memory_load(MemoryLoadInput.model_validate(payload))
         if name == STEP_MEMORY_SAVE:
@@ -1092,6 +1353,11 @@ class LocalStepRunner:
 
 __all__ = [
     "DEFAULT_MODEL",
+    "MAX_EMBED_DIMENSION",
+    "MAX_EMBED_TEXTS",
+    "MAX_LISTED_TOOLS",
+    "MAX_LISTED_TOOL_BYTES",
+    "MAX_LISTING_BYTES",
     "SCHEMA_VERSION",
     "STEP_EMBED",
     "STEP_MCP_CALL",
@@ -1106,12 +1372,15 @@ __all__ = [
     "call_fingerprint",
     "Claim",
     "LocalStepRunner",
+    "DurableEmbedder",
     "DurableMemoryStore",
     "DurableModel",
     "DurableTool",
+    "DurableToolsets",
     "EffectsLedger",
     "EmbedInput",
     "EmbedOutput",
+    "ListedTool",
     "McpListInput",
     "McpListOutput",
     "MemoryLoadInput",
@@ -1123,10 +1392,12 @@ __all__ = [
     "Publish",
     "RemoteToolError",
     "StepExecutor",
+    "StepLimitExceeded",
     "StepPayload",
     "StepRunner",
     "ToolCallInput",
     "ToolCallOutput",
+    "ToolSource",
     "ToolSpec",
     "UnknownStep",
     "UnsupportedPayloadVersion",
@@ -1140,14 +1411,18 @@ __all__ = [
     "durable_chain",
     "event_from_json",
     "event_to_json",
+    "listed_tool",
+    "listing_of",
     "memory_key",
     "messages_from_json",
     "messages_to_json",
     "options_from_json",
     "options_to_json",
+    "pack_vectors",
     "response_from_json",
     "response_to_json",
     "usage_from_json",
+    "unpack_vectors",
     "usage_to_json",
     "without_http_retries",
 ]

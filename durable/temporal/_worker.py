@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
+import anyio.to_thread
 from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
@@ -17,6 +18,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from ..steps import (
     STEP_EMBED,
     STEP_MCP_CALL,
+    STEP_MCP_LIST,
     STEP_MEMORY_LOAD,
     STEP_MEMORY_SAVE,
     STEP_MODEL_CALL,
@@ -25,6 +27,8 @@ from ..steps import (
     EffectsLedger,
     EmbedInput,
     EmbedOutput,
+    McpListInput,
+    McpListOutput,
     MemoryLoadInput,
     MemoryLoadOutput,
     MemorySaveInput,
@@ -34,6 +38,7 @@ from ..steps import (
     StepExecutor,
     ToolCallInput,
     ToolCallOutput,
+    ToolSource,
 )
 from ._workflow import (
     LIVE_TOPIC,
@@ -47,6 +52,7 @@ T = TypeVar("T")
 
 _original_uuid4 = uuid.uuid4
 _original_time = time.time
+_original_run_sync = anyio.to_thread.run_sync
 
 
 def _uuid4() -> uuid.UUID:
@@ -57,13 +63,22 @@ def _time() -> float:
     return workflow.time() if workflow.in_workflow() else _original_time()
 
 
+async def _run_sync(function: Callable[..., T], *args: Any, **options: Any) -> T:
+    if workflow.in_workflow():
+        return function(*args)
+    return await _original_run_sync(function, *args, **options)
+
+
 def deterministic_workflow_code() -> None:
     """Route `uuid.uuid4()` and `time.time()` to the workflow's deterministic ones while
     code runs inside a workflow (links that make ids or read the clock: approval ids, a
-    model's missing call ids, audit times), unchanged elsewhere. Idempotent; the worker
-    calls it."""
+    model's missing call ids, audit times), and run `anyio.to_thread.run_sync(f, ...)` as
+    `f(...)` on the workflow's thread there (a tool search index's build, a link's sync
+    tool: the workflow's event loop cannot take a worker thread's result back, and would
+    wait forever); unchanged elsewhere. Idempotent; the worker calls it."""
     uuid.uuid4 = _uuid4
     time.time = _time
+    anyio.to_thread.run_sync = _run_sync  # type: ignore[assignment]
 
 
 async def _heartbeating(work: Awaitable[T], every: float) -> T:
@@ -101,6 +116,7 @@ class StepActivities:
             self.model_call,
             self.model_stream,
             self.tool_call,
+            self.mcp_list,
             self.mcp_call,
             self.memory_load,
             self.memory_save,
@@ -146,6 +162,11 @@ class StepActivities:
         """One tool execution (claimed in the ledger first when the tool has effects)."""
         return await _heartbeating(self.executor.tool_call(payload), self.every)
 
+    @activity.defn(name=STEP_MCP_LIST)
+    async def mcp_list(self, payload: McpListInput) -> McpListOutput:
+        """An MCP toolset's tools."""
+        return await _heartbeating(self.executor.mcp_list(payload), self.every)
+
     @activity.defn(name=STEP_MCP_CALL)
     async def mcp_call(self, payload: ToolCallInput) -> ToolCallOutput:
         """One MCP tool call."""
@@ -164,7 +185,7 @@ class StepActivities:
     @activity.defn(name=STEP_EMBED)
     async def embed(self, payload: EmbedInput) -> EmbedOutput:
         """Embeddings for tool search."""
-        return await self.executor.embed(payload)
+        return await _heartbeating(self.executor.embed(payload), self.every)
 
 
 def create_worker(
@@ -176,21 +197,27 @@ def create_worker(
     options: DurableOptions | None = None,
     executor: StepExecutor | None = None,
     name: str | None = None,
+    toolsets: Sequence[ToolSource] = (),
     **worker_options: Any,
 ) -> Worker:
     """A Temporal worker serving `factory`'s chain on `task_queue`: the conversation
     workflow (its links run as workflow code) and the step activities (on the chain's real
     model and tools, or `executor`'s registry, with `ledger` for tools with effects).
     `name` is what conversations name the chain by (the task queue by default).
+    `toolsets` are connected MCP toolsets (`McpToolset`, by name; or `executor`'s): each
+    turn lists their tools through the activity `advisorchain.mcp.list`.
 
     The client needs `data_converter()`. Workflow code runs unsandboxed with `uuid.uuid4`
-    and `time.time` made deterministic inside workflows (`deterministic_workflow_code`).
+    and `time.time` made deterministic inside workflows, and `anyio.to_thread.run_sync`
+    run on the workflow's thread (`deterministic_workflow_code`).
     `worker_options` go to `temporalio.worker.Worker`.
     """
     options = options or DurableOptions()
     deterministic_workflow_code()
-    register_chain(name or task_queue, factory, options)
-    executor = executor or StepExecutor.from_chain(factory(), ledger=ledger)
+    if executor is not None and toolsets:
+        raise ValueError("give the toolsets to the executor (StepExecutor(toolsets=...))")
+    executor = executor or StepExecutor.from_chain(factory(), ledger=ledger, toolsets=toolsets)
+    register_chain(name or task_queue, factory, options, tuple(executor.toolsets))
     steps = StepActivities(executor, options)
     return Worker(
         client,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -23,6 +23,7 @@ from ..steps import (
     STEP_MODEL_CALL,
     STEP_MODEL_STREAM,
     DurableMemoryStore,
+    DurableToolsets,
     P,
     StepPayload,
     decision_from_json,
@@ -63,7 +64,7 @@ class DurableOptions:
         default_factory=lambda: RetryPolicy(
             maximum_attempts=5,
             initial_interval=timedelta(milliseconds=200),
-            non_retryable_error_types=["UnknownStep", "ValidationError"],
+            non_retryable_error_types=["UnknownStep", "ValidationError", "StepLimitExceeded"],
         )
     )
     decision_timeout: timedelta | None = None
@@ -71,13 +72,24 @@ class DurableOptions:
     live_deltas: bool = True
 
 
-_CHAINS: dict[str, tuple[ChainFactory, DurableOptions]] = {}
-"""The chain factory and options of each chain name this process serves workflows of."""
+@dataclass(frozen=True)
+class _Served:
+    factory: ChainFactory
+    options: DurableOptions
+    toolsets: tuple[str, ...]
 
 
-def register_chain(name: str, factory: ChainFactory, options: DurableOptions) -> None:
-    """Serve `factory`'s chain to the conversation workflows started with chain `name`."""
-    _CHAINS[name] = (factory, options)
+_CHAINS: dict[str, _Served] = {}
+"""The chain factory, options and MCP toolsets' names of each chain name this process
+serves workflows of."""
+
+
+def register_chain(
+    name: str, factory: ChainFactory, options: DurableOptions, toolsets: Sequence[str] = ()
+) -> None:
+    """Serve `factory`'s chain to the conversation workflows started with chain `name`,
+    with the tools of the worker's MCP toolsets named `toolsets` listed each turn."""
+    _CHAINS[name] = _Served(factory, options, tuple(toolsets))
 
 
 @dataclass
@@ -169,7 +181,9 @@ class ConversationWorkflow:
     `live`). Deferred calls wait here; with `decision_timeout`, a durable timer rejects
     them when it fires. After `turns_per_run` turns the run continues as new. A chain with
     a `MemoryAdvisor` gets only each turn's new messages: its history comes from the
-    worker's store through the step `advisorchain.memory.load`."""
+    worker's store through the step `advisorchain.memory.load`. Each turn first lists the
+    tools of the worker's MCP toolsets (`advisorchain.mcp.list`, `DurableToolsets`) and
+    runs with them."""
 
     @workflow.init
     def __init__(self, start: ConversationInput) -> None:
@@ -186,9 +200,10 @@ class ConversationWorkflow:
         self.run_turns = 0
         self.lock = asyncio.Lock()
         self._chain: Chain | None = None
+        self._toolsets: DurableToolsets | None = None
         self._memory = False
 
-    def _registered(self) -> tuple[ChainFactory, DurableOptions]:
+    def _registered(self) -> _Served:
         found = _CHAINS.get(self.chain_name)
         if found is None:
             raise ApplicationError(
@@ -197,15 +212,19 @@ class ConversationWorkflow:
         return found
 
     def _options(self) -> DurableOptions:
-        return self._registered()[1]
+        return self._registered().options
 
     def chain(self) -> Chain:
-        """The chain, rebuilt to run its I/O as activities (built once per run)."""
+        """The chain, rebuilt to run its I/O as activities (built once per run), and the
+        worker's MCP toolsets to list each turn."""
         if self._chain is None:
-            factory, options = self._registered()
+            served = self._registered()
+            runner = TemporalStepRunner(served.options)
+            run_id = workflow.info().workflow_id
             self._chain = durable_chain(
-                factory(), TemporalStepRunner(options), run_id=workflow.info().workflow_id
+                served.factory(), runner, run_id=run_id, toolsets=served.toolsets
             )
+            self._toolsets = DurableToolsets(runner, served.toolsets, run_id=run_id)
             self._memory = any(
                 isinstance(getattr(a, "store", None), DurableMemoryStore)
                 for a in self._chain.advisors
@@ -351,7 +370,6 @@ class ConversationWorkflow:
         self, stream: bool, new: tuple[Message, ...], decisions: Mapping[str, Any] | None
     ) -> TurnOutput:
         chain = self.chain()
-        conversation_id = workflow.info().workflow_id
         transcript = (*self.messages, *new)
         # A chain with a MemoryAdvisor reads its history from the worker's store (the step
         # advisorchain.memory.load), as in process: it gets only the new messages, or the
@@ -359,19 +377,7 @@ class ConversationWorkflow:
         messages = new if self._memory else transcript
         turn = self.turns + 1
         try:
-            if stream:
-                response: ChatResponse | None = None
-                async for event in chain.stream(
-                    messages, decisions=decisions, conversation_id=conversation_id
-                ):
-                    self.events.publish({"turn": turn, "event": event_to_json(event)})
-                    if isinstance(event, ResponseCompleted):
-                        response = event.response
-                assert response is not None
-            else:
-                response = await chain.call(
-                    messages, decisions=decisions, conversation_id=conversation_id
-                )
+            response = await self._respond(chain, stream, turn, messages, decisions)
         except Exception as exc:
             failed = {"type": "turn_failed", "error": type(exc).__name__}
             self.events.publish({"turn": turn, "event": failed})
@@ -396,6 +402,33 @@ class ConversationWorkflow:
             fingerprints=dict(self.fingerprints),
             end_offset=self.stream._on_offset(),  # noqa: SLF001
         )
+
+    async def _respond(
+        self,
+        chain: Chain,
+        stream: bool,
+        turn: int,
+        messages: tuple[Message, ...],
+        decisions: Mapping[str, Any] | None,
+    ) -> ChatResponse:
+        """`chain`'s response to `messages` with the MCP toolsets' tools listed now; a
+        streamed turn's events published as they come."""
+        assert self._toolsets is not None  # built with the chain
+        tools = await self._toolsets.tools()
+        conversation_id = workflow.info().workflow_id
+        if not stream:
+            return await chain.call(
+                messages, decisions=decisions, conversation_id=conversation_id, tools=tools
+            )
+        response: ChatResponse | None = None
+        async for event in chain.stream(
+            messages, decisions=decisions, conversation_id=conversation_id, tools=tools
+        ):
+            self.events.publish({"turn": turn, "event": event_to_json(event)})
+            if isinstance(event, ResponseCompleted):
+                response = event.response
+        assert response is not None
+        return response
 
     async def _expire(self) -> None:
 
