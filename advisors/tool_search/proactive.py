@@ -118,7 +118,8 @@ def request_stems(text: str, *, actions_only: bool = False) -> set[str]:
     those right after a `NOUN_MARKERS` word (the ones a request can ask for as actions)."""
     words = [w for w in split_identifier(text[:MAX_QUERY_CHARS]) if w.isalnum()]
     if actions_only:
-        words = [w for before, w in zip(["", *words], words) if before not in NOUN_MARKERS]
+        before = ["", *words[:-1]]
+        words = [w for b, w in zip(before, words, strict=True) if b not in NOUN_MARKERS]
     found: set[str] = set()
     for terms in shared_terms().cached(words).values():
         found.update(terms)
