@@ -310,6 +310,19 @@ async def test_updates_refuse_duplicate_stale_and_mismatched_turns(temporal_addr
         assert [m.role for m in transcript][:4] == ["user", "assistant", "tool", "assistant"]
 
 
+def test_the_payload_converter_shares_its_type_adapters() -> None:
+    from temporalio.api.common.v1 import Payload
+
+    from advisorchain.durable.temporal import ConversationInput, SharedPayloadConverter
+
+    first, second = SharedPayloadConverter(), SharedPayloadConverter()
+    assert first.converters[b"json/plain"] is second.converters[b"json/plain"]
+    value = ConversationInput(chain="c", applied=["t1"], turns=2)
+    (payload,) = first.to_payloads([value])
+    assert isinstance(payload, Payload)
+    assert second.from_payloads([payload], [ConversationInput]) == [value]
+
+
 async def test_deferred_calls_expire_on_a_durable_timer(temporal_address: str) -> None:
     async with temporal_runner(
         temporal_address, pay_chain(), decision_timeout=timedelta(seconds=1)
