@@ -310,6 +310,21 @@ async def test_updates_refuse_duplicate_stale_and_mismatched_turns(temporal_addr
         assert [m.role for m in transcript][:4] == ["user", "assistant", "tool", "assistant"]
 
 
+async def test_start_knows_a_new_conversation_and_reads_a_running_one(
+    temporal_address: str,
+) -> None:
+    async with temporal_runner(temporal_address, pay_chain()) as conversation:
+        assert (conversation.turns, conversation.fingerprints) == (0, {})  # started: no query
+        await conversation.call("pay 5")
+        attached = TemporalConversation(
+            conversation.client, conversation.id, task_queue=conversation.task_queue
+        )
+        await attached.start()  # attaches to the running workflow and reads its state
+        assert attached.turns == 1 and attached.fingerprints == conversation.fingerprints
+        done = await attached.call(decisions={"p1": Approve()})
+        assert done.text == "paid."
+
+
 def test_the_payload_converter_shares_its_type_adapters() -> None:
     from temporalio.api.common.v1 import Payload
 

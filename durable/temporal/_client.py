@@ -33,6 +33,7 @@ from temporalio.converter import (
     StorageDriverRetrieveContext,
     StorageDriverStoreContext,
 )
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from ...core.deferred import Decision
 from ...core.events import StreamEvent
@@ -207,15 +208,26 @@ class TemporalConversation:
         self.fingerprints: dict[str, str] = {}
 
     async def start(self, history: Prompt = ()) -> TemporalConversation:
-        """Start the conversation's workflow with `history`, or attach to it if it runs."""
-        self.handle = await self.client.start_workflow(
-            WORKFLOW_NAME,
-            ConversationInput(chain=self.chain, messages=messages_to_json(to_messages(history))),
-            id=self.id,
-            task_queue=self.task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        )
-        await self.refresh()
+        """Start the conversation's workflow with `history`, or attach to it if it runs.
+
+        A workflow this call started is at turn 0 with no call waiting, which this handle
+        knows without asking; attached to a running one, it reads its state (a query)."""
+        try:
+            self.handle = await self.client.start_workflow(
+                WORKFLOW_NAME,
+                ConversationInput(
+                    chain=self.chain, messages=messages_to_json(to_messages(history))
+                ),
+                id=self.id,
+                task_queue=self.task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            )
+        except WorkflowAlreadyStartedError:
+            self.handle = self.client.get_workflow_handle(self.id)
+            await self.refresh()
+        else:
+            self.turns = 0
+            self.fingerprints = {}
         return self
 
     async def refresh(self) -> None:
