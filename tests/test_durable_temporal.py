@@ -437,6 +437,18 @@ async def test_the_benchmark_turn_takes_three_rounds(monkeypatch: pytest.MonkeyP
     assert "| in process | 1.00 | 2.00 | 0.25x |" in text
 
 
+def test_the_benchmark_compares_an_earlier_tree_only_when_there_is_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    monkeypatch.syspath_prepend(ROOT)
+    from benchmarks.durable import _rotated, packages
+
+    assert [suffix for _, suffix in packages(None)] == [""]
+    with pytest.raises(SystemExit, match="advisorchain_prev"):
+        packages(tmp_path)
+    assert _rotated(["a", "b", "c"], 4) == ["b", "c", "a"]
+
+
 async def test_the_benchmark_peers_turn_and_a_missing_one_is_a_row(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
