@@ -375,6 +375,15 @@ async def test_stream_reconnects_from_an_offset(temporal_address: str) -> None:
         assert json.dumps(_normal(rest[-1].event))
 
 
+async def test_a_called_turn_publishes_its_response_completed(temporal_address: str) -> None:
+    async with temporal_runner(temporal_address, shop_chain) as conversation:
+        response = await conversation.call("prices?")
+        async for item in conversation.events(from_offset=0):
+            assert isinstance(item.event, ResponseCompleted) and item.turn == 1
+            assert _normal(item.event) == _normal(ResponseCompleted(response))
+            break
+
+
 async def test_tracing_exports_each_span_once_across_replays(temporal_address: str) -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
