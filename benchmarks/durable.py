@@ -7,10 +7,17 @@ concurrent conversations on one worker.
 Each runner lives in this process: client, worker and workflow code, so "CPU" is this
 process's CPU time (`time.process_time`, every thread) per turn; the Temporal dev server
 (`temporal server start-dev`, from the `temporal` extra) runs in its own process and is
-not counted. Each durable turn starts a workflow and ends it: advisorchain's is a
-conversation started, one turn (an update), closed; the floor's a workflow run to its
-result. Another row measures a turn (an update) of one running conversation, whose
-transcript grows by six messages a turn. Medians over `--rounds` blocks of `--turns` turns.
+not counted there (its own CPU per turn is the last column, read from /proc). Each durable
+turn starts a workflow and ends it: advisorchain's is a conversation started, one turn (an
+update), closed; the floor's a workflow run to its result. Another row measures a turn (an
+update) of one running conversation, whose transcript grows by six messages a turn. The
+chain's factory runs in every workflow; its tool is made once, as a module-level `@tool`
+is.
+
+Every runner's worker runs from the start, and the rows are measured interleaved: medians
+over `--rounds` rounds, each a block of `--turns` turns of every row in turn (round `r`
+starting at the `r`-th row), then turns/s at each `--concurrency`, the median of
+`--repeats` tries interleaved alike, so all rows see the same machine load.
 
 The peers, when installed, in the same run: PydanticAI (pydantic-ai-slim, its
 `TemporalDurability` capability and `PydanticAIPlugin`) and the OpenAI Agents SDK
@@ -19,52 +26,92 @@ each with a scripted model giving the same three rounds and the same `lookup` to
 workflow per turn run to its result like the floor; a missing one prints "not installed".
 Each durable row also counts the activities one turn's workflow history scheduled.
 
+`--before DIR` adds advisorchain's rows again from an earlier tree of this package,
+extracted into `DIR/advisorchain_prev` and imported under that name (its own client, data
+converter and worker, on the same dev server), marked "(before)":
+
+    mkdir -p /tmp/before/advisorchain_prev
+    git archive <commit> | tar -x -C /tmp/before/advisorchain_prev
     python -m benchmarks.durable [--turns 20] [--rounds 3] [--concurrency 1,10,50]
+                                 [--repeats 3] [--before /tmp/before]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
+import os
 import shutil
 import statistics
 import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from temporalio import activity, workflow
 
-from advisorchain import Chain, ToolCall, ToolCallingAdvisor, tool
-from advisorchain.providers import ScriptedChatModel
+import advisorchain
+from advisorchain import Chain, ToolCall
+
+PREVIOUS = "advisorchain_prev"
+"""The name an earlier tree of the package is imported under (`--before`)."""
 
 
-def reply(request: Any) -> Any:
+def script(tool_call: Any = ToolCall) -> Callable[[Any], Any]:
     """The scripted model: look up A1, then B2, then answer (a function of the request, so
-    every turn and every worker answers alike)."""
-    last_user = max(i for i, m in enumerate(request.messages) if m.role == "user")
-    results = [m for m in request.messages[last_user:] if m.role == "tool"]
-    if len(results) == 0:
-        return ToolCall.from_arguments("lookup", {"sku": "A1"})
-    if len(results) == 1:
-        return ToolCall.from_arguments("lookup", {"sku": "B2"})
-    return "A1 and B2 cost 3 each."
+    every turn and every worker answers alike); `tool_call` is the `ToolCall` class of the
+    package whose model answers."""
+
+    def reply(request: Any) -> Any:
+        last_user = max(i for i, m in enumerate(request.messages) if m.role == "user")
+        results = [m for m in request.messages[last_user:] if m.role == "tool"]
+        if len(results) == 0:
+            return tool_call.from_arguments("lookup", {"sku": "A1"})
+        if len(results) == 1:
+            return tool_call.from_arguments("lookup", {"sku": "B2"})
+        return "A1 and B2 cost 3 each."
+
+    return reply
+
+
+reply = script()
+
+
+def lookup(sku: str) -> str:
+    """Price of a sku."""
+    return f"{sku}: 3"
+
+
+def chain_factory(package: Any) -> Callable[[], Any]:
+    """The factory of the chain every advisorchain runner runs, from `package` (this
+    advisorchain, or the earlier tree of `--before`): its tool made once, as a module-level
+    `@tool` is (docs/durable.md's example), the factory running again in every workflow."""
+    providers = importlib.import_module(f"{package.__name__}.providers")
+    tool = package.tool(read_only=True)(lookup)
+    reply = script(package.ToolCall)
+
+    def factory() -> Any:
+        return package.Chain(
+            [package.ToolCallingAdvisor()], model=providers.ScriptedChatModel(reply), tools=[tool]
+        )
+
+    return factory
+
+
+_bench_chain = chain_factory(advisorchain)
 
 
 def bench_chain() -> Chain:
     """The chain every advisorchain runner runs."""
-
-    @tool(read_only=True)
-    def lookup(sku: str) -> str:
-        """Price of a sku."""
-        return f"{sku}: 3"
-
-    return Chain([ToolCallingAdvisor()], model=ScriptedChatModel(reply), tools=[lookup])
+    chain: Chain = _bench_chain()
+    return chain
 
 
 @dataclass
@@ -73,19 +120,67 @@ class Measured:
     wall_ms: float
     activities: list[str] | None = None
     """The activities one turn's workflow history scheduled, in order (durable rows)."""
+    server_cpu_ms: float | None = None
+    """The dev server's CPU per turn (its process, a child of this one; Linux only)."""
 
 
-async def measure(turn: Callable[[], Awaitable[Any]], turns: int, rounds: int) -> Measured:
-    """Median CPU and wall milliseconds per turn over `rounds` blocks (after one warm-up)."""
-    await turn()
-    cpus, walls = [], []
-    for _ in range(rounds):
-        cpu, wall = time.process_time(), time.perf_counter()
-        for _ in range(turns):
-            await turn()
-        cpus.append((time.process_time() - cpu) * 1000 / turns)
-        walls.append((time.perf_counter() - wall) * 1000 / turns)
-    return Measured(statistics.median(cpus), statistics.median(walls))
+def server_cpu() -> float:
+    """CPU seconds of this process's child processes so far (the dev server), from /proc;
+    0 where there is none."""
+    total = 0
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == os.getpid():  # fields[1]: the parent's pid
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+@dataclass
+class Row:
+    """A runner's turn, as `measure_all` and `throughput_all` run it: `client` and `last`
+    (the last turn's workflow id) count its activities; `rated` rows have a turns/s row."""
+
+    turn: Callable[[], Awaitable[Any]]
+    client: Any = None
+    last: list[str] = field(default_factory=lambda: [""])
+    rated: bool = True
+
+
+def _rotated(names: list[str], by: int) -> list[str]:
+    by %= len(names)
+    return names[by:] + names[:by]
+
+
+async def measure_all(rows: dict[str, Row], turns: int, rounds: int) -> dict[str, Measured]:
+    """Median CPU and wall milliseconds per turn of each row over `rounds` blocks of
+    `turns` turns (after one warm-up turn each), the rows' blocks interleaved (round `r`
+    starts at the `r`-th row), so that every row sees the same machine load."""
+    for row in rows.values():
+        await row.turn()
+    names = list(rows)
+    cpus: dict[str, list[float]] = {name: [] for name in names}
+    walls: dict[str, list[float]] = {name: [] for name in names}
+    servers: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(rounds):
+        for name in _rotated(names, round_):
+            cpu, wall, server = time.process_time(), time.perf_counter(), server_cpu()
+            for _ in range(turns):
+                await rows[name].turn()
+            cpus[name].append((time.process_time() - cpu) * 1000 / turns)
+            walls[name].append((time.perf_counter() - wall) * 1000 / turns)
+            servers[name].append((server_cpu() - server) * 1000 / turns)
+    return {
+        name: Measured(
+            statistics.median(cpus[name]),
+            statistics.median(walls[name]),
+            server_cpu_ms=statistics.median(servers[name]) if name != "in process" else None,
+        )
+        for name in names
+    }
 
 
 async def scheduled(client: Any, workflow_id: str) -> list[str]:
@@ -103,6 +198,22 @@ async def throughput(turn: Callable[[], Awaitable[Any]], n: int) -> float:
     start = time.perf_counter()
     await asyncio.gather(*(turn() for _ in range(n)))
     return n / (time.perf_counter() - start)
+
+
+async def throughput_all(
+    rows: dict[str, Row], concurrency: list[int], repeats: int
+) -> dict[str, dict[int, float]]:
+    """Each row's median turns/s at each concurrency over `repeats` tries, interleaved as
+    `measure_all` does."""
+    names = list(rows)
+    rates: dict[str, dict[int, list[float]]] = {
+        name: {n: [] for n in concurrency} for name in names
+    }
+    for n in concurrency:
+        for repeat in range(repeats):
+            for name in _rotated(names, repeat):
+                rates[name][n].append(await throughput(rows[name].turn, n))
+    return {name: {n: statistics.median(r) for n, r in rates[name].items()} for name in names}
 
 
 # -- the hand-written floor --------------------------------------------------------------------
@@ -318,115 +429,154 @@ PEERS: dict[str, Callable[[], Peer | None]] = {
 }
 
 
-async def measure_peer(
-    target: str, name: str, peer: Peer, turns: int, rounds: int, concurrency: list[int]
-) -> dict[str, Any]:
+async def peer_row(stack: AsyncExitStack, target: str, name: str, peer: Peer) -> Row:
     """A peer's turn, a workflow run to its result, on its own client (its plugins set the
-    data converter) and worker, on the same dev server: its row and its turns/s."""
+    data converter) and worker, on the same dev server."""
     from temporalio.client import Client
     from temporalio.worker import Worker
 
     client = await Client.connect(target, plugins=peer.client_plugins)
     queue = f"bench-{peer.workflow.__name__}"
-    async with Worker(
+    await stack.enter_async_context(Worker(
         client, task_queue=queue, workflows=[peer.workflow], activities=peer.activities,
         plugins=peer.worker_plugins,
-    ):  # fmt: skip
-        last = [""]
+    ))  # fmt: skip
+    last = [""]
 
-        async def turn() -> Any:
-            last[0] = f"peer-{uuid.uuid4().hex}"
-            answer = await client.execute_workflow(
-                peer.workflow.run, "prices of A1 and B2?", id=last[0], task_queue=queue
-            )
-            assert answer == ANSWER, (name, answer)
-            return answer
+    async def turn() -> Any:
+        last[0] = f"peer-{uuid.uuid4().hex}"
+        answer = await client.execute_workflow(
+            peer.workflow.run, "prices of A1 and B2?", id=last[0], task_queue=queue
+        )
+        assert answer == ANSWER, (name, answer)
+        return answer
 
-        measured = await measure(turn, turns, rounds)
-        measured.activities = await scheduled(client, last[0])
-        rates = {n: await throughput(turn, n) for n in concurrency}
-        return {name: measured, f"{name}: turns/s": rates}
+    return Row(turn, client, last)
 
 
-async def run(turns: int, rounds: int, concurrency: list[int]) -> dict[str, Any]:
-    from temporalio.testing import WorkflowEnvironment
+async def advisorchain_rows(
+    stack: AsyncExitStack, target: str, package: Any, suffix: str
+) -> dict[str, Row]:
+    """advisorchain's rows from `package` (this one, or `--before`'s tree with `suffix`),
+    on its own client (its data converter) and worker: a conversation a turn (started, one
+    turn, closed) and a turn (an update) of one running conversation."""
+    from temporalio.client import Client
+
+    temporal = importlib.import_module(f"{package.__name__}.durable.temporal")
+    client = await Client.connect(target, data_converter=temporal.data_converter())
+    queue = "bench-advisorchain" + suffix.replace(" ", "").replace("(", "-").rstrip(")")
+    await stack.enter_async_context(temporal.create_worker(client, queue, chain_factory(package)))
+    last = [""]
+
+    async def durable() -> Any:
+        last[0] = f"bench-{uuid.uuid4().hex}"
+        conversation = temporal.TemporalConversation(client, last[0], task_queue=queue)
+        await conversation.start()
+        response = await conversation.call("prices of A1 and B2?")
+        await conversation.close()
+        assert response.text == ANSWER, response.messages
+        return response
+
+    running = temporal.TemporalConversation(client, f"bench-{uuid.uuid4().hex}", task_queue=queue)
+    await running.start()
+    stack.push_async_callback(running.close)
+
+    async def next_turn() -> Any:
+        response = await running.call("prices of A1 and B2?")
+        assert response.text == ANSWER, response.messages
+        return response
+
+    return {
+        f"Temporal, advisorchain{suffix}": Row(durable, client, last),
+        f"Temporal, advisorchain, a turn of a running conversation{suffix}": Row(
+            next_turn, rated=False
+        ),
+    }
+
+
+async def floor_row(stack: AsyncExitStack, client: Any) -> Row:
+    """The hand-written floor: a workflow run to its result."""
     from temporalio.worker import Worker
 
-    from advisorchain.durable.temporal import TemporalConversation, create_worker, data_converter
+    await stack.enter_async_context(Worker(
+        client, task_queue="bench-floor", workflows=[FloorTurn],
+        activities=[floor_model, floor_lookup],
+    ))  # fmt: skip
+    last = [""]
 
-    results: dict[str, Any] = {}
+    async def floor() -> Any:
+        last[0] = f"floor-{uuid.uuid4().hex}"
+        return await client.execute_workflow(
+            "floor.Turn", "prices?", id=last[0], task_queue="bench-floor", result_type=str
+        )
+
+    return Row(floor, client, last)
+
+
+def packages(before: Path | None) -> list[tuple[Any, str]]:
+    """This advisorchain, and with `before` the earlier tree extracted into
+    `before/advisorchain_prev` (its rows suffixed " (before)")."""
+    found: list[tuple[Any, str]] = [(advisorchain, "")]
+    if before is not None:
+        if not (before / PREVIOUS / "__init__.py").is_file():
+            raise SystemExit(f"--before {before}: no {PREVIOUS}/__init__.py there (see --help)")
+        sys.path.insert(0, str(before))
+        found.append((importlib.import_module(PREVIOUS), " (before)"))
+    return found
+
+
+async def run(
+    turns: int,
+    rounds: int,
+    concurrency: list[int],
+    repeats: int = 3,
+    before: Path | None = None,
+) -> dict[str, Any]:
+    """Every row in one process on one dev server, their workers all running, measured
+    interleaved: CPU and wall time per turn, then turns/s at each concurrency."""
+    from temporalio.testing import WorkflowEnvironment
+
+    from advisorchain.durable.temporal import data_converter
+
     chain = bench_chain()
 
     async def in_process() -> Any:
         return await chain.call("prices of A1 and B2?")
 
-    results["in process"] = await measure(in_process, turns, rounds)
-
+    rows: dict[str, Row] = {"in process": Row(in_process, rated=False)}
+    missing = []
     cli = shutil.which("temporal") or str(Path(sys.executable).parent / "temporal")
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=cli, data_converter=data_converter()
     )
-    try:
-        client = env.client
-        async with create_worker(client, "bench-advisorchain", bench_chain):
-            last = [""]
-
-            async def durable() -> Any:
-                last[0] = f"bench-{uuid.uuid4().hex}"
-                conversation = TemporalConversation(
-                    client, last[0], task_queue="bench-advisorchain"
-                )
-                await conversation.start()
-                response = await conversation.call("prices of A1 and B2?")
-                await conversation.close()
-                return response
-
-            results["Temporal, advisorchain"] = await measure(durable, turns, rounds)
-            results["Temporal, advisorchain"].activities = await scheduled(client, last[0])
-            running = TemporalConversation(
-                client, f"bench-{uuid.uuid4().hex}", task_queue="bench-advisorchain"
-            )
-            await running.start()
-
-            async def next_turn() -> Any:
-                return await running.call("prices of A1 and B2?")
-
-            results["Temporal, advisorchain, a turn of a running conversation"] = await measure(
-                next_turn, turns, rounds
-            )
-            await running.close()
-            results["Temporal, advisorchain: turns/s"] = {
-                n: await throughput(durable, n) for n in concurrency
-            }
-
-        async with Worker(
-            client,
-            task_queue="bench-floor",
-            workflows=[FloorTurn],
-            activities=[floor_model, floor_lookup],
-        ):
-
-            async def floor() -> Any:
-                last[0] = f"floor-{uuid.uuid4().hex}"
-                return await client.execute_workflow(
-                    "floor.Turn", "prices?", id=last[0], task_queue="bench-floor",
-                    result_type=str,
-                )  # fmt: skip
-
-            results["Temporal, hand-written floor"] = await measure(floor, turns, rounds)
-            results["Temporal, hand-written floor"].activities = await scheduled(client, last[0])
-            results["Temporal, hand-written floor: turns/s"] = {
-                n: await throughput(floor, n) for n in concurrency
-            }
-        target = client.service_client.config.target_host
+    async with AsyncExitStack() as stack:
+        stack.push_async_callback(env.shutdown)
+        target = env.client.service_client.config.target_host
+        for package, suffix in packages(before):
+            rows.update(await advisorchain_rows(stack, target, package, suffix))
+        rows["Temporal, hand-written floor"] = await floor_row(stack, env.client)
         for name, build in PEERS.items():
             peer = build()
             if peer is None:
-                results[name] = "not installed"
-                continue
-            results.update(await measure_peer(target, name, peer, turns, rounds, concurrency))
-    finally:
-        await env.shutdown()
+                missing.append(name)
+            else:
+                rows[name] = await peer_row(stack, target, name, peer)
+        return await measure_rows(rows, missing, turns, rounds, concurrency, repeats)
+
+
+async def measure_rows(
+    rows: dict[str, Row], missing: list[str], turns: int, rounds: int,
+    concurrency: list[int], repeats: int,
+) -> dict[str, Any]:  # fmt: skip
+    """The rows measured (`measure_all`), their activities counted, their turns/s."""
+    results: dict[str, Any] = dict(await measure_all(rows, turns, rounds))
+    for name, row in rows.items():
+        if row.client is not None:
+            results[name].activities = await scheduled(row.client, row.last[0])
+    results.update({name: "not installed" for name in missing})
+    rated = {name: row for name, row in rows.items() if row.rated}
+    rates = await throughput_all(rated, concurrency, repeats)
+    results.update({f"{name}: turns/s": rate for name, rate in rates.items()})
     return results
 
 
@@ -434,18 +584,21 @@ def table(results: dict[str, Any]) -> str:
     """The results as markdown tables, then the activities one turn of each runner ran."""
     floor = results["Temporal, hand-written floor"]
     lines = [
-        "| runner | CPU ms / turn | wall ms / turn | CPU vs floor | activities / turn |",
-        "|---|---|---|---|---|",
+        "| runner | CPU ms / turn | wall ms / turn | CPU vs floor | activities / turn "
+        "| server CPU ms / turn |",
+        "|---|---|---|---|---|---|",
     ]
     for name, value in results.items():
         if isinstance(value, Measured):
             ratio = value.cpu_ms / floor.cpu_ms
             count = "" if value.activities is None else str(len(value.activities))
+            server = "" if value.server_cpu_ms is None else f"{value.server_cpu_ms:.2f}"
             lines.append(
-                f"| {name} | {value.cpu_ms:.2f} | {value.wall_ms:.2f} | {ratio:.2f}x | {count} |"
+                f"| {name} | {value.cpu_ms:.2f} | {value.wall_ms:.2f} | {ratio:.2f}x | {count} "
+                f"| {server} |"
             )
         elif value == "not installed":
-            lines.append(f"| {name} | not installed | | | |")
+            lines.append(f"| {name} | not installed | | | | |")
     rated = [name for name in results if name.endswith(": turns/s")]
     counts = list(results[rated[0]])
     lines += ["", "| runner (turns/s) | " + " | ".join(f"{n} at once" for n in counts) + " |"]
@@ -465,11 +618,14 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", default="1,10,50")
+    parser.add_argument("--repeats", type=int, default=3, help="turns/s tries, median")
+    parser.add_argument(
+        "--before", type=Path, help=f"a directory holding an earlier tree as {PREVIOUS}"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
-    results = asyncio.run(
-        run(args.turns, args.rounds, [int(n) for n in args.concurrency.split(",")])
-    )
+    concurrency = [int(n) for n in args.concurrency.split(",")]
+    results = asyncio.run(run(args.turns, args.rounds, concurrency, args.repeats, args.before))
     if args.json:
         print(json.dumps({k: getattr(v, "__dict__", v) for k, v in results.items()}, indent=1))
     else:

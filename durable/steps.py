@@ -70,7 +70,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import pydantic_core
@@ -445,8 +445,9 @@ def options_from_json(values: Mapping[str, Any]) -> ChatOptions:
 
 
 def usage_to_json(usage: Usage) -> dict[str, int]:
-    """`Usage` as JSON."""
-    return asdict(usage)
+    """`Usage` as JSON (its counts, flat: no `dataclasses.asdict` and its deep copies, on
+    every model call)."""
+    return {field.name: getattr(usage, field.name) for field in fields(usage)}
 
 
 def usage_from_json(values: Mapping[str, Any]) -> Usage:

@@ -3,6 +3,7 @@ runs its model and tools as steps, and gives the in-process transcript, events a
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +19,7 @@ from advisorchain import (
     ToolCall,
     ToolCallFinished,
     ToolCallingAdvisor,
+    Usage,
     UserMessage,
     tool,
 )
@@ -45,6 +47,8 @@ from advisorchain.durable.steps import (
     messages_to_json,
     response_from_json,
     response_to_json,
+    usage_from_json,
+    usage_to_json,
 )
 from advisorchain.providers import ScriptedChatModel
 
@@ -288,6 +292,9 @@ async def test_responses_and_events_round_trip() -> None:
     assert isinstance(last, ResponseCompleted)
     back = response_from_json(response_to_json(last.response))
     assert back.messages == last.response.messages and back.usage == last.response.usage
+    usage = Usage(input_tokens=7, output_tokens=3, cached_tokens=2, requests=1)
+    assert usage_to_json(usage) == dataclasses.asdict(usage)
+    assert usage_from_json(usage_to_json(usage)) == usage
 
 
 async def test_provider_http_retries_are_off_inside_a_step() -> None:

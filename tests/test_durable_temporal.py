@@ -310,6 +310,34 @@ async def test_updates_refuse_duplicate_stale_and_mismatched_turns(temporal_addr
         assert [m.role for m in transcript][:4] == ["user", "assistant", "tool", "assistant"]
 
 
+async def test_start_knows_a_new_conversation_and_reads_a_running_one(
+    temporal_address: str,
+) -> None:
+    async with temporal_runner(temporal_address, pay_chain()) as conversation:
+        assert (conversation.turns, conversation.fingerprints) == (0, {})  # started: no query
+        await conversation.call("pay 5")
+        attached = TemporalConversation(
+            conversation.client, conversation.id, task_queue=conversation.task_queue
+        )
+        await attached.start()  # attaches to the running workflow and reads its state
+        assert attached.turns == 1 and attached.fingerprints == conversation.fingerprints
+        done = await attached.call(decisions={"p1": Approve()})
+        assert done.text == "paid."
+
+
+def test_the_payload_converter_shares_its_type_adapters() -> None:
+    from temporalio.api.common.v1 import Payload
+
+    from advisorchain.durable.temporal import ConversationInput, SharedPayloadConverter
+
+    first, second = SharedPayloadConverter(), SharedPayloadConverter()
+    assert first.converters[b"json/plain"] is second.converters[b"json/plain"]
+    value = ConversationInput(chain="c", applied=["t1"], turns=2)
+    (payload,) = first.to_payloads([value])
+    assert isinstance(payload, Payload)
+    assert second.from_payloads([payload], [ConversationInput]) == [value]
+
+
 async def test_deferred_calls_expire_on_a_durable_timer(temporal_address: str) -> None:
     async with temporal_runner(
         temporal_address, pay_chain(), decision_timeout=timedelta(seconds=1)
@@ -345,6 +373,15 @@ async def test_stream_reconnects_from_an_offset(temporal_address: str) -> None:
                 break
         assert rest == seen[len(seen) // 2 + 1 :]
         assert json.dumps(_normal(rest[-1].event))
+
+
+async def test_a_called_turn_publishes_its_response_completed(temporal_address: str) -> None:
+    async with temporal_runner(temporal_address, shop_chain) as conversation:
+        response = await conversation.call("prices?")
+        async for item in conversation.events(from_offset=0):
+            assert isinstance(item.event, ResponseCompleted) and item.turn == 1
+            assert _normal(item.event) == _normal(ResponseCompleted(response))
+            break
 
 
 async def test_tracing_exports_each_span_once_across_replays(temporal_address: str) -> None:
@@ -407,6 +444,18 @@ async def test_the_benchmark_turn_takes_three_rounds(monkeypatch: pytest.MonkeyP
         }
     )
     assert "| in process | 1.00 | 2.00 | 0.25x |" in text
+
+
+def test_the_benchmark_compares_an_earlier_tree_only_when_there_is_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    monkeypatch.syspath_prepend(ROOT)
+    from benchmarks.durable import _rotated, packages
+
+    assert [suffix for _, suffix in packages(None)] == [""]
+    with pytest.raises(SystemExit, match="advisorchain_prev"):
+        packages(tmp_path)
+    assert _rotated(["a", "b", "c"], 4) == ["b", "c", "a"]
 
 
 async def test_the_benchmark_peers_turn_and_a_missing_one_is_a_row(

@@ -11,6 +11,7 @@ validated update, every model and tool call an activity named after its step
 from ._client import (
     FilePayloadStore,
     LiveDelta,
+    SharedPayloadConverter,
     StreamedEvent,
     TemporalConversation,
     data_converter,
@@ -45,6 +46,7 @@ __all__ = [
     "FilePayloadStore",
     "LiveDelta",
     "ReplaySafeSpanProcessor",
+    "SharedPayloadConverter",
     "StepActivities",
     "StreamedEvent",
     "TemporalConversation",

@@ -20,16 +20,20 @@ from temporalio.client import (
     WorkflowUpdateStage,
 )
 from temporalio.common import WorkflowIDConflictPolicy
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter, PydanticPayloadConverter
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.converter import (
+    CompositePayloadConverter,
     DataConverter,
+    DefaultPayloadConverter,
     ExternalStorage,
+    JSONPlainPayloadConverter,
     StorageDriver,
     StorageDriverClaim,
     StorageDriverRetrieveContext,
     StorageDriverStoreContext,
 )
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from ...core.deferred import Decision
 from ...core.events import StreamEvent
@@ -109,19 +113,46 @@ class FilePayloadStore(StorageDriver):
         return payloads
 
 
+_SHARED_JSON = PydanticJSONPlainPayloadConverter()
+"""The pydantic JSON converter every `SharedPayloadConverter` uses, with its type adapters."""
+
+
+class SharedPayloadConverter(PydanticPayloadConverter):
+    """temporalio's pydantic payload converter, its type adapters shared by every instance.
+
+    The worker makes a payload converter for each workflow it starts, and pydantic's caches
+    the `TypeAdapter` of each type it decodes per instance: each conversation built its
+    input's adapters again (some milliseconds a workflow: the conversation input's
+    dataclass schema is the largest). This one decodes and encodes alike through one
+    process-wide converter, whose adapters are built once per type."""
+
+    def __init__(self) -> None:
+        CompositePayloadConverter.__init__(
+            self,
+            *(
+                _SHARED_JSON if isinstance(c, JSONPlainPayloadConverter) else c
+                for c in DefaultPayloadConverter.default_encoding_payload_converters
+            ),
+        )
+
+
+_CONVERTER = DataConverter(payload_converter_class=SharedPayloadConverter)
+
+
 def data_converter(
     large_payloads: StorageDriver | None = None, *, threshold: int = 256 * 1024
 ) -> DataConverter:
-    """The data converter clients and workers of durable conversations use (pydantic).
+    """The data converter clients and workers of durable conversations use (pydantic, its
+    type adapters shared across workflows: `SharedPayloadConverter`).
 
     With `large_payloads` (a `FilePayloadStore`, or any Temporal `StorageDriver`), every
     payload of `threshold` bytes or more (a large tool result or image, a long transcript)
     is stored there and the history keeps a reference: Temporal refuses payloads over
     2 MB. Clients and workers must use the same store."""
     if large_payloads is None:
-        return pydantic_data_converter
+        return _CONVERTER
     return dataclasses.replace(
-        pydantic_data_converter,
+        _CONVERTER,
         external_storage=ExternalStorage(
             drivers=[large_payloads], payload_size_threshold=threshold
         ),
@@ -177,15 +208,26 @@ class TemporalConversation:
         self.fingerprints: dict[str, str] = {}
 
     async def start(self, history: Prompt = ()) -> TemporalConversation:
-        """Start the conversation's workflow with `history`, or attach to it if it runs."""
-        self.handle = await self.client.start_workflow(
-            WORKFLOW_NAME,
-            ConversationInput(chain=self.chain, messages=messages_to_json(to_messages(history))),
-            id=self.id,
-            task_queue=self.task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        )
-        await self.refresh()
+        """Start the conversation's workflow with `history`, or attach to it if it runs.
+
+        A workflow this call started is at turn 0 with no call waiting, which this handle
+        knows without asking; attached to a running one, it reads its state (a query)."""
+        try:
+            self.handle = await self.client.start_workflow(
+                WORKFLOW_NAME,
+                ConversationInput(
+                    chain=self.chain, messages=messages_to_json(to_messages(history))
+                ),
+                id=self.id,
+                task_queue=self.task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            )
+        except WorkflowAlreadyStartedError:
+            self.handle = self.client.get_workflow_handle(self.id)
+            await self.refresh()
+        else:
+            self.turns = 0
+            self.fingerprints = {}
         return self
 
     async def refresh(self) -> None:
@@ -303,6 +345,7 @@ class TemporalConversation:
 __all__ = [
     "FilePayloadStore",
     "LiveDelta",
+    "SharedPayloadConverter",
     "StreamedEvent",
     "TemporalConversation",
     "data_converter",

@@ -394,11 +394,14 @@ class ConversationWorkflow:
             if self.fingerprints and timeout is not None
             else None
         )
-        if not stream:
-            self.events.publish({"turn": turn, "event": event_to_json(ResponseCompleted(response))})
+        values = response_to_json(response)
+        if not stream:  # the event_to_json of its ResponseCompleted, without a second conversion
+            self.events.publish(
+                {"turn": turn, "event": {"type": "response_completed", "response": values}}
+            )
         return TurnOutput(
             turn=turn,
-            response=response_to_json(response),
+            response=values,
             fingerprints=dict(self.fingerprints),
             end_offset=self.stream._on_offset(),  # noqa: SLF001
         )
