@@ -582,9 +582,22 @@ async def test_calls_decided_but_not_started_run_after_a_takeover(
     )
     crashing = Bank()
     crashes = iter([False, True])
+    probe = stores()
+
+    async def recorded() -> bool:
+        for i in range(2):
+            record = await probe.get(approval_id(response, i))
+            if record is not None and any(c.result is not None for c in record.calls):
+                return True
+        return False
 
     async def maybe_die() -> None:
         if next(crashes):
+            # Crash once the call that ran has its result recorded: a call that finished
+            # but whose result was not recorded yet reads unknown (the test above).
+            with anyio.move_on_after(10):
+                while not await recorded():
+                    await anyio.sleep(0.005)
             raise Crash
 
     crashing.before_transfer = maybe_die
