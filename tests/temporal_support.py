@@ -40,6 +40,24 @@ def _unavailable(why: str) -> None:
     pytest.skip(why)
 
 
+def _serving(cli: str, port: int) -> bool:
+    """Whether the dev server on `port` listens and its frontend says it is healthy (a
+    client that connects between the two fails with "Frontend is not healthy yet")."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            pass
+        health = subprocess.run(
+            [cli, "operator", "cluster", "health", "--address", f"127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return health.returncode == 0 and "SERVING" in health.stdout
+
+
 @pytest.fixture(scope="session")
 def temporal_address() -> Iterator[str]:
     """The address of a running Temporal dev server (started for the session)."""
@@ -83,13 +101,11 @@ def temporal_address() -> Iterator[str]:
                 _unavailable(
                     f"temporal server start-dev exited: {(Path(folder) / 'server.log').read_text()}"
                 )
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    _unavailable("temporal server start-dev did not listen within 60 s")
-                time.sleep(0.2)
+            if _serving(cli, port):
+                break
+            if time.monotonic() > deadline:
+                _unavailable("temporal server start-dev was not serving within 60 s")
+            time.sleep(0.2)
         yield f"127.0.0.1:{port}"
     finally:
         process.terminate()
