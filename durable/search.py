@@ -25,13 +25,9 @@ workflow code: an index with examples that are not a mapping is refused.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-import anyio.to_thread
-
 from ..advisors.tool_search import (
-    EmbeddingCache,
     EmbeddingFunction,
     EmbeddingIndex,
     HybridIndex,
@@ -122,35 +118,17 @@ def durable_search(
 
 
 class CachedEmbedder:
-    """`embed` behind `cache`, on a worker: texts embedded before are read from the cache,
-    the others embedded (in one call) and written to it; the vectors come back normalized,
-    as the cache keeps them (an `EmbeddingIndex` normalizes them anyway)."""
+    """An index's document embeddings on a worker: `index.vectors_of`, so texts embedded
+    before are read from the index's cache and the others embedded in batches and cached;
+    the vectors come back normalized, as the cache keeps them."""
 
-    def __init__(self, embed: EmbeddingFunction, cache: EmbeddingCache) -> None:
-        self.embed = embed
-        self.cache = cache
+    def __init__(self, index: EmbeddingIndex) -> None:
+        self.index = index
 
     async def __call__(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order."""
-        known = await anyio.to_thread.run_sync(self.cache.get_many, list(texts))
-        missing = [t for t in dict.fromkeys(texts) if t not in known]
-        if missing:
-            embedded = await self.embed(missing)
-            if len(embedded) != len(missing):
-                raise ValueError(
-                    f"the embedding function returned {len(embedded)} vectors for "
-                    f"{len(missing)} texts"
-                )
-            fresh = {t: _normalized(v) for t, v in zip(missing, embedded, strict=True)}
-            await anyio.to_thread.run_sync(self.cache.put_many, fresh)
-            known.update(fresh)
+        known = await self.index.vectors_of(texts)
         return [known[t] for t in texts]
-
-
-def _normalized(vector: Sequence[float]) -> list[float]:
-    values = [float(x) for x in vector]
-    norm = math.sqrt(math.fsum(x * x for x in values))
-    return [x / norm for x in values] if norm > 0 else values
 
 
 def search_embedders(advisors: Sequence[Advisor]) -> dict[str, EmbeddingFunction]:
@@ -161,9 +139,7 @@ def search_embedders(advisors: Sequence[Advisor]) -> dict[str, EmbeddingFunction
     searches = [a for a in advisors if type(a) is ToolSearchAdvisor]
     indexes = (i for a in searches for i in embedding_indexes(a.indexes.template))
     for n, index in enumerate(indexes):
-        documents = index.embed
-        if index.cache is not None:
-            documents = CachedEmbedder(documents, index.cache)
+        documents = index.embed if index.cache is None else CachedEmbedder(index)
         found[embedder_key(n)] = documents
         found[embedder_key(n, queries=True)] = index.query_embed or index.embed
     return found

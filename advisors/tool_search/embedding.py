@@ -135,7 +135,7 @@ class EmbeddingIndex:
             examples = await examples_for(self.examples, catalog)
         texts = [document_text(d) for d in catalog]
         everything = [*texts, *chain.from_iterable(examples.values())]
-        known = await self._vectors_of(everything)
+        known = await self.vectors_of(everything)
         vectors = [known[t] for t in texts]
         if self.examples is not None:
             vectors = [
@@ -151,8 +151,9 @@ class EmbeddingIndex:
         built._matrix = _as_matrix(vectors)
         return built
 
-    async def _vectors_of(self, texts: Sequence[str]) -> dict[str, list[float]]:
-        """The normalized vector of every text, from the cache or embedded in batches."""
+    async def vectors_of(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """The normalized vector of every text, by text: from the cache, the others
+        embedded in batches of `batch_size` (similar lengths together) and cached."""
         known: dict[str, list[float]] = {}
         if self.cache is not None:
             known = await anyio.to_thread.run_sync(self.cache.get_many, texts)
