@@ -213,9 +213,13 @@ class SmallModelAdvisor(Advisor):
 
     def adapt(self, request: ChatRequest) -> ChatRequest:
         """The request the model should see instead of `request`."""
-        if self.rounds(request) >= self.max_rounds and request.options.tool_choice != "none":
+        looked = self._looked_first_round(request)
+        if (
+            self._rounds(request, looked) >= self.max_rounds
+            and request.options.tool_choice != "none"
+        ):
             request = request.with_options(tool_choice="none")
-        messages = _without_calls(request.messages, self.failed_lookups(request))
+        messages = _without_calls(request.messages, _failed_lookups(request, looked))
         if self.results_as_text:
             start = request.last_user_index + 1 if self.history == "native" else 0
             approved = frozenset(t.name for t in request.tools if t.requires_approval)
@@ -243,11 +247,12 @@ class SmallModelAdvisor(Advisor):
         turn (same tool, same arguments): a model that checks the same thing again is
         looping, and answering ends the loop.
         """
+        return self._rounds(request, self._looked_first_round(request))
+
+    def _rounds(self, request: ChatRequest, looked: AssistantMessage | None) -> int:
         attached = {t.name: t for t in request.tools}
         turn = request.messages[request.last_user_index + 1 :]
         failed = {m.tool_call_id for m in turn if isinstance(m, ToolMessage) and m.is_error}
-        looked = self._looked_first(request)
-        first = True
         free = True
         count = 0
         made: set[tuple[str, str]] = set()
@@ -257,10 +262,8 @@ class SmallModelAdvisor(Advisor):
             calls = [(c.name, c.arguments) for c in m.tool_calls]
             repeated = any(call in made for call in calls)
             made.update(calls)
-            if first and looked and set(calls) == looked:
-                first = False
+            if m is looked:
                 continue
-            first = False
             if free and all(
                 c.name not in attached or (c.id in failed and attached[c.name].read_only)
                 for c in m.tool_calls
@@ -288,30 +291,25 @@ class SmallModelAdvisor(Advisor):
         attached = {t.name for t in request.tools}
         return tuple(c for c in self.look_first(request) if c.name in attached)
 
-    def _looked_first(self, request: ChatRequest) -> set[tuple[str, str]]:
-        """The (name, arguments) of the turn's look-first calls, derived again from the
-        turn's user message (nothing is stored)."""
+    def _looked_first_round(self, request: ChatRequest) -> AssistantMessage | None:
+        """The turn's first round of tool calls if it was the look-first calls, derived
+        again from the turn's user message (nothing is stored); else `None`."""
         if self.look_first is None or request.last_user_index < 0:
-            return set()
+            return None
+        turn = request.messages[request.last_user_index + 1 :]
+        first = next((m for m in turn if isinstance(m, AssistantMessage) and m.tool_calls), None)
+        if first is None:
+            return None
         at_start = request.with_messages(request.messages[: request.last_user_index + 1])
-        return {(c.name, c.arguments) for c in self._look_first_calls(at_start)}
+        looked = {(c.name, c.arguments) for c in self._look_first_calls(at_start)}
+        return first if {(c.name, c.arguments) for c in first.tool_calls} == looked else None
 
     def failed_lookups(self, request: ChatRequest) -> frozenset[str]:
         """The ids of the turn's look-first calls that failed, when another of them
         succeeded: they are not shown to the model. It never asked for them, and a small
         model that reads a failure answers that nothing could be done. When every
         look-up failed (an order that is not the customer's), the failures are shown."""
-        looked = self._looked_first(request)
-        if not looked:
-            return frozenset()
-        turn = request.messages[request.last_user_index + 1 :]
-        first = next((m for m in turn if isinstance(m, AssistantMessage) and m.tool_calls), None)
-        if first is None or {(c.name, c.arguments) for c in first.tool_calls} != looked:
-            return frozenset()
-        ids = {c.id for c in first.tool_calls}
-        results = [m for m in turn if isinstance(m, ToolMessage) and m.tool_call_id in ids]
-        failed = frozenset(m.tool_call_id for m in results if m.is_error)
-        return failed if any(not m.is_error for m in results) else frozenset()
+        return _failed_lookups(request, self._looked_first_round(request))
 
     def first_search(self, request: ChatRequest) -> ChatResponse | None:
         """With `search_first`: the turn's first step, a search with the user's words."""
@@ -542,6 +540,17 @@ def format_call(call: ToolCall) -> str:
         return f"{call.name}({call.arguments})"
     shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
     return f"{call.name}({shown})"
+
+
+def _failed_lookups(request: ChatRequest, looked: AssistantMessage | None) -> frozenset[str]:
+    """`SmallModelAdvisor.failed_lookups`, given the turn's look-first round."""
+    if looked is None:
+        return frozenset()
+    ids = {c.id for c in looked.tool_calls}
+    turn = request.messages[request.last_user_index + 1 :]
+    results = [m for m in turn if isinstance(m, ToolMessage) and m.tool_call_id in ids]
+    failed = frozenset(m.tool_call_id for m in results if m.is_error)
+    return failed if any(not m.is_error for m in results) else frozenset()
 
 
 def _without_calls(messages: tuple[Message, ...], ids: frozenset[str]) -> tuple[Message, ...]:
