@@ -87,10 +87,10 @@ class FirstLookUps:
         context = request.tool_context
         calls: list[ToolCall] = []
         ids = named_ids(question)
+        by_id = [t for t in found if _required(t) == ["order_id"]]
         for order_id in ids:
             calls.append(_status(order_id))
-            if self.tools.owns(order_id, context):
-                by_id = [t for t in found if _required(t) == ["order_id"]]
+            if by_id and self.tools.owns(order_id, context):
                 calls += [ToolCall.from_arguments(t.name, {"order_id": order_id}) for t in by_id]
         if not ids:
             items = self.tools.named_items(question, context)[:MAX_IDS]
