@@ -172,12 +172,14 @@ async def test_a_mutating_tool_is_attached_only_when_the_request_asks_for_its_ac
     await run(chain, "please send an email to Ann", stream)
     await run(chain, "I am deleting that old file now", stream)
     await run(chain, "hotel rooms in Rome", stream)
+    await run(chain, "show me the booking of my hotel in Rome", stream)
 
-    about, send, delete, hotels = (names(r) for r in model.requests)
+    about, send, delete, hotels, booking = (names(r) for r in model.requests)
     assert "send_email" not in about and "list_emails" in about
     assert "send_email" in send
     assert "delete_file" in delete
     assert "find_hotels" in hotels and "book_hotel" not in hotels
+    assert "book_hotel" not in booking  # "the booking": a noun, no action asked for
 
     always = ScriptedChatModel(lambda request: "ok")
     chain = Chain(
